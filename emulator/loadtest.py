@@ -1,0 +1,142 @@
+"""Saturating TCP flows on a running testbed, measured on the wire.
+
+:func:`measure` starts a sink per destination and one ``blaster send`` per
+flow inside the emulated hosts, lets them warm up, then reads the tc byte
+counters of the watched egress ports at the start and end of a window. It
+returns wire rates (headers included, what HTB shapes) per port and per
+priority class, and the receivers' goodput over the same window.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from emulator.testbed import Testbed
+
+PROJECT_ROOT = str(Path(__file__).resolve().parent.parent)
+
+
+@dataclass(frozen=True)
+class Flow:
+    src: tuple[int, int]  # (server, nic)
+    dst: tuple[int, int]
+    dscp: int = 0
+    pace_bps: float | None = None
+
+
+@dataclass
+class PortRate:
+    node: str
+    ifname: str
+    configured_bps: float  # real
+    wire_bps: float
+    class_bps: dict[int, float] = field(default_factory=dict)  # priority class -> wire bit/s
+    drops: int = 0
+
+    @property
+    def error(self) -> float:
+        return self.wire_bps / self.configured_bps - 1
+
+
+@dataclass
+class Measurement:
+    window: float
+    ports: dict[tuple[str, str], PortRate]
+    goodput_bps: list[float]  # per flow, over the window
+    sent_bytes: list[int]
+
+
+def python_argv(module: str, *args: str) -> list[str]:
+    return [sys.executable, "-m", module, *args]
+
+
+def _env() -> dict[str, str]:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = PROJECT_ROOT + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    return env
+
+
+def _rate_between(timeline: list, slot: int, t1: float, t2: float) -> float:
+    """Bytes/s of connection ``slot`` between wall times t1 and t2 (linear interpolation)."""
+
+    def at(t: float) -> float:
+        prev = None
+        for ts, counts in timeline:
+            value = counts[slot] if slot < len(counts) else 0
+            if ts >= t:
+                if prev is None:
+                    return value
+                (pt, pv) = prev
+                return pv + (value - pv) * (t - pt) / max(ts - pt, 1e-9)
+            prev = (ts, value)
+        return prev[1] if prev else 0.0
+
+    return (at(t2) - at(t1)) / (t2 - t1)
+
+
+def measure(tb: Testbed, flows: list[Flow], watch: list[tuple[str, str]], warmup: float = 1.5,
+            window: float = 3.0, base_port: int = 5201) -> Measurement:
+    """Run ``flows`` saturating for warmup + window + 0.5 s and measure (see module doc)."""
+    topo = tb.topology
+    total = warmup + window + 0.5
+    sinks = {}
+    order: dict[int, tuple[tuple[int, int], int]] = {}
+    for i, f in enumerate(flows):
+        port = base_port + i
+        key = (f.dst, port)
+        order[i] = key
+        host = topo.hosts[f.dst[0]]
+        sinks[key] = tb.popen(host, python_argv("emulator.blaster", "sink", "--bind", tb.address(*f.dst),
+                                                "--port", str(port), "--seconds", str(total + 5)),
+                              stdout=subprocess.PIPE, text=True, env=_env())
+    for proc in sinks.values():
+        line = proc.stdout.readline()
+        if '"ready"' not in line:
+            raise RuntimeError(f"traffic sink did not start: {line!r}")
+    senders = []
+    for i, f in enumerate(flows):
+        argv = ["send", "--bind", tb.address(*f.src), "--to", tb.address(*f.dst), "--port",
+                str(order[i][1]), "--dscp", str(f.dscp), "--seconds", str(total)]
+        if f.pace_bps:
+            argv += ["--pace", str(f.pace_bps)]
+        senders.append(tb.popen(topo.hosts[f.src[0]], python_argv("emulator.blaster", *argv),
+                                stdout=subprocess.PIPE, text=True, env=_env()))
+    time.sleep(warmup)
+    before = {w: tb.counters(*w) for w in watch}
+    t1 = time.time()
+    time.sleep(window)
+    after = {w: tb.counters(*w) for w in watch}
+    t2 = time.time()
+    sent = []
+    for proc in senders:
+        out, _ = proc.communicate(timeout=total + 30)
+        sent.append(json.loads(out.strip().splitlines()[-1])["bytes"] if out.strip() else 0)
+    results = {}
+    for key, proc in sinks.items():
+        proc.terminate()
+        out, _ = proc.communicate(timeout=30)
+        results[key] = json.loads(out.strip().splitlines()[-1])
+    elapsed = t2 - t1
+    ports = {}
+    policy = tb.policy
+    for w in watch:
+        b, a = before[w], after[w]
+        plan = policy.compile(tb.real_rate(*w)) if policy else None
+        class_bps = {}
+        if plan is not None:
+            for cls, cid in plan.class_ids.items():
+                if cid in a.classes and cid in b.classes:
+                    class_bps[cls] = (a.classes[cid].bytes - b.classes[cid].bytes) * 8 / elapsed
+        ports[w] = PortRate(w[0], w[1], tb.real_rate(*w), (a.bytes - b.bytes) * 8 / elapsed, class_bps,
+                            a.drops - b.drops)
+    goodput = []
+    for i in range(len(flows)):
+        res = results[order[i]]
+        goodput.append(8 * _rate_between(res["timeline"], 0, t1, t2) if res["bytes"] else 0.0)
+    return Measurement(elapsed, ports, goodput, sent)

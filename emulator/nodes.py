@@ -1,0 +1,187 @@
+"""Mininet node classes of a railbed cluster, configured through netlink.
+
+Mininet's model: a topology is pure data (:mod:`emulator.topo`), behaviour
+lives in node classes. Each class reads its :class:`NodeConfig` from the
+``railbed`` parameter and configures its own namespace with pyroute2
+(addresses, bridge, rules, routes, tc plans); sysctls and offloads go
+through the node's shell.
+
+* :class:`ServerHost`: a server; policy routing so NIC *i*'s traffic leaves
+  through NIC *i*; ECMP (L4 hash) to the spines of each NIC's leaf.
+* :class:`NamespaceBridge`: an L2 switch (leaf, rail or single switch) as a
+  Linux bridge inside its own namespace, so nothing of a run lives in the
+  root namespace and no STP is needed (leaves never bridge to each other).
+* :class:`SpineRouter`: an L3 spine, one port per leaf subnet.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from mininet.node import Host, Node, Switch
+
+from emulator.netns import iproute_in
+from railbed.topology import CLUSTER_PREFIX
+from tc_policies.netlink import apply_plan
+from tc_policies.plan import TcPlan
+
+# Called with (node name, shell pid) as soon as a node's namespace exists, so a
+# run killed right after can still be cleaned up (see emulator.state).
+on_node_started: Callable[[str, int], None] | None = None
+
+BASE_SYSCTLS = (
+    "net.ipv6.conf.all.disable_ipv6=1",
+    "net.ipv6.conf.default.disable_ipv6=1",
+)
+HOST_SYSCTLS = (
+    "net.ipv4.conf.all.rp_filter=0",
+    "net.ipv4.conf.default.rp_filter=0",
+    "net.ipv4.conf.all.arp_ignore=1",
+    "net.ipv4.conf.all.arp_announce=2",
+    "net.ipv4.fib_multipath_hash_policy=1",
+)
+ROUTER_SYSCTLS = HOST_SYSCTLS[:2] + ("net.ipv4.ip_forward=1",)
+
+
+@dataclass(frozen=True)
+class IfaceConfig:
+    ifname: str
+    address: str | None
+    plan: TcPlan | None
+    prefixlen: int = 16
+
+
+@dataclass(frozen=True)
+class RouteTable:
+    """Policy table of one NIC: traffic from ``source`` leaves through ``ifname``."""
+
+    table: int
+    source: str
+    ifname: str
+    subnet: str
+    gateways: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class NodeConfig:
+    ifaces: tuple[IfaceConfig, ...]
+    tables: tuple[RouteTable, ...] = ()
+    main_gateways: tuple[tuple[str, str], ...] = field(default=())  # (gateway, ifname)
+
+
+def netns_path(node: Node) -> str:
+    return f"/proc/{node.pid}/ns/net"
+
+
+def _prefix(cidr: str) -> tuple[str, int]:
+    addr, length = cidr.split("/")
+    return addr, int(length)
+
+
+def _multipath(ipr, table: int, hops: list[tuple[str, int]]) -> None:
+    dst, length = _prefix(CLUSTER_PREFIX)
+    if len(hops) == 1:
+        ipr.route("add", dst=dst, dst_len=length, table=table, gateway=hops[0][0], oif=hops[0][1])
+    else:
+        ipr.route("add", dst=dst, dst_len=length, table=table,
+                  multipath=[{"gateway": g, "oif": i} for g, i in hops])
+
+
+class _RailbedNode:
+    """Shared configuration steps (mixed into Mininet node classes)."""
+
+    sysctls: tuple[str, ...] = BASE_SYSCTLS
+    pid: int
+    name: str
+
+    def _registered(self) -> None:
+        self.cmd("sysctl -q -w " + " ".join(BASE_SYSCTLS))
+        if on_node_started is not None:
+            on_node_started(self.name, self.pid)
+
+    def railbed_config(self) -> NodeConfig:
+        return self.params["railbed"]
+
+    def configure(self, bridge: bool = False) -> None:
+        cfg = self.railbed_config()
+        self.cmd("sysctl -q -w " + " ".join(self.sysctls))
+        offload = "; ".join(f"ethtool -K {i.ifname} tso off gso off gro off" for i in cfg.ifaces)
+        if offload:
+            self.cmd(offload + " >/dev/null 2>&1")
+        with iproute_in(netns_path(self)) as ipr:
+            index = {i.ifname: ipr.link_lookup(ifname=i.ifname)[0] for i in cfg.ifaces}
+            if bridge:
+                ipr.link("add", ifname="br0", kind="bridge", br_stp_state=0, br_forward_delay=0)
+                br = ipr.link_lookup(ifname="br0")[0]
+                for i in cfg.ifaces:
+                    ipr.link("set", index=index[i.ifname], master=br)
+                ipr.link("set", index=br, state="up")
+            for i in cfg.ifaces:
+                if i.address:
+                    ipr.addr("add", index=index[i.ifname], address=i.address, prefixlen=i.prefixlen)
+                    intf = self.nameToIntf.get(i.ifname)
+                    if intf is not None:  # so Mininet's CLI (ping, pingall) knows the address
+                        intf.ip, intf.prefixLen = i.address, i.prefixlen
+                ipr.link("set", index=index[i.ifname], state="up")
+                if i.plan is not None:
+                    apply_plan(ipr, index[i.ifname], i.plan)
+            for t in cfg.tables:
+                net, length = _prefix(t.subnet)
+                ipr.route("add", dst=net, dst_len=length, table=t.table, oif=index[t.ifname], scope=253,
+                          prefsrc=t.source)
+                if t.gateways:
+                    _multipath(ipr, t.table, [(g, index[t.ifname]) for g in t.gateways])
+                ipr.rule("add", table=t.table, priority=1000 + t.table, src=t.source, src_len=32)
+            if cfg.main_gateways:
+                _multipath(ipr, 254, [(g, index[ifn]) for g, ifn in cfg.main_gateways])
+
+
+class ServerHost(_RailbedNode, Host):
+    """A server of the cluster (see module docstring)."""
+
+    sysctls = HOST_SYSCTLS
+
+    def __init__(self, name: str, **params) -> None:
+        Host.__init__(self, name, **params)
+        self._registered()
+
+    def config(self, **_params) -> dict:
+        self.cmd("ip link set lo up")
+        self.configure()
+        return {}
+
+
+class SpineRouter(_RailbedNode, Node):
+    """An L3 spine (see module docstring)."""
+
+    sysctls = ROUTER_SYSCTLS
+
+    def __init__(self, name: str, **params) -> None:
+        Node.__init__(self, name, **params)
+        self._registered()
+
+    def config(self, **_params) -> dict:
+        self.configure()
+        return {}
+
+
+class NamespaceBridge(_RailbedNode, Switch):
+    """An L2 switch as a Linux bridge in its own namespace (see module docstring)."""
+
+    controlIntf = None
+
+    def __init__(self, name: str, **params) -> None:
+        params["inNamespace"] = True
+        params.pop("listenPort", None)
+        Switch.__init__(self, name, dpid="1", **params)
+        self._registered()
+
+    def start(self, _controllers) -> None:
+        self.configure(bridge=True)
+
+    def connected(self) -> bool:
+        return True
+
+    def stop(self, deleteIntfs: bool = False) -> None:  # noqa: N803 - Mininet's signature
+        self.terminate()

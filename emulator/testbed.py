@@ -1,0 +1,217 @@
+"""Testbed: build an emulated cluster, use it, and always tear it down.
+
+::
+
+    with Testbed(ClusterSpec.load("examples/rail-4x4.yaml")) as tb:
+        h0 = tb.node("h0")
+        ...
+
+Lifecycle guarantees: every namespace, veth, bridge, qdisc and process the
+run creates is gone after ``stop()``, which runs on normal exit, on an
+exception, on Ctrl-C (KeyboardInterrupt) and on SIGTERM/SIGHUP (turned into
+:class:`Interrupted`). After a SIGKILL, ``railbed clean`` removes the debris
+using the run record of :mod:`emulator.state`.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+import uuid
+from collections.abc import Sequence
+
+from mininet.log import setLogLevel
+from mininet.net import Mininet
+
+from emulator import features as kernel
+from emulator import nodes
+from emulator.netns import iproute_in
+from emulator.nodes import netns_path
+from emulator.state import RunState, pids_in_netns
+from emulator.topo import ClusterTopo
+from railbed.errors import EnvironmentProblem
+from railbed.spec import ClusterSpec
+from railbed.topology import Topology
+from railbed.units import RateScale
+from tc_policies.netlink import PortCounters, read_counters
+from tc_policies.plan import Policy, policy_by_name
+
+
+class Interrupted(BaseException):
+    """The run received SIGTERM or SIGHUP; raised so the clean-up path runs."""
+
+    def __init__(self, signum: int) -> None:
+        self.signum = signum
+        super().__init__(f"interrupted by {signal.Signals(signum).name}")
+
+
+_OWNER_PID = os.getpid()
+
+
+def _raise_interrupted(signum, _frame):
+    if os.getpid() != _OWNER_PID:  # a forked child inherited the handler: die as by default
+        signal.signal(signum, signal.SIG_DFL)
+        os.kill(os.getpid(), signum)
+        return
+    raise Interrupted(signum)
+
+
+def default_scale(spec: ClusterSpec) -> RateScale:
+    topo = Topology(spec)
+    return RateScale.default_for([p.rate for p in topo.ports.values()],
+                                 [r for s in spec.servers for r in s.nic_rates], os.cpu_count() or 1)
+
+
+class Testbed:
+    """An emulated cluster (see module docstring).
+
+    ``policy``: ``"dscp-priority"`` (default), ``"fifo"`` or a policy object.
+    ``scale``: the factor k (real rate = model rate / k); default from the
+    cluster size and this machine's cores (:meth:`RateScale.default_for`).
+    """
+
+    def __init__(self, spec: ClusterSpec, policy: str | Policy = "dscp-priority",
+                 scale: float | RateScale | None = None, verbose: bool = False) -> None:
+        self.spec = spec
+        self.topology = Topology(spec)
+        if scale is None:
+            self.scale = default_scale(spec)
+        else:
+            self.scale = scale if isinstance(scale, RateScale) else RateScale(float(scale))
+        self._policy_arg = policy
+        self.policy: Policy | None = None if isinstance(policy, str) else policy
+        self.verbose = verbose
+        self.net: Mininet | None = None
+        self.state = RunState()
+        self.run_id = uuid.uuid4().hex[:12]
+        self._procs: list[subprocess.Popen] = []
+        self._old_handlers: dict[int, object] = {}
+        self.build_seconds = 0.0
+        self.teardown_seconds = 0.0
+
+    # -------------------------------------------------------------- lifecycle
+    def start(self) -> Testbed:
+        if os.geteuid() != 0:
+            raise EnvironmentProblem("building an emulated cluster needs root (use sudo)")
+        t0 = time.monotonic()
+        if self.policy is None:
+            has_prio = kernel.probe().has("prio")
+            self.policy = policy_by_name(self._policy_arg, has_prio_qdisc=has_prio)
+        topo = ClusterTopo(spec=self.spec, policy=self.policy, scale=self.scale)  # validates rates first
+        planned = [p.ifname for p in self.topology.ports.values()]
+        self.state.acquire(self.run_id, planned)
+        global _OWNER_PID
+        _OWNER_PID = os.getpid()
+        self._install_signal_handlers()
+        nodes.on_node_started = self.state.add_node
+        try:
+            setLogLevel("info" if self.verbose else "warning")
+            self.net = Mininet(topo=topo, controller=None, build=False, autoSetMacs=False,
+                               autoStaticArp=False, waitConnected=False)
+            self.net.build()
+            self.net.start()
+        except BaseException:
+            self.stop()
+            raise
+        finally:
+            nodes.on_node_started = None
+        self.build_seconds = time.monotonic() - t0
+        return self
+
+    def stop(self) -> None:
+        """Tear everything down; safe to call twice and from a failed start."""
+        t0 = time.monotonic()
+        try:
+            inodes = {n["netns"] for n in self.state.nodes() if n.get("netns")}
+            for proc in self._procs:
+                if proc.poll() is None:
+                    proc.kill()
+            if self.net is not None:
+                for node in self.net.hosts + self.net.switches:
+                    try:
+                        node.terminate()
+                    except Exception:  # noqa: BLE001 - keep tearing down the rest
+                        pass
+            # Anything else still inside our namespaces (a process a test started
+            # by hand, a shell that ignored SIGHUP) keeps them alive: end it.
+            deadline = time.monotonic() + 10
+            while inodes and time.monotonic() < deadline:
+                left = pids_in_netns(inodes)
+                if not left:
+                    break
+                for pid in left:
+                    try:
+                        os.kill(pid, signal.SIGKILL)
+                    except ProcessLookupError:
+                        pass
+                time.sleep(0.02)
+            for proc in self._procs:
+                try:
+                    proc.wait(timeout=5)
+                except subprocess.TimeoutExpired:
+                    pass
+            debris = self.state.leftovers()
+            for ifname in debris.get("interfaces", []):
+                subprocess.run(["ip", "link", "del", ifname], capture_output=True, check=False)
+            self.state.release()
+        finally:
+            self.net = None
+            self._procs = []
+            self._restore_signal_handlers()
+            self.teardown_seconds = time.monotonic() - t0
+
+    def __enter__(self) -> Testbed:
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+    def _install_signal_handlers(self) -> None:
+        for sig in (signal.SIGTERM, signal.SIGHUP):
+            try:
+                self._old_handlers[sig] = signal.signal(sig, _raise_interrupted)
+            except ValueError:  # not the main thread: the caller handles signals
+                pass
+
+    def _restore_signal_handlers(self) -> None:
+        for sig, handler in self._old_handlers.items():
+            signal.signal(sig, handler)
+        self._old_handlers.clear()
+
+    # ------------------------------------------------------------------ using
+    def node(self, name: str):
+        if self.net is None:
+            raise RuntimeError("testbed is not running")
+        return self.net[name]
+
+    def netns(self, name: str) -> str:
+        return netns_path(self.node(name))
+
+    def address(self, server: int, nic: int = 0) -> str:
+        return self.topology.nic_address(server, nic)
+
+    def popen(self, name: str, argv: Sequence[str], **kwargs) -> subprocess.Popen:
+        """Start ``argv`` inside node ``name``'s namespace; killed at ``stop()``."""
+        node = self.node(name)
+        proc = subprocess.Popen(["mnexec", "-a", str(node.pid), *argv], **kwargs)
+        self._procs.append(proc)
+        self.state.add_pid(proc.pid, f"{name}: {argv[0]}")
+        return proc
+
+    def counters(self, name: str, ifname: str) -> PortCounters:
+        """tc counters of the egress port ``ifname`` of node ``name``."""
+        with iproute_in(self.netns(name)) as ipr:
+            return read_counters(ipr, ipr.link_lookup(ifname=ifname)[0])
+
+    def link_bytes(self, name: str, ifname: str) -> tuple[int, int]:
+        """(tx_bytes, rx_bytes) interface counters of ``ifname`` on node ``name``."""
+        with iproute_in(self.netns(name)) as ipr:
+            msg = ipr.get_links(ipr.link_lookup(ifname=ifname)[0])[0]
+            stats = msg.get_attr("IFLA_STATS64")
+            return stats["tx_bytes"], stats["rx_bytes"]
+
+    def real_rate(self, node: str, ifname: str) -> float:
+        """The configured real (shaped) rate of a port, bit/s."""
+        return self.scale.real_rate(self.topology.ports[(node, ifname)].rate)

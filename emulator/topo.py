@@ -1,0 +1,56 @@
+"""A ClusterSpec as a Mininet ``Topo``: pure data, built in ``Topo.build``.
+
+Usable on its own with Mininet's ``mn`` (see ``emulator/mn_custom.py``)::
+
+    sudo mn --custom emulator/mn_custom.py --topo railbed,examples/rail-4x4.yaml --controller none
+"""
+
+from __future__ import annotations
+
+from mininet.topo import Topo
+
+from emulator.nodes import IfaceConfig, NamespaceBridge, NodeConfig, RouteTable, ServerHost, SpineRouter
+from railbed.errors import SpecError
+from railbed.spec import ClusterSpec
+from railbed.topology import Topology, leaf_subnet
+from railbed.units import MIN_REAL_LINK_RATE, RateScale, format_rate
+from tc_policies.plan import Policy
+
+
+def check_real_rates(topology: Topology, scale: RateScale) -> None:
+    """Every shaped rate must be one this machine's HTB can hold (>= 1 Mbit/s real)."""
+    slowest = min(p.rate for p in topology.ports.values())
+    if scale.real_rate(slowest) < MIN_REAL_LINK_RATE:
+        raise SpecError("scale", f"scale {scale.k:g} makes the slowest link {format_rate(slowest)} "
+                        f"{format_rate(scale.real_rate(slowest))} real, below "
+                        f"{format_rate(MIN_REAL_LINK_RATE)}; use a smaller --scale")
+
+
+class ClusterTopo(Topo):
+    """Mininet topology of a :class:`ClusterSpec` with tc plans from ``policy`` at ``scale``."""
+
+    def build(self, spec: ClusterSpec, policy: Policy, scale: RateScale) -> None:  # noqa: D102
+        topo = Topology(spec)
+        check_real_rates(topo, scale)
+        self.railbed_topology = topo
+        plans: dict[float, object] = {}
+
+        def plan(rate: float):
+            if rate not in plans:
+                plans[rate] = policy.compile(scale.real_rate(rate))
+            return plans[rate]
+
+        def ifaces(node: str) -> tuple[IfaceConfig, ...]:
+            return tuple(IfaceConfig(p.ifname, p.address, plan(p.rate)) for p in topo.ports_of(node))
+
+        for s, name in enumerate(topo.hosts):
+            tables = tuple(RouteTable(t, src, ifn, leaf_subnet(topo.nics[s][k].leaf), gws)
+                           for k, (t, src, ifn, gws) in enumerate(topo.host_routes(s)))
+            main = tuple((g, topo.nics[s][0].port.ifname) for g in topo.nics[s][0].gateways)
+            self.addHost(name, cls=ServerHost, railbed=NodeConfig(ifaces(name), tables, main))
+        for name in topo.switches:
+            self.addSwitch(name, cls=NamespaceBridge, railbed=NodeConfig(ifaces(name)))
+        for name in topo.spines:
+            self.addHost(name, cls=SpineRouter, railbed=NodeConfig(ifaces(name)))
+        for link in topo.links:
+            self.addLink(link.a.node, link.b.node, intfName1=link.a.ifname, intfName2=link.b.ifname)

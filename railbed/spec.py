@@ -1,0 +1,311 @@
+"""ClusterSpec: the servers and fabric of a cluster, as plain validated data.
+
+A spec is written in YAML (or built in Python) and validated on load; every
+error names the field (``servers[1].nic_rate: rate must be positive``) and
+unknown keys are errors. Example (the DGTP testbed of seed 000, section VI:
+four servers, two with 50 Gbit/s NICs and two limited to 10 Gbit/s)::
+
+    name: dgtp-testbed
+    servers:
+      - count: 2
+        gpus: 1
+        nic_rate: 50Gbit
+        resources: {cpu: 16, gpu: 1, mem: 64}
+      - count: 2
+        gpus: 1
+        nic_rate: 10Gbit
+        resources: {cpu: 16, gpu: 1, mem: 64}
+    fabric:
+      type: single_switch
+
+Fabrics:
+
+``single_switch``
+    every NIC on one L2 switch.
+``leaf_spine``
+    ``servers_per_leaf`` consecutive servers (all their NICs) on each leaf,
+    every leaf joined to each of ``spines`` spine routers.
+``rail_optimized``
+    NIC *i* of every server on rail switch *i* (so every server has exactly
+    ``rails`` NICs); ``spines`` spine routers join the rails. GPU *i* sends
+    through NIC *i*.
+
+Rates are model rates in bit/s (see :mod:`railbed.units`); they accept
+numbers (``100e9``) and strings (``"100Gbit"``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from railbed.errors import SpecError
+from railbed.units import format_rate, parse_duration, parse_rate
+
+FABRIC_KINDS = ("single_switch", "leaf_spine", "rail_optimized")
+MAX_LEAVES = 250  # one /16 of 10.0.0.0/8 per leaf or rail
+MAX_SPINES = 250
+MAX_PORTS_PER_LEAF = 60000
+MAX_NICS_PER_SERVER = 64
+
+
+@dataclass(frozen=True)
+class Server:
+    """One server: its GPUs, NICs (model rates in bit/s) and resource capacities."""
+
+    name: str
+    gpus: int
+    nic_rates: tuple[float, ...]
+    resources: Mapping[str, float] = field(default_factory=dict)
+    intra_host: str | None = None
+
+    @property
+    def nics(self) -> int:
+        return len(self.nic_rates)
+
+
+@dataclass(frozen=True)
+class Fabric:
+    """How servers are connected. ``uplink_rate`` is the rate of each
+    switch-to-spine link; ``latency`` the one-way latency of every link."""
+
+    kind: str
+    spines: int = 0
+    uplink_rate: float | None = None
+    latency: float = 0.0
+    servers_per_leaf: int | None = None
+    rails: int | None = None
+
+
+@dataclass(frozen=True)
+class ClusterSpec:
+    """A cluster: servers plus fabric. Build with :meth:`from_dict` or :meth:`load`."""
+
+    name: str
+    servers: tuple[Server, ...]
+    fabric: Fabric
+
+    # ------------------------------------------------------------------ loading
+    @classmethod
+    def load(cls, path: str | Path) -> ClusterSpec:
+        """Read and validate a YAML file."""
+        path = Path(path)
+        try:
+            text = path.read_text()
+        except OSError as exc:
+            raise SpecError(str(path), f"cannot read file: {exc.strerror}") from None
+        return cls.from_yaml(text, source=str(path))
+
+    @classmethod
+    def from_yaml(cls, text: str, source: str = "<yaml>") -> ClusterSpec:
+        try:
+            data = yaml.safe_load(text)
+        except yaml.YAMLError as exc:
+            mark = getattr(exc, "problem_mark", None)
+            where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+            problem = getattr(exc, "problem", None) or "syntax error"
+            raise SpecError(source, f"malformed YAML{where}: {problem}") from None
+        return cls.from_dict(data)
+
+    @classmethod
+    def from_dict(cls, data: object) -> ClusterSpec:
+        """Validate a parsed document (see the module docstring for the schema)."""
+        doc = _mapping(data, "", {"name", "servers", "fabric"}, required={"servers", "fabric"})
+        name = doc.get("name", "cluster")
+        if not isinstance(name, str) or not name:
+            raise SpecError("name", "must be a non-empty string")
+        servers = _servers(doc["servers"])
+        fabric = _fabric(doc["fabric"], servers)
+        return cls(name=name, servers=servers, fabric=fabric)
+
+    # ---------------------------------------------------------------- building
+    @classmethod
+    def rail_optimized(
+        cls,
+        servers: int,
+        rails: int,
+        spines: int,
+        nic_rate: float = 100e9,
+        uplink_rate: float | None = None,
+        gpus: int | None = None,
+    ) -> ClusterSpec:
+        """Rail-optimized cluster of ``servers`` x ``rails`` GPUs (one GPU per NIC)."""
+        return cls.from_dict(
+            {
+                "name": f"rail-{servers}x{rails}",
+                "servers": [
+                    {"count": servers, "gpus": rails if gpus is None else gpus, "nics": rails,
+                     "nic_rate": nic_rate}
+                ],
+                "fabric": {"type": "rail_optimized", "spines": spines,
+                           **({"uplink_rate": uplink_rate} if uplink_rate else {})},
+            }
+        )
+
+    # ------------------------------------------------------------------- views
+    @property
+    def gpus(self) -> int:
+        return sum(s.gpus for s in self.servers)
+
+    def to_dict(self) -> dict[str, Any]:
+        """A document :meth:`from_dict` reads back to an equal spec (one group per server)."""
+        fab: dict[str, Any] = {"type": self.fabric.kind, "latency": self.fabric.latency}
+        if self.fabric.kind != "single_switch":
+            fab["spines"] = self.fabric.spines
+            fab["uplink_rate"] = self.fabric.uplink_rate
+        if self.fabric.servers_per_leaf is not None:
+            fab["servers_per_leaf"] = self.fabric.servers_per_leaf
+        if self.fabric.rails is not None:
+            fab["rails"] = self.fabric.rails
+        return {
+            "name": self.name,
+            "servers": [
+                {"gpus": s.gpus, "nics": s.nics, "nic_rate": list(s.nic_rates),
+                 "resources": dict(s.resources),
+                 **({"intra_host": s.intra_host} if s.intra_host else {})}
+                for s in self.servers
+            ],
+            "fabric": fab,
+        }
+
+    def summary(self) -> str:
+        """A few human lines: servers, NICs, fabric."""
+        f = self.fabric
+        lines = [f"cluster {self.name}: {len(self.servers)} servers, {self.gpus} GPUs, "
+                 f"{sum(s.nics for s in self.servers)} NICs, fabric {f.kind}"]
+        if f.kind == "rail_optimized":
+            lines.append(f"  {f.rails} rails, {f.spines} spines, uplinks {format_rate(f.uplink_rate or 0)}")
+        elif f.kind == "leaf_spine":
+            leaves = -(-len(self.servers) // (f.servers_per_leaf or 1))
+            lines.append(f"  {leaves} leaves of {f.servers_per_leaf} servers, {f.spines} spines, "
+                         f"uplinks {format_rate(f.uplink_rate or 0)}")
+        groups: dict[tuple, list[str]] = {}
+        for s in self.servers:
+            key = (s.gpus, s.nic_rates, tuple(sorted(s.resources.items())), s.intra_host)
+            groups.setdefault(key, []).append(s.name)
+        for (gpus, rates, res, hw), names in groups.items():
+            nic_text = ", ".join(format_rate(r) for r in rates)
+            extra = f", resources {dict(res)}" if res else ""
+            extra += f", intra-host {hw}" if hw else ""
+            lines.append(f"  {len(names)} x ({gpus} GPUs, NICs [{nic_text}]{extra}): "
+                         f"{names[0]}..{names[-1]}" if len(names) > 1 else
+                         f"  1 x ({gpus} GPUs, NICs [{nic_text}]{extra}): {names[0]}")
+        if f.latency:
+            lines.append(f"  link latency {f.latency * 1e6:g} us")
+        return "\n".join(lines)
+
+
+# ---------------------------------------------------------------- validation
+def _mapping(value: object, where: str, allowed: set[str], required: set[str] = frozenset()) -> dict:
+    if not isinstance(value, dict):
+        raise SpecError(where or "document", f"expected a mapping, got {type(value).__name__}")
+    for key in value:
+        if key not in allowed:
+            raise SpecError(_join(where, str(key)), f"unknown key (allowed: {', '.join(sorted(allowed))})")
+    for key in sorted(required):
+        if key not in value:
+            raise SpecError(_join(where, key), "missing")
+    return value
+
+
+def _join(where: str, key: str) -> str:
+    return f"{where}.{key}" if where else key
+
+
+def _int(value: object, where: str, minimum: int, maximum: int | None = None) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise SpecError(where, f"expected a whole number, got {value!r}")
+    if value < minimum or (maximum is not None and value > maximum):
+        bound = f">= {minimum}" if maximum is None else f"in {minimum}..{maximum}"
+        raise SpecError(where, f"must be {bound}, got {value}")
+    return value
+
+
+_GROUP_KEYS = {"count", "gpus", "nics", "nic_rate", "resources", "intra_host"}
+
+
+def _servers(value: object) -> tuple[Server, ...]:
+    if not isinstance(value, list) or not value:
+        raise SpecError("servers", "expected a non-empty list of server groups")
+    servers: list[Server] = []
+    for g, group in enumerate(value):
+        where = f"servers[{g}]"
+        group = _mapping(group, where, _GROUP_KEYS, required={"nic_rate"})
+        count = _int(group.get("count", 1), f"{where}.count", 1, 65000)
+        gpus = _int(group.get("gpus", 1), f"{where}.gpus", 0, 1024)
+        raw_rate = group["nic_rate"]
+        if isinstance(raw_rate, list):
+            if not raw_rate:
+                raise SpecError(f"{where}.nic_rate", "empty list")
+            rates = tuple(parse_rate(r, f"{where}.nic_rate[{i}]") for i, r in enumerate(raw_rate))
+            nics = _int(group.get("nics", len(rates)), f"{where}.nics", 1, MAX_NICS_PER_SERVER)
+            if nics != len(rates):
+                raise SpecError(f"{where}.nic_rate", f"lists {len(rates)} rates but nics is {nics}")
+        else:
+            nics = _int(group.get("nics", 1), f"{where}.nics", 1, MAX_NICS_PER_SERVER)
+            rates = (parse_rate(raw_rate, f"{where}.nic_rate"),) * nics
+        resources_raw = group.get("resources", {}) or {}
+        if not isinstance(resources_raw, dict):
+            raise SpecError(f"{where}.resources", "expected a mapping of name to capacity")
+        resources: dict[str, float] = {}
+        for key, cap in resources_raw.items():
+            if isinstance(cap, bool) or not isinstance(cap, (int, float)) or cap < 0:
+                raise SpecError(f"{where}.resources.{key}", f"capacity must be a number >= 0, got {cap!r}")
+            resources[str(key)] = float(cap)
+        intra = group.get("intra_host")
+        if intra is not None and (not isinstance(intra, str) or not intra):
+            raise SpecError(f"{where}.intra_host", "expected a preset name")
+        for _ in range(count):
+            servers.append(Server(f"h{len(servers)}", gpus, rates, resources, intra))
+    if len(servers) > 65000:
+        raise SpecError("servers", f"at most 65000 servers, got {len(servers)}")
+    return tuple(servers)
+
+
+_FABRIC_KEYS = {"type", "spines", "uplink_rate", "latency", "servers_per_leaf", "rails"}
+
+
+def _fabric(value: object, servers: tuple[Server, ...]) -> Fabric:
+    doc = _mapping(value, "fabric", _FABRIC_KEYS, required={"type"})
+    kind = doc["type"]
+    if kind not in FABRIC_KINDS:
+        raise SpecError("fabric.type", f"unknown fabric {kind!r} (known: {', '.join(FABRIC_KINDS)})")
+    latency = parse_duration(doc.get("latency", 0), "fabric.latency")
+    max_nic = max(max(s.nic_rates) for s in servers)
+    uplink = parse_rate(doc["uplink_rate"], "fabric.uplink_rate") if "uplink_rate" in doc else max_nic
+
+    def reject(key: str) -> None:
+        if key in doc:
+            raise SpecError(f"fabric.{key}", f"not used by a {kind} fabric")
+
+    if kind == "single_switch":
+        for key in ("spines", "uplink_rate", "servers_per_leaf", "rails"):
+            reject(key)
+        ports = sum(s.nics for s in servers)
+        if ports > MAX_PORTS_PER_LEAF:
+            raise SpecError("servers", f"{ports} NICs exceed one switch's {MAX_PORTS_PER_LEAF} ports")
+        return Fabric(kind, latency=latency)
+
+    spines = _int(doc.get("spines", 1), "fabric.spines", 1 if kind == "leaf_spine" else 0, MAX_SPINES)
+    if kind == "leaf_spine":
+        reject("rails")
+        per_leaf = _int(doc.get("servers_per_leaf", len(servers)), "fabric.servers_per_leaf", 1)
+        leaves = -(-len(servers) // per_leaf)
+        if leaves > MAX_LEAVES:
+            raise SpecError("fabric.servers_per_leaf", f"gives {leaves} leaves; at most {MAX_LEAVES}")
+        return Fabric(kind, spines, uplink, latency, servers_per_leaf=per_leaf)
+
+    reject("servers_per_leaf")
+    rails = _int(doc.get("rails", servers[0].nics), "fabric.rails", 1, MAX_LEAVES)
+    for s in servers:
+        if s.nics != rails:
+            more = "more rails than NICs" if rails > s.nics else "more NICs than rails"
+            raise SpecError("fabric.rails", f"{rails} rails but server {s.name} has {s.nics} NICs "
+                            f"({more}); a rail-optimized server has one NIC per rail")
+    if len(servers) > MAX_PORTS_PER_LEAF:
+        raise SpecError("servers", f"{len(servers)} servers exceed a rail switch's ports")
+    return Fabric(kind, spines, uplink, latency, rails=rails)

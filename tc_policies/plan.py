@@ -1,0 +1,269 @@
+"""tc configurations as data.
+
+A *policy* (what a researcher chooses: FIFO, DSCP strict priority) compiles,
+for one egress port of a given real rate, into a :class:`TcPlan`: an ordered
+list of qdiscs, classes and filters. A plan is applied with pyroute2
+(:mod:`tc_policies.netlink`) or rendered as the equivalent ``tc`` commands
+for humans (:meth:`TcPlan.render`). Nothing here needs root.
+
+Shaping
+    HTB on every egress port: a parent class at the link rate, burst and
+    cburst about 1 ms of bytes (never below one full frame), quantum the
+    burst clamped to [frame, 200000] bytes (the kernel's HTB warns above
+    200000). Leaf queues are ``pfifo`` of ``max(64, 5 ms of bytes)``
+    packets; the papers are silent on switch buffers, this is our choice.
+DSCP strict priority (8 classes)
+    class ``c`` (0 lowest .. 7 highest) holds the DSCP values the mapping
+    gives it (default ``dscp >> 3``, the class-selector bits). With only HTB:
+    one leaf per class under the parent, ``rate`` tiny (8 kbit/s), ``ceil``
+    the link, HTB ``prio = 7 - c``, u32 filters on the DS field. Where the
+    kernel has ``prio``: HTB shapes, a child ``prio`` qdisc with 8 bands
+    gives strict priority, the same u32 filters pick the band.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Union
+
+from railbed.errors import SpecError
+from railbed.units import FRAME
+
+TOS_WORD_SHIFT = 16  # the TOS byte is bits 16..23 of the IPv4 header's first word
+DS_MASK = 0xFC
+PRIORITY_CLASSES = 8
+LEAF_MIN_RATE = 1000  # bytes/s: the "tiny" guaranteed rate of a priority leaf (8 kbit/s)
+MAX_QUANTUM = 200_000
+
+
+def handle(major: int, minor: int = 0) -> int:
+    return (major << 16) | minor
+
+
+def fmt_handle(h: int) -> str:
+    major, minor = h >> 16, h & 0xFFFF
+    return f"{major:x}:{minor:x}" if minor else f"{major:x}:"
+
+
+@dataclass(frozen=True)
+class Qdisc:
+    kind: str  # "htb", "pfifo", "prio", "netem"
+    handle: int
+    parent: int | None  # None = root
+    params: dict = field(default_factory=dict, hash=False)
+
+
+@dataclass(frozen=True)
+class HtbClass:
+    classid: int
+    parent: int
+    rate: int  # bytes/s
+    ceil: int  # bytes/s
+    burst: int  # bytes
+    cburst: int  # bytes
+    quantum: int  # bytes
+    prio: int = 0
+
+
+@dataclass(frozen=True)
+class U32Filter:
+    """Match ``(tos & mask) == value`` on the IPv4 TOS byte and send to ``target``."""
+
+    parent: int
+    prio: int
+    tos_value: int
+    tos_mask: int
+    target: int
+
+    @property
+    def key(self) -> tuple[int, int, int]:
+        """(value, mask, offset) of the 32-bit u32 key."""
+        return self.tos_value << TOS_WORD_SHIFT, self.tos_mask << TOS_WORD_SHIFT, 0
+
+    def matches(self, dscp: int) -> bool:
+        return ((dscp << 2) & self.tos_mask) == self.tos_value
+
+
+TcItem = Union[Qdisc, HtbClass, U32Filter]
+
+
+@dataclass(frozen=True)
+class TcPlan:
+    """An ordered tc configuration for one port; ``classes`` maps priority class to classid."""
+
+    items: tuple[TcItem, ...]
+    policy: str
+    rate_bps: float
+    class_ids: dict[int, int] = field(default_factory=dict, hash=False)
+
+    def render(self, dev: str) -> list[str]:
+        """The equivalent ``tc`` commands (for humans and docs; never executed)."""
+        out = []
+        for it in self.items:
+            if isinstance(it, Qdisc):
+                where = "root" if it.parent is None else f"parent {fmt_handle(it.parent)}"
+                opts = " ".join(_render_param(k, v) for k, v in it.params.items())
+                out.append(f"tc qdisc add dev {dev} {where} handle {fmt_handle(it.handle)} {it.kind} {opts}".rstrip())
+            elif isinstance(it, HtbClass):
+                out.append(
+                    f"tc class add dev {dev} parent {fmt_handle(it.parent)} classid {fmt_handle(it.classid)} "
+                    f"htb rate {it.rate * 8}bit ceil {it.ceil * 8}bit burst {it.burst}b cburst {it.cburst}b "
+                    f"quantum {it.quantum} prio {it.prio}")
+            else:
+                out.append(
+                    f"tc filter add dev {dev} parent {fmt_handle(it.parent)} protocol ip prio {it.prio} "
+                    f"u32 match ip dsfield {it.tos_value:#04x} {it.tos_mask:#04x} flowid {fmt_handle(it.target)}")
+        return out
+
+    def classify(self, dscp: int) -> int:
+        """The priority class a packet with ``dscp`` lands in (evaluates the filters)."""
+        filters = sorted((f for f in self.items if isinstance(f, U32Filter)), key=lambda f: f.prio)
+        by_target = {cid: c for c, cid in self.class_ids.items()}
+        for flt in filters:
+            if flt.matches(dscp):
+                return by_target[flt.target]
+        return 0
+
+
+def _render_param(key: str, value: object) -> str:
+    if key == "default":
+        return f"default {value:x}"
+    if key == "priomap":
+        return "priomap " + " ".join(str(v) for v in value)
+    return f"{key} {value}"
+
+
+# ----------------------------------------------------------------- shaping
+def shaping_params(rate_bps: float) -> tuple[int, int, int, int]:
+    """(rate bytes/s, burst bytes, quantum bytes, leaf queue packets) for a real rate."""
+    if not rate_bps > 0:
+        raise SpecError("rate", f"must be positive, got {rate_bps!r}")
+    rate = max(1, int(round(rate_bps / 8)))
+    burst = max(FRAME, int(rate * 1e-3))
+    quantum = min(MAX_QUANTUM, max(FRAME, burst))
+    queue = max(64, int(rate * 5e-3 / FRAME))
+    return rate, burst, quantum, queue
+
+
+def validate_dscp(dscp: object, field_name: str = "dscp") -> int:
+    if isinstance(dscp, bool) or not isinstance(dscp, int) or not 0 <= dscp <= 63:
+        raise SpecError(field_name, f"DSCP must be a whole number in 0..63, got {dscp!r}")
+    return dscp
+
+
+def aligned_blocks(values: set[int], width: int = 6) -> list[tuple[int, int]]:
+    """Cover a set of ``width``-bit values with few aligned prefix blocks.
+
+    Returns (value, mask) pairs such that ``x`` is in ``values`` exactly when
+    ``x & mask == value`` for one pair; like CIDR aggregation.
+    """
+    full = (1 << width) - 1
+    out: list[tuple[int, int]] = []
+    remaining = set(values)
+    for v in sorted(values):
+        if v not in remaining:
+            continue
+        size = 1
+        while True:
+            bigger = size * 2
+            if bigger > full + 1 or v % bigger:
+                break
+            if not all(x in remaining for x in range(v, v + bigger)):
+                break
+            size = bigger
+        for x in range(v, v + size):
+            remaining.discard(x)
+        out.append((v, full & ~(size - 1)))
+    return out
+
+
+# ---------------------------------------------------------------- policies
+@dataclass(frozen=True)
+class FifoPolicy:
+    """The baseline: one HTB class at the link rate, one FIFO queue, DSCP ignored."""
+
+    name: str = "fifo"
+
+    def compile(self, rate_bps: float) -> TcPlan:
+        rate, burst, quantum, queue = shaping_params(rate_bps)
+        root, cls = handle(1), handle(1, 1)
+        return TcPlan(
+            (Qdisc("htb", root, None, {"default": 1}),
+             HtbClass(cls, root, rate, rate, burst, burst, quantum),
+             Qdisc("pfifo", handle(0x10), cls, {"limit": queue})),
+            self.name, rate_bps, {0: cls})
+
+
+@dataclass(frozen=True)
+class DscpPriorityPolicy:
+    """Strict priority between 8 classes chosen by DSCP (see module docstring).
+
+    ``dscp_class`` maps DSCP (0..63) to class 0..7 (7 served first); missing
+    values go to class 0. ``use_prio_qdisc`` picks the kernel ``prio`` qdisc
+    for the priority part instead of HTB prio classes.
+    """
+
+    dscp_class: tuple[int, ...] = tuple(d >> 3 for d in range(64))
+    use_prio_qdisc: bool = False
+    name: str = "dscp-priority"
+
+    def __post_init__(self) -> None:
+        if len(self.dscp_class) != 64:
+            raise SpecError("dscp_class", f"needs 64 entries, got {len(self.dscp_class)}")
+        for d, c in enumerate(self.dscp_class):
+            if isinstance(c, bool) or not isinstance(c, int) or not 0 <= c < PRIORITY_CLASSES:
+                raise SpecError(f"dscp_class[{d}]", f"class must be in 0..7, got {c!r}")
+
+    @classmethod
+    def from_mapping(cls, mapping: dict[int, int], use_prio_qdisc: bool = False) -> DscpPriorityPolicy:
+        table = [0] * 64
+        for d, c in mapping.items():
+            table[validate_dscp(d, f"dscp_class[{d!r}]")] = c
+        return cls(tuple(table), use_prio_qdisc)
+
+    def filters(self, parent: int, target_of: dict[int, int]) -> list[U32Filter]:
+        out = []
+        for c in range(PRIORITY_CLASSES - 1, 0, -1):
+            members = {d for d, k in enumerate(self.dscp_class) if k == c}
+            for value, mask in aligned_blocks(members):
+                out.append(U32Filter(parent, 1, value << 2, mask << 2, target_of[c]))
+        return out
+
+    def compile(self, rate_bps: float) -> TcPlan:
+        rate, burst, quantum, queue = shaping_params(rate_bps)
+        root, top = handle(1), handle(1, 1)
+        if self.use_prio_qdisc:
+            prio = handle(2)
+            # band b (0 served first) holds class 7 - b; unmatched traffic -> class 0 band.
+            target = {c: handle(2, PRIORITY_CLASSES - c) for c in range(PRIORITY_CLASSES)}
+            items: list[TcItem] = [
+                Qdisc("htb", root, None, {"default": 1}),
+                HtbClass(top, root, rate, rate, burst, burst, quantum),
+                Qdisc("prio", prio, top, {"bands": PRIORITY_CLASSES, "priomap": [PRIORITY_CLASSES - 1] * 16}),
+            ]
+            for c in range(PRIORITY_CLASSES):
+                items.append(Qdisc("pfifo", handle(0x10 + c), target[c], {"limit": queue}))
+            items += self.filters(prio, target)
+            return TcPlan(tuple(items), self.name + "/prio", rate_bps, target)
+        target = {c: handle(1, 0x10 + c) for c in range(PRIORITY_CLASSES)}
+        leaf_rate = min(LEAF_MIN_RATE, rate)
+        items = [Qdisc("htb", root, None, {"default": 0x10}),
+                 HtbClass(top, root, rate, rate, burst, burst, quantum)]
+        for c in range(PRIORITY_CLASSES):
+            items.append(HtbClass(target[c], top, leaf_rate, rate, burst, burst, quantum,
+                                  prio=PRIORITY_CLASSES - 1 - c))
+            items.append(Qdisc("pfifo", handle(0x10 + c), target[c], {"limit": queue}))
+        items += self.filters(root, target)
+        return TcPlan(tuple(items), self.name + "/htb", rate_bps, target)
+
+
+Policy = Union[FifoPolicy, DscpPriorityPolicy]
+
+
+def policy_by_name(name: str, has_prio_qdisc: bool = False) -> Policy:
+    """``fifo`` or ``dscp-priority`` (``prio`` qdisc used when the kernel has it)."""
+    if name == "fifo":
+        return FifoPolicy()
+    if name in ("dscp-priority", "priority"):
+        return DscpPriorityPolicy(use_prio_qdisc=has_prio_qdisc)
+    raise SpecError("policy", f"unknown tc policy {name!r} (known: fifo, dscp-priority)")
