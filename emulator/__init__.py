@@ -1,0 +1,4 @@
+"""The emulated backend: Mininet testbed, tc, traffic, clean-up, CLI.
+
+The only package that touches namespaces, links, processes and sockets.
+"""

@@ -1,0 +1,159 @@
+"""The ``railbed`` command.
+
+Exit codes: 0 success; 1 the machine cannot do it (not root, a run is
+active, tools missing); 2 bad input (one line naming the field); 130 and
+143 interrupted by SIGINT and SIGTERM (after cleaning up).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import sys
+import time
+from pathlib import Path
+
+from railbed.errors import EnvironmentProblem, SpecError
+from railbed.spec import ClusterSpec
+
+DEFAULT_DEMO_CLUSTER = Path(__file__).resolve().parent.parent / "examples" / "rail-4x4.yaml"
+
+
+def _say(msg: str) -> None:
+    print(msg, flush=True)
+
+
+def _scale_arg(value: str) -> float:
+    try:
+        k = float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"scale: expected a number, got {value!r}") from None
+    if not k > 0:
+        raise argparse.ArgumentTypeError(f"scale: must be positive, got {value}")
+    return k
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    from emulator.testbed import default_scale
+    from railbed.topology import Topology
+
+    spec = ClusterSpec.load(args.cluster)
+    topo = Topology(spec)
+    scale = default_scale(spec) if args.scale is None else None
+    _say(spec.summary())
+    _say(f"  {len(topo.hosts)} hosts, {len(topo.switches)} switches, {len(topo.spines)} spines, "
+         f"{len(topo.links)} links")
+    k = args.scale if args.scale is not None else scale.k
+    _say(f"  rate scale k = {k:g} ({'given' if args.scale is not None else 'default for this machine'})")
+    return 0
+
+
+def cmd_doctor(_args: argparse.Namespace) -> int:
+    from emulator.features import doctor_report
+
+    lines, ok = doctor_report()
+    for line in lines:
+        _say(line)
+    _say("ready for emulation" if ok else "NOT ready for emulation (see above)")
+    return 0 if ok else 1
+
+
+def cmd_up(args: argparse.Namespace) -> int:
+    from emulator.testbed import Testbed
+
+    spec = ClusterSpec.load(args.cluster)
+    tb = Testbed(spec, policy=args.policy, scale=args.scale, verbose=args.verbose)
+    with tb:
+        _say(spec.summary())
+        _say(f"built in {tb.build_seconds:.1f} s; scale k = {tb.scale.k:g}; policy {tb.policy.name}")
+        if sys.stdin.isatty() and not args.no_cli:
+            from mininet.cli import CLI
+
+            CLI(tb.net)
+        else:
+            _say("no terminal: the cluster stays up until Ctrl-C or SIGTERM")
+            while True:
+                time.sleep(3600)
+    _say(f"torn down in {tb.teardown_seconds:.1f} s")
+    return 0
+
+
+def cmd_clean(_args: argparse.Namespace) -> int:
+    from emulator.state import clean
+
+    if os.geteuid() != 0:
+        raise EnvironmentProblem("railbed clean needs root (use sudo)")
+    counts = clean()
+    _say(f"removed {counts['processes']} processes (and their namespaces) and "
+         f"{counts['interfaces']} stray interfaces")
+    return 0
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    from scenarios import priority_demo
+
+    spec = ClusterSpec.load(args.cluster)
+    out = Path(args.out or f"results/demo-{time.strftime('%Y%m%d-%H%M%S')}")
+    priority_demo.run(spec, out, scale=args.scale, window=args.seconds, echo=_say)
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="railbed", description="packet-level testbed for ML cluster networks")
+    sub = p.add_subparsers(dest="command", required=True)
+
+    c = sub.add_parser("check", help="validate a cluster YAML and print a summary (no root)")
+    c.add_argument("cluster")
+    c.add_argument("--scale", type=_scale_arg, default=None)
+    c.set_defaults(func=cmd_check)
+
+    d = sub.add_parser("doctor", help="what this machine's kernel and tools can do")
+    d.set_defaults(func=cmd_doctor)
+
+    u = sub.add_parser("up", help="build a cluster and open Mininet's CLI (root)")
+    u.add_argument("cluster")
+    u.add_argument("--policy", default="dscp-priority", choices=["dscp-priority", "fifo"])
+    u.add_argument("--scale", type=_scale_arg, default=None, help="k: real rate = model rate / k")
+    u.add_argument("--no-cli", action="store_true", help="wait for Ctrl-C instead of opening the CLI")
+    u.add_argument("-v", "--verbose", action="store_true")
+    u.set_defaults(func=cmd_up)
+
+    k = sub.add_parser("clean", help="remove what a killed run left behind (root)")
+    k.set_defaults(func=cmd_clean)
+
+    m = sub.add_parser("demo", help="two DSCP classes through one rail switch port (root)")
+    m.add_argument("--cluster", default=str(DEFAULT_DEMO_CLUSTER))
+    m.add_argument("--scale", type=_scale_arg, default=None)
+    m.add_argument("--seconds", type=float, default=3.0, help="measurement window per case")
+    m.add_argument("--out", default=None, help="results directory")
+    m.set_defaults(func=cmd_demo)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return args.func(args)
+    except SpecError as exc:
+        print(f"railbed: {exc}", file=sys.stderr)
+        return 2
+    except EnvironmentProblem as exc:
+        print(f"railbed: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("railbed: interrupted (SIGINT); everything the run created was removed", file=sys.stderr)
+        return 130
+    except BaseException as exc:
+        from emulator.testbed import Interrupted
+
+        if isinstance(exc, Interrupted):
+            name = signal.Signals(exc.signum).name
+            print(f"railbed: interrupted ({name}); everything the run created was removed", file=sys.stderr)
+            return 128 + exc.signum
+        raise
+
+
+if __name__ == "__main__":
+    sys.exit(main())
