@@ -25,8 +25,9 @@ SO_MAX_PACING_RATE = getattr(socket, "SO_MAX_PACING_RATE", 47)
 CHUNK = 256 * 1024
 
 
-def open_flow(bind: str, dst: str, port: int, dscp: int = 0, pace_bps: float | None = None,
-              timeout: float = 5.0) -> socket.socket:
+def open_flow(
+    bind: str, dst: str, port: int, dscp: int = 0, pace_bps: float | None = None, timeout: float = 5.0
+) -> socket.socket:
     """A connected TCP socket bound to ``bind``, marked with ``dscp`` and optionally paced."""
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.IPPROTO_IP, socket.IP_TOS, dscp << 2)
@@ -89,7 +90,7 @@ def sink(args: argparse.Namespace) -> dict:
         while not stop.is_set():
             try:
                 conn, _ = server.accept()
-            except socket.timeout:
+            except TimeoutError:
                 continue
             with lock:
                 counts.append(0)

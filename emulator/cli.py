@@ -42,8 +42,9 @@ def cmd_check(args: argparse.Namespace) -> int:
     topo = Topology(spec)
     scale = default_scale(spec) if args.scale is None else None
     _say(spec.summary())
-    _say(f"  {len(topo.hosts)} hosts, {len(topo.switches)} switches, {len(topo.spines)} spines, "
-         f"{len(topo.links)} links")
+    _say(
+        f"  {len(topo.hosts)} hosts, {len(topo.switches)} switches, {len(topo.spines)} spines, {len(topo.links)} links"
+    )
     k = args.scale if args.scale is not None else scale.k
     _say(f"  rate scale k = {k:g} ({'given' if args.scale is not None else 'default for this machine'})")
     return 0
@@ -85,8 +86,7 @@ def cmd_clean(_args: argparse.Namespace) -> int:
     if os.geteuid() != 0:
         raise EnvironmentProblem("railbed clean needs root (use sudo)")
     counts = clean()
-    _say(f"removed {counts['processes']} processes (and their namespaces) and "
-         f"{counts['interfaces']} stray interfaces")
+    _say(f"removed {counts['processes']} processes (and their namespaces) and {counts['interfaces']} stray interfaces")
     return 0
 
 
@@ -95,7 +95,16 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
     spec = ClusterSpec.load(args.cluster)
     out = Path(args.out or f"results/demo-{time.strftime('%Y%m%d-%H%M%S')}")
-    priority_demo.run(spec, out, scale=args.scale, window=args.seconds, echo=_say)
+    priority_demo.run(
+        spec,
+        out,
+        scale=args.scale,
+        window=args.seconds,
+        policy=args.policy,
+        high_dscp=args.high_dscp,
+        low_dscp=args.low_dscp,
+        echo=_say,
+    )
     return 0
 
 
@@ -127,6 +136,9 @@ def build_parser() -> argparse.ArgumentParser:
     m.add_argument("--scale", type=_scale_arg, default=None)
     m.add_argument("--seconds", type=float, default=3.0, help="measurement window per case")
     m.add_argument("--out", default=None, help="results directory")
+    m.add_argument("--policy", default="dscp-priority", choices=["dscp-priority", "fifo"])
+    m.add_argument("--high-dscp", type=int, default=46, help="DSCP of the high class (0..63)")
+    m.add_argument("--low-dscp", type=int, default=0, help="DSCP of the low class (0..63)")
     m.set_defaults(func=cmd_demo)
     return p
 

@@ -24,8 +24,24 @@ QDISC_PROBES: dict[str, list[str]] = {
     "fq": ["root", "fq"],
     "fq_codel": ["root", "fq_codel"],
     "sfq": ["root", "sfq"],
-    "red": ["root", "red", "limit", "400000", "min", "30000", "max", "90000", "avpkt", "1000",
-            "burst", "55", "probability", "0.02", "bandwidth", "10mbit"],
+    "red": [
+        "root",
+        "red",
+        "limit",
+        "400000",
+        "min",
+        "30000",
+        "max",
+        "90000",
+        "avpkt",
+        "1000",
+        "burst",
+        "55",
+        "probability",
+        "0.02",
+        "bandwidth",
+        "10mbit",
+    ],
     "ets": ["root", "ets", "bands", "3"],
     "pfifo": ["root", "pfifo"],
     "clsact": ["clsact"],
@@ -41,16 +57,23 @@ CLASSIFIER_PROBES: dict[str, list[str]] = {
 }
 
 MEANING = {
-    "netem": ("netem: link latencies are applied with netem",
-              "no netem: link latencies are applied in the traffic agents"),
-    "prio": ("prio: strict priority uses the prio qdisc under an HTB shaper",
-             "no prio: strict priority via HTB prio classes (tiny rate, ceil = link, prio 0..7)"),
-    "fq": ("fq: per-flow pacing can also use the fq qdisc",
-           "no fq: per-flow rates use SO_MAX_PACING_RATE with TCP's internal pacing"),
-    "htb": ("htb: every egress port is shaped with HTB",
-            "no htb: railbed cannot shape links on this kernel (fatal)"),
-    "u32": ("u32: DSCP classes are matched on the DS field",
-            "no u32: DSCP priority classes cannot be selected (fatal for priority policies)"),
+    "netem": (
+        "netem: link latencies are applied with netem",
+        "no netem: link latencies are applied in the traffic agents",
+    ),
+    "prio": (
+        "prio: strict priority uses the prio qdisc under an HTB shaper",
+        "no prio: strict priority via HTB prio classes (tiny rate, ceil = link, prio 0..7)",
+    ),
+    "fq": (
+        "fq: per-flow pacing can also use the fq qdisc",
+        "no fq: per-flow rates use SO_MAX_PACING_RATE with TCP's internal pacing",
+    ),
+    "htb": ("htb: every egress port is shaped with HTB", "no htb: railbed cannot shape links on this kernel (fatal)"),
+    "u32": (
+        "u32: DSCP classes are matched on the DS field",
+        "no u32: DSCP priority classes cannot be selected (fatal for priority policies)",
+    ),
 }
 
 
@@ -70,8 +93,7 @@ class KernelFeatures:
 
 
 def _tc(ns: str, *args: str) -> bool:
-    result = subprocess.run(["ip", "netns", "exec", ns, "tc", *args],
-                            capture_output=True, timeout=10, check=False)
+    result = subprocess.run(["ip", "netns", "exec", ns, "tc", *args], capture_output=True, timeout=10, check=False)
     return result.returncode == 0
 
 
@@ -83,8 +105,12 @@ def probe() -> KernelFeatures:
     ns = f"railbed-probe-{os.getpid()}"
     subprocess.run(["ip", "netns", "add", ns], check=True, capture_output=True, timeout=10)
     try:
-        subprocess.run(["ip", "-n", ns, "link", "add", DEV, "type", "veth", "peer", "name", "probe1"],
-                       check=True, capture_output=True, timeout=10)
+        subprocess.run(
+            ["ip", "-n", ns, "link", "add", DEV, "type", "veth", "peer", "name", "probe1"],
+            check=True,
+            capture_output=True,
+            timeout=10,
+        )
         subprocess.run(["ip", "-n", ns, "link", "set", DEV, "up"], check=True, capture_output=True, timeout=10)
         have_q, have_c = set(), set()
         for name, args in QDISC_PROBES.items():
@@ -99,8 +125,9 @@ def probe() -> KernelFeatures:
                 _tc(ns, "qdisc", "del", "dev", DEV, "root")
     finally:
         subprocess.run(["ip", "netns", "del", ns], capture_output=True, timeout=10, check=False)
-    return KernelFeatures(frozenset(have_q), frozenset(have_c),
-                          frozenset(QDISC_PROBES) - have_q, frozenset(CLASSIFIER_PROBES) - have_c)
+    return KernelFeatures(
+        frozenset(have_q), frozenset(have_c), frozenset(QDISC_PROBES) - have_q, frozenset(CLASSIFIER_PROBES) - have_c
+    )
 
 
 def doctor_report() -> tuple[list[str], bool]:
@@ -110,8 +137,7 @@ def doctor_report() -> tuple[list[str], bool]:
     root = os.geteuid() == 0
     lines.append(f"root: {'yes' if root else 'NO (emulation needs root: use sudo)'}")
     ok &= root
-    for tool, pkg in (("mnexec", "mininet"), ("tc", "iproute2"), ("ethtool", "ethtool"),
-                      ("tcpdump", "tcpdump")):
+    for tool, pkg in (("mnexec", "mininet"), ("tc", "iproute2"), ("ethtool", "ethtool"), ("tcpdump", "tcpdump")):
         path = shutil.which(tool)
         lines.append(f"{tool}: {path or f'MISSING (apt install {pkg})'}")
         ok &= path is not None or tool == "tcpdump"

@@ -80,8 +80,14 @@ def _rate_between(timeline: list, slot: int, t1: float, t2: float) -> float:
     return (at(t2) - at(t1)) / (t2 - t1)
 
 
-def measure(tb: Testbed, flows: list[Flow], watch: list[tuple[str, str]], warmup: float = 1.5,
-            window: float = 3.0, base_port: int = 5201) -> Measurement:
+def measure(
+    tb: Testbed,
+    flows: list[Flow],
+    watch: list[tuple[str, str]],
+    warmup: float = 1.5,
+    window: float = 3.0,
+    base_port: int = 5201,
+) -> Measurement:
     """Run ``flows`` saturating for warmup + window + 0.5 s and measure (see module doc)."""
     topo = tb.topology
     total = warmup + window + 0.5
@@ -92,21 +98,52 @@ def measure(tb: Testbed, flows: list[Flow], watch: list[tuple[str, str]], warmup
         key = (f.dst, port)
         order[i] = key
         host = topo.hosts[f.dst[0]]
-        sinks[key] = tb.popen(host, python_argv("emulator.blaster", "sink", "--bind", tb.address(*f.dst),
-                                                "--port", str(port), "--seconds", str(total + 5)),
-                              stdout=subprocess.PIPE, text=True, env=_env())
+        sinks[key] = tb.popen(
+            host,
+            python_argv(
+                "emulator.blaster",
+                "sink",
+                "--bind",
+                tb.address(*f.dst),
+                "--port",
+                str(port),
+                "--seconds",
+                str(total + 5),
+            ),
+            stdout=subprocess.PIPE,
+            text=True,
+            env=_env(),
+        )
     for proc in sinks.values():
         line = proc.stdout.readline()
         if '"ready"' not in line:
             raise RuntimeError(f"traffic sink did not start: {line!r}")
     senders = []
     for i, f in enumerate(flows):
-        argv = ["send", "--bind", tb.address(*f.src), "--to", tb.address(*f.dst), "--port",
-                str(order[i][1]), "--dscp", str(f.dscp), "--seconds", str(total)]
+        argv = [
+            "send",
+            "--bind",
+            tb.address(*f.src),
+            "--to",
+            tb.address(*f.dst),
+            "--port",
+            str(order[i][1]),
+            "--dscp",
+            str(f.dscp),
+            "--seconds",
+            str(total),
+        ]
         if f.pace_bps:
             argv += ["--pace", str(f.pace_bps)]
-        senders.append(tb.popen(topo.hosts[f.src[0]], python_argv("emulator.blaster", *argv),
-                                stdout=subprocess.PIPE, text=True, env=_env()))
+        senders.append(
+            tb.popen(
+                topo.hosts[f.src[0]],
+                python_argv("emulator.blaster", *argv),
+                stdout=subprocess.PIPE,
+                text=True,
+                env=_env(),
+            )
+        )
     time.sleep(warmup)
     before = {w: tb.counters(*w) for w in watch}
     t1 = time.time()
@@ -133,8 +170,9 @@ def measure(tb: Testbed, flows: list[Flow], watch: list[tuple[str, str]], warmup
             for cls, cid in plan.class_ids.items():
                 if cid in a.classes and cid in b.classes:
                     class_bps[cls] = (a.classes[cid].bytes - b.classes[cid].bytes) * 8 / elapsed
-        ports[w] = PortRate(w[0], w[1], tb.real_rate(*w), (a.bytes - b.bytes) * 8 / elapsed, class_bps,
-                            a.drops - b.drops)
+        ports[w] = PortRate(
+            w[0], w[1], tb.real_rate(*w), (a.bytes - b.bytes) * 8 / elapsed, class_bps, a.drops - b.drops
+        )
     goodput = []
     for i in range(len(flows)):
         res = results[order[i]]

@@ -84,8 +84,7 @@ def _multipath(ipr, table: int, hops: list[tuple[str, int]]) -> None:
     if len(hops) == 1:
         ipr.route("add", dst=dst, dst_len=length, table=table, gateway=hops[0][0], oif=hops[0][1])
     else:
-        ipr.route("add", dst=dst, dst_len=length, table=table,
-                  multipath=[{"gateway": g, "oif": i} for g, i in hops])
+        ipr.route("add", dst=dst, dst_len=length, table=table, multipath=[{"gateway": g, "oif": i} for g, i in hops])
 
 
 class _RailbedNode:
@@ -128,8 +127,9 @@ class _RailbedNode:
                     apply_plan(ipr, index[i.ifname], i.plan)
             for t in cfg.tables:
                 net, length = _prefix(t.subnet)
-                ipr.route("add", dst=net, dst_len=length, table=t.table, oif=index[t.ifname], scope=253,
-                          prefsrc=t.source)
+                ipr.route(
+                    "add", dst=net, dst_len=length, table=t.table, oif=index[t.ifname], scope=253, prefsrc=t.source
+                )
                 if t.gateways:
                     _multipath(ipr, t.table, [(g, index[t.ifname]) for g in t.gateways])
                 ipr.rule("add", table=t.table, priority=1000 + t.table, src=t.source, src_len=32)

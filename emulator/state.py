@@ -74,16 +74,19 @@ class RunState:
             os.close(fd)
             other = self.read().get("pid", "?")
             raise EnvironmentProblem(
-                f"another railbed testbed is running (pid {other}); one testbed per machine") from None
+                f"another railbed testbed is running (pid {other}); one testbed per machine"
+            ) from None
         self._lock_fd = fd
         if self.leftovers():
             self.release(keep_files=True)
             raise EnvironmentProblem(
-                "a previous run left namespaces or processes behind; run `sudo railbed clean` first")
+                "a previous run left namespaces or processes behind; run `sudo railbed clean` first"
+            )
         for name in ("nodes.jsonl", "pids.jsonl"):
             (self.directory / name).unlink(missing_ok=True)
-        self._write("run.json", {"run_id": run_id, "pid": os.getpid(), "started": time.time(),
-                                 "planned_ifnames": planned_ifnames})
+        # Names that already exist belong to someone else: never ours to delete.
+        ours = sorted(set(planned_ifnames) - root_interfaces())
+        self._write("run.json", {"run_id": run_id, "pid": os.getpid(), "started": time.time(), "planned_ifnames": ours})
 
     def add_node(self, name: str, pid: int) -> None:
         self._append("nodes.jsonl", {"name": name, "pid": pid, "netns": netns_inode(pid)})
@@ -191,7 +194,8 @@ def clean(directory: Path | None = None, wait: float = 5.0) -> dict[str, int]:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             raise EnvironmentProblem(
-                f"railbed run pid {state.read().get('pid', '?')} is still running; stop it instead") from None
+                f"railbed run pid {state.read().get('pid', '?')} is still running; stop it instead"
+            ) from None
         found = state.leftovers()
         for pid in found.get("processes", []):
             try:

@@ -60,8 +60,9 @@ def _raise_interrupted(signum, _frame):
 
 def default_scale(spec: ClusterSpec) -> RateScale:
     topo = Topology(spec)
-    return RateScale.default_for([p.rate for p in topo.ports.values()],
-                                 [r for s in spec.servers for r in s.nic_rates], os.cpu_count() or 1)
+    return RateScale.default_for(
+        [p.rate for p in topo.ports.values()], [r for s in spec.servers for r in s.nic_rates], os.cpu_count() or 1
+    )
 
 
 class Testbed:
@@ -72,8 +73,15 @@ class Testbed:
     cluster size and this machine's cores (:meth:`RateScale.default_for`).
     """
 
-    def __init__(self, spec: ClusterSpec, policy: str | Policy = "dscp-priority",
-                 scale: float | RateScale | None = None, verbose: bool = False) -> None:
+    __test__ = False  # not a pytest test class, despite the name
+
+    def __init__(
+        self,
+        spec: ClusterSpec,
+        policy: str | Policy = "dscp-priority",
+        scale: float | RateScale | None = None,
+        verbose: bool = False,
+    ) -> None:
         self.spec = spec
         self.topology = Topology(spec)
         if scale is None:
@@ -108,8 +116,9 @@ class Testbed:
         nodes.on_node_started = self.state.add_node
         try:
             setLogLevel("info" if self.verbose else "warning")
-            self.net = Mininet(topo=topo, controller=None, build=False, autoSetMacs=False,
-                               autoStaticArp=False, waitConnected=False)
+            self.net = Mininet(
+                topo=topo, controller=None, build=False, autoSetMacs=False, autoStaticArp=False, waitConnected=False
+            )
             self.net.build()
             self.net.start()
         except BaseException:

@@ -21,9 +21,12 @@ def check_real_rates(topology: Topology, scale: RateScale) -> None:
     """Every shaped rate must be one this machine's HTB can hold (>= 1 Mbit/s real)."""
     slowest = min(p.rate for p in topology.ports.values())
     if scale.real_rate(slowest) < MIN_REAL_LINK_RATE:
-        raise SpecError("scale", f"scale {scale.k:g} makes the slowest link {format_rate(slowest)} "
-                        f"{format_rate(scale.real_rate(slowest))} real, below "
-                        f"{format_rate(MIN_REAL_LINK_RATE)}; use a smaller --scale")
+        raise SpecError(
+            "scale",
+            f"scale {scale.k:g} makes the slowest link {format_rate(slowest)} "
+            f"{format_rate(scale.real_rate(slowest))} real, below "
+            f"{format_rate(MIN_REAL_LINK_RATE)}; use a smaller --scale",
+        )
 
 
 class ClusterTopo(Topo):
@@ -44,8 +47,10 @@ class ClusterTopo(Topo):
             return tuple(IfaceConfig(p.ifname, p.address, plan(p.rate)) for p in topo.ports_of(node))
 
         for s, name in enumerate(topo.hosts):
-            tables = tuple(RouteTable(t, src, ifn, leaf_subnet(topo.nics[s][k].leaf), gws)
-                           for k, (t, src, ifn, gws) in enumerate(topo.host_routes(s)))
+            tables = tuple(
+                RouteTable(t, src, ifn, leaf_subnet(topo.nics[s][k].leaf), gws)
+                for k, (t, src, ifn, gws) in enumerate(topo.host_routes(s))
+            )
             main = tuple((g, topo.nics[s][0].port.ifname) for g in topo.nics[s][0].gateways)
             self.addHost(name, cls=ServerHost, railbed=NodeConfig(ifaces(name), tables, main))
         for name in topo.switches:

@@ -8,5 +8,13 @@ from railbed.spec import ClusterSpec, Fabric, Server
 from railbed.topology import Topology
 from railbed.units import RateScale
 
-__all__ = ["ClusterSpec", "EnvironmentProblem", "Fabric", "RailbedError", "RateScale", "Server", "SpecError",
-           "Topology"]
+__all__ = [
+    "ClusterSpec",
+    "EnvironmentProblem",
+    "Fabric",
+    "RailbedError",
+    "RateScale",
+    "Server",
+    "SpecError",
+    "Topology",
+]

@@ -138,11 +138,13 @@ class ClusterSpec:
             {
                 "name": f"rail-{servers}x{rails}",
                 "servers": [
-                    {"count": servers, "gpus": rails if gpus is None else gpus, "nics": rails,
-                     "nic_rate": nic_rate}
+                    {"count": servers, "gpus": rails if gpus is None else gpus, "nics": rails, "nic_rate": nic_rate}
                 ],
-                "fabric": {"type": "rail_optimized", "spines": spines,
-                           **({"uplink_rate": uplink_rate} if uplink_rate else {})},
+                "fabric": {
+                    "type": "rail_optimized",
+                    "spines": spines,
+                    **({"uplink_rate": uplink_rate} if uplink_rate else {}),
+                },
             }
         )
 
@@ -164,9 +166,13 @@ class ClusterSpec:
         return {
             "name": self.name,
             "servers": [
-                {"gpus": s.gpus, "nics": s.nics, "nic_rate": list(s.nic_rates),
-                 "resources": dict(s.resources),
-                 **({"intra_host": s.intra_host} if s.intra_host else {})}
+                {
+                    "gpus": s.gpus,
+                    "nics": s.nics,
+                    "nic_rate": list(s.nic_rates),
+                    "resources": dict(s.resources),
+                    **({"intra_host": s.intra_host} if s.intra_host else {}),
+                }
                 for s in self.servers
             ],
             "fabric": fab,
@@ -175,14 +181,18 @@ class ClusterSpec:
     def summary(self) -> str:
         """A few human lines: servers, NICs, fabric."""
         f = self.fabric
-        lines = [f"cluster {self.name}: {len(self.servers)} servers, {self.gpus} GPUs, "
-                 f"{sum(s.nics for s in self.servers)} NICs, fabric {f.kind}"]
+        lines = [
+            f"cluster {self.name}: {len(self.servers)} servers, {self.gpus} GPUs, "
+            f"{sum(s.nics for s in self.servers)} NICs, fabric {f.kind}"
+        ]
         if f.kind == "rail_optimized":
             lines.append(f"  {f.rails} rails, {f.spines} spines, uplinks {format_rate(f.uplink_rate or 0)}")
         elif f.kind == "leaf_spine":
             leaves = -(-len(self.servers) // (f.servers_per_leaf or 1))
-            lines.append(f"  {leaves} leaves of {f.servers_per_leaf} servers, {f.spines} spines, "
-                         f"uplinks {format_rate(f.uplink_rate or 0)}")
+            lines.append(
+                f"  {leaves} leaves of {f.servers_per_leaf} servers, {f.spines} spines, "
+                f"uplinks {format_rate(f.uplink_rate or 0)}"
+            )
         groups: dict[tuple, list[str]] = {}
         for s in self.servers:
             key = (s.gpus, s.nic_rates, tuple(sorted(s.resources.items())), s.intra_host)
@@ -191,9 +201,11 @@ class ClusterSpec:
             nic_text = ", ".join(format_rate(r) for r in rates)
             extra = f", resources {dict(res)}" if res else ""
             extra += f", intra-host {hw}" if hw else ""
-            lines.append(f"  {len(names)} x ({gpus} GPUs, NICs [{nic_text}]{extra}): "
-                         f"{names[0]}..{names[-1]}" if len(names) > 1 else
-                         f"  1 x ({gpus} GPUs, NICs [{nic_text}]{extra}): {names[0]}")
+            lines.append(
+                f"  {len(names)} x ({gpus} GPUs, NICs [{nic_text}]{extra}): {names[0]}..{names[-1]}"
+                if len(names) > 1
+                else f"  1 x ({gpus} GPUs, NICs [{nic_text}]{extra}): {names[0]}"
+            )
         if f.latency:
             lines.append(f"  link latency {f.latency * 1e6:g} us")
         return "\n".join(lines)
@@ -304,8 +316,11 @@ def _fabric(value: object, servers: tuple[Server, ...]) -> Fabric:
     for s in servers:
         if s.nics != rails:
             more = "more rails than NICs" if rails > s.nics else "more NICs than rails"
-            raise SpecError("fabric.rails", f"{rails} rails but server {s.name} has {s.nics} NICs "
-                            f"({more}); a rail-optimized server has one NIC per rail")
+            raise SpecError(
+                "fabric.rails",
+                f"{rails} rails but server {s.name} has {s.nics} NICs "
+                f"({more}); a rail-optimized server has one NIC per rail",
+            )
     if len(servers) > MAX_PORTS_PER_LEAF:
         raise SpecError("servers", f"{len(servers)} servers exceed a rail switch's ports")
     return Fabric(kind, spines, uplink, latency, rails=rails)

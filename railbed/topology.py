@@ -124,9 +124,13 @@ class Topology:
         for leaf, sw in enumerate(self.switches):
             for p, spine in enumerate(self.spines):
                 self.links.append(
-                    Link(Port(sw, f"{sw}-sp{p}", uplink),
-                         Port(spine, f"{spine}-eth{leaf}", uplink, spine_address(leaf, p)),
-                         fab.latency, "uplink"))
+                    Link(
+                        Port(sw, f"{sw}-sp{p}", uplink),
+                        Port(spine, f"{spine}-eth{leaf}", uplink, spine_address(leaf, p)),
+                        fab.latency,
+                        "uplink",
+                    )
+                )
 
     # ------------------------------------------------------------------ lookup
     @cached_property
@@ -180,8 +184,10 @@ class Topology:
         Table ``100 + n`` sends everything from NIC *n*'s address out of NIC *n*:
         its leaf subnet directly, the rest of 10/8 through the leaf's spines.
         """
-        return [(ROUTE_TABLE_BASE + nic.index, nic.port.address or "", nic.port.ifname, nic.gateways)
-                for nic in self.nics[server]]
+        return [
+            (ROUTE_TABLE_BASE + nic.index, nic.port.address or "", nic.port.ifname, nic.gateways)
+            for nic in self.nics[server]
+        ]
 
     def check_addresses(self) -> None:
         """Assert every address is unique and inside its leaf subnet (a self-check)."""

@@ -163,9 +163,7 @@ class RateScale:
         return real_seconds / self.k
 
     @classmethod
-    def default_for(
-        cls, link_rates: list[float], host_nic_rates: list[float], cores: int
-    ) -> RateScale:
+    def default_for(cls, link_rates: list[float], host_nic_rates: list[float], cores: int) -> RateScale:
         """Pick ``k`` so no real link exceeds :data:`MAX_REAL_LINK_RATE` and all
         host NICs together stay within the machine's shaping budget
         (:data:`REAL_BUDGET_PER_CORE` per core), rounded up to 1, 2 or 5 x 10^n.

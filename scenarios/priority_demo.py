@@ -15,28 +15,43 @@ from pathlib import Path
 
 from emulator.loadtest import Flow, measure
 from emulator.testbed import Testbed
+from railbed.errors import SpecError
 from railbed.spec import ClusterSpec
 from railbed.units import format_rate
+from tc_policies.plan import validate_dscp
 
 HIGH_DSCP = 46  # EF: class 5
 LOW_DSCP = 0
 
 
-def run(spec: ClusterSpec, out_dir: Path, scale: float | None = None, window: float = 3.0,
-        policy: str = "dscp-priority", echo=print) -> dict:
+def run(
+    spec: ClusterSpec,
+    out_dir: Path,
+    scale: float | None = None,
+    window: float = 3.0,
+    policy: str = "dscp-priority",
+    high_dscp: int = HIGH_DSCP,
+    low_dscp: int = LOW_DSCP,
+    echo=print,
+) -> dict:
+    validate_dscp(high_dscp, "high_dscp")
+    validate_dscp(low_dscp, "low_dscp")
     if spec.fabric.kind != "rail_optimized" or len(spec.servers) < 3:
-        raise ValueError("the demo needs a rail-optimized cluster of at least 3 servers")
+        raise SpecError("cluster", "the demo needs a rail-optimized cluster of at least 3 servers")
     rows = []
     with Testbed(spec, policy=policy, scale=scale) as tb:
         echo(spec.summary())
-        echo(f"scale k = {tb.scale.k:g} (real rate = model rate / k); policy {tb.policy.name}; "
-             f"built in {tb.build_seconds:.1f} s")
+        echo(
+            f"scale k = {tb.scale.k:g} (real rate = model rate / k); policy {tb.policy.name}; "
+            f"built in {tb.build_seconds:.1f} s"
+        )
         port = ("rail0", tb.topology.path((1, 0), (0, 0))[-1].ifname)
-        high_class = tb.policy.compile(1e6).classify(HIGH_DSCP)
+        classes = tb.policy.compile(1e6)
+        high_class, low_class = classes.classify(high_dscp), classes.classify(low_dscp)
         cases = [
-            ("low class alone", [Flow((2, 0), (0, 0), LOW_DSCP)]),
-            ("high class alone", [Flow((1, 0), (0, 0), HIGH_DSCP)]),
-            ("both classes", [Flow((1, 0), (0, 0), HIGH_DSCP), Flow((2, 0), (0, 0), LOW_DSCP)]),
+            ("low class alone", [Flow((2, 0), (0, 0), low_dscp)]),
+            ("high class alone", [Flow((1, 0), (0, 0), high_dscp)]),
+            ("both classes", [Flow((1, 0), (0, 0), high_dscp), Flow((2, 0), (0, 0), low_dscp)]),
         ]
         for label, flows in cases:
             echo(f"  running: {label} ({window:g} s) ...")
@@ -44,25 +59,39 @@ def run(spec: ClusterSpec, out_dir: Path, scale: float | None = None, window: fl
             p = m.ports[port]
             classified = sum(p.class_bps.values()) or 1.0
             high = p.class_bps.get(high_class, 0.0) / classified
-            low = p.class_bps.get(0, 0.0) / classified
-            rows.append({
-                "case": label, "port": f"{port[0]}:{port[1]}",
-                "configured_real_bps": p.configured_bps, "achieved_real_bps": p.wire_bps,
-                "configured_model_bps": tb.scale.model_rate(p.configured_bps),
-                "achieved_model_bps": tb.scale.model_rate(p.wire_bps),
-                "high_share": high, "low_share": low,
-                "goodput_real_bps": m.goodput_bps, "drops": p.drops,
-            })
-        result = {"cluster": spec.to_dict(), "scale": tb.scale.k, "policy": tb.policy.name,
-                  "build_seconds": tb.build_seconds, "rows": rows, "time": time.time()}
+            low = p.class_bps.get(low_class, 0.0) / classified
+            rows.append(
+                {
+                    "case": label,
+                    "port": f"{port[0]}:{port[1]}",
+                    "configured_real_bps": p.configured_bps,
+                    "achieved_real_bps": p.wire_bps,
+                    "configured_model_bps": tb.scale.model_rate(p.configured_bps),
+                    "achieved_model_bps": tb.scale.model_rate(p.wire_bps),
+                    "high_share": high,
+                    "low_share": low,
+                    "goodput_real_bps": m.goodput_bps,
+                    "drops": p.drops,
+                }
+            )
+        result = {
+            "cluster": spec.to_dict(),
+            "scale": tb.scale.k,
+            "policy": tb.policy.name,
+            "build_seconds": tb.build_seconds,
+            "rows": rows,
+            "time": time.time(),
+        }
     result["teardown_seconds"] = tb.teardown_seconds
     echo("")
     echo(f"{'case':<18} {'configured':>14} {'achieved':>14} {'error':>7} {'high':>7} {'low':>7}  (model rates)")
     for r in rows:
         err = r["achieved_real_bps"] / r["configured_real_bps"] - 1
-        echo(f"{r['case']:<18} {format_rate(r['configured_model_bps']):>14} "
-             f"{format_rate(r['achieved_model_bps']):>14} {err:>+7.1%} {r['high_share']:>7.1%} "
-             f"{r['low_share']:>7.1%}")
+        echo(
+            f"{r['case']:<18} {format_rate(r['configured_model_bps']):>14} "
+            f"{format_rate(r['achieved_model_bps']):>14} {err:>+7.1%} {r['high_share']:>7.1%} "
+            f"{r['low_share']:>7.1%}"
+        )
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / "result.json").write_text(json.dumps(result, indent=2, default=_jsonable))
     echo(f"\nresults: {out_dir / 'result.json'}")

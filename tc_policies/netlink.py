@@ -45,12 +45,31 @@ def _add_items(ipr, index: int, plan: TcPlan) -> None:
                 kwargs["parent"] = it.parent
             ipr.tc("add", it.kind, index, it.handle, **kwargs)
         elif isinstance(it, HtbClass):
-            ipr.tc("add-class", "htb", index, it.classid, parent=it.parent, rate=it.rate, ceil=it.ceil,
-                   burst=it.burst, cburst=it.cburst, quantum=it.quantum, prio=it.prio)
+            ipr.tc(
+                "add-class",
+                "htb",
+                index,
+                it.classid,
+                parent=it.parent,
+                rate=it.rate,
+                ceil=it.ceil,
+                burst=it.burst,
+                cburst=it.cburst,
+                quantum=it.quantum,
+                prio=it.prio,
+            )
         elif isinstance(it, U32Filter):
             value, mask, offset = it.key
-            ipr.tc("add-filter", "u32", index, parent=it.parent, prio=it.prio, protocol=ETH_P_IP,
-                   target=it.target, keys=[f"0x{value:08x}/0x{mask:08x}+{offset}"])
+            ipr.tc(
+                "add-filter",
+                "u32",
+                index,
+                parent=it.parent,
+                prio=it.prio,
+                protocol=ETH_P_IP,
+                target=it.target,
+                keys=[f"0x{value:08x}/0x{mask:08x}+{offset}"],
+            )
 
 
 @dataclass(frozen=True)

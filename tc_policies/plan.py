@@ -108,11 +108,13 @@ class TcPlan:
                 out.append(
                     f"tc class add dev {dev} parent {fmt_handle(it.parent)} classid {fmt_handle(it.classid)} "
                     f"htb rate {it.rate * 8}bit ceil {it.ceil * 8}bit burst {it.burst}b cburst {it.cburst}b "
-                    f"quantum {it.quantum} prio {it.prio}")
+                    f"quantum {it.quantum} prio {it.prio}"
+                )
             else:
                 out.append(
                     f"tc filter add dev {dev} parent {fmt_handle(it.parent)} protocol ip prio {it.prio} "
-                    f"u32 match ip dsfield {it.tos_value:#04x} {it.tos_mask:#04x} flowid {fmt_handle(it.target)}")
+                    f"u32 match ip dsfield {it.tos_value:#04x} {it.tos_mask:#04x} flowid {fmt_handle(it.target)}"
+                )
         return out
 
     def classify(self, dscp: int) -> int:
@@ -188,10 +190,15 @@ class FifoPolicy:
         rate, burst, quantum, queue = shaping_params(rate_bps)
         root, cls = handle(1), handle(1, 1)
         return TcPlan(
-            (Qdisc("htb", root, None, {"default": 1}),
-             HtbClass(cls, root, rate, rate, burst, burst, quantum),
-             Qdisc("pfifo", handle(0x10), cls, {"limit": queue})),
-            self.name, rate_bps, {0: cls})
+            (
+                Qdisc("htb", root, None, {"default": 1}),
+                HtbClass(cls, root, rate, rate, burst, burst, quantum),
+                Qdisc("pfifo", handle(0x10), cls, {"limit": queue}),
+            ),
+            self.name,
+            rate_bps,
+            {0: cls},
+        )
 
 
 @dataclass(frozen=True)
@@ -247,11 +254,11 @@ class DscpPriorityPolicy:
             return TcPlan(tuple(items), self.name + "/prio", rate_bps, target)
         target = {c: handle(1, 0x10 + c) for c in range(PRIORITY_CLASSES)}
         leaf_rate = min(LEAF_MIN_RATE, rate)
-        items = [Qdisc("htb", root, None, {"default": 0x10}),
-                 HtbClass(top, root, rate, rate, burst, burst, quantum)]
+        items = [Qdisc("htb", root, None, {"default": 0x10}), HtbClass(top, root, rate, rate, burst, burst, quantum)]
         for c in range(PRIORITY_CLASSES):
-            items.append(HtbClass(target[c], top, leaf_rate, rate, burst, burst, quantum,
-                                  prio=PRIORITY_CLASSES - 1 - c))
+            items.append(
+                HtbClass(target[c], top, leaf_rate, rate, burst, burst, quantum, prio=PRIORITY_CLASSES - 1 - c)
+            )
             items.append(Qdisc("pfifo", handle(0x10 + c), target[c], {"limit": queue}))
         items += self.filters(root, target)
         return TcPlan(tuple(items), self.name + "/htb", rate_bps, target)

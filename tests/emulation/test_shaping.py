@@ -1,0 +1,29 @@
+"""Shaping: one saturating TCP flow through a shaped link, measured on the wire.
+
+The wire rate (tc byte counters, Ethernet + IP + TCP headers included) must
+be within 2 % of the configured rate; goodput must equal the wire rate less
+the header share (1448 payload bytes per 1514-byte frame) within 1 %.
+"""
+
+import pytest
+
+from emulator.loadtest import Flow, measure
+from emulator.testbed import Testbed
+from railbed.spec import ClusterSpec
+from railbed.units import GOODPUT_FRACTION
+
+
+def two_hosts(rate_bps):
+    return ClusterSpec.from_dict({"servers": [{"count": 2, "nic_rate": rate_bps}], "fabric": {"type": "single_switch"}})
+
+
+@pytest.mark.parametrize("rate", [10e6, 100e6, 500e6], ids=["10M", "100M", "500M"])
+def test_wire_rate_and_goodput(rate):
+    with Testbed(two_hosts(rate), policy="fifo", scale=1) as tb:
+        port = ("h0", "h0-eth0")
+        m = measure(tb, [Flow((0, 0), (1, 0))], [port], warmup=1.5, window=3.0)
+        p = m.ports[port]
+        assert p.configured_bps == rate
+        assert abs(p.error) <= 0.02, f"wire {p.wire_bps / 1e6:.3f} Mbit/s vs {rate / 1e6} configured"
+        ratio = m.goodput_bps[0] / p.wire_bps
+        assert ratio == pytest.approx(GOODPUT_FRACTION, rel=0.01), f"goodput/wire = {ratio:.4f}"

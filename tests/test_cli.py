@@ -1,0 +1,73 @@
+"""The railbed command on bad input: exit 2, one line naming the field, nothing created."""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from emulator.state import root_interfaces
+
+ROOT = Path(__file__).resolve().parent.parent
+
+CASES = {
+    "malformed": ("servers: [\n  {nic_rate: 1e9\nfabric: {type: single_switch}\n", "line"),
+    "unknown-fabric": ("servers: [{nic_rate: 1Gbit}]\nfabric: {type: hypercube}\n", "fabric.type"),
+    "negative-rate": ("servers: [{nic_rate: -10Gbit}]\nfabric: {type: single_switch}\n", "servers[0].nic_rate"),
+    "zero-rate": ("servers: [{nic_rate: 0}]\nfabric: {type: single_switch}\n", "servers[0].nic_rate"),
+    "rails-vs-nics": (
+        "servers: [{count: 2, nics: 2, nic_rate: 1Gbit}]\nfabric: {type: rail_optimized, rails: 4}\n",
+        "fabric.rails",
+    ),
+}
+
+
+def railbed(*args):
+    return subprocess.run(
+        [sys.executable, "-m", "emulator.cli", *args], cwd=ROOT, capture_output=True, text=True, timeout=60
+    )
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+@pytest.mark.parametrize("command", ["check", "up"])
+def test_bad_cluster_file(tmp_path, name, command):
+    if command == "up" and os.geteuid() != 0:
+        pytest.skip("railbed up needs root")
+    text, field = CASES[name]
+    path = tmp_path / f"{name}.yaml"
+    path.write_text(text)
+    before = root_interfaces(), os.listdir("/proc")
+    result = railbed(command, str(path), "--no-cli") if command == "up" else railbed(command, str(path))
+    assert result.returncode == 2, result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and field in lines[0], result.stderr
+    assert root_interfaces() == before[0]
+
+
+def test_bad_scale_and_unknown_command():
+    assert railbed("check", str(ROOT / "examples" / "rail-4x4.yaml"), "--scale", "-3").returncode == 2
+    assert railbed("frobnicate").returncode == 2
+
+
+def test_check_prints_summary():
+    result = railbed("check", str(ROOT / "examples" / "rail-4x4.yaml"))
+    assert result.returncode == 0
+    assert "4 rails, 2 spines" in result.stdout and "rate scale k" in result.stdout
+
+
+def test_scale_too_large_for_slowest_link_is_bad_input(tmp_path):
+    if os.geteuid() != 0:
+        pytest.skip("railbed up needs root")
+    result = railbed("up", str(ROOT / "examples" / "dgtp-testbed.yaml"), "--scale", "1e6", "--no-cli")
+    assert result.returncode == 2 and result.stderr.startswith("railbed: scale:"), result.stderr
+
+
+@pytest.mark.parametrize("flag", ["--high-dscp", "--low-dscp"])
+def test_dscp_out_of_range_is_bad_input(flag):
+    before = root_interfaces()
+    result = railbed("demo", flag, "64")
+    assert result.returncode == 2
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and flag[2:].replace("-", "_") in lines[0] and "0..63" in lines[0], result.stderr
+    assert root_interfaces() == before
