@@ -39,11 +39,22 @@ def bench_build(repeat: int) -> list[dict]:
             with tb:
                 builds.append(tb.build_seconds)
             teardowns.append(tb.teardown_seconds)
-        row = {"gpus": servers * rails, "servers": servers, "rails": rails, "spines": 2,
-               "links": len(tb.topology.links), "build_s": statistics.median(builds),
-               "teardown_s": statistics.median(teardowns), "builds": builds, "teardowns": teardowns}
-        print(f"  {row['gpus']:>4} GPUs ({servers}x{rails}, {row['links']} links): build {row['build_s']:.2f} s, "
-              f"teardown {row['teardown_s']:.2f} s", flush=True)
+        row = {
+            "gpus": servers * rails,
+            "servers": servers,
+            "rails": rails,
+            "spines": 2,
+            "links": len(tb.topology.links),
+            "build_s": statistics.median(builds),
+            "teardown_s": statistics.median(teardowns),
+            "builds": builds,
+            "teardowns": teardowns,
+        }
+        print(
+            f"  {row['gpus']:>4} GPUs ({servers}x{rails}, {row['links']} links): build {row['build_s']:.2f} s, "
+            f"teardown {row['teardown_s']:.2f} s",
+            flush=True,
+        )
         rows.append(row)
     return rows
 
@@ -56,10 +67,17 @@ def bench_shaping(window: float) -> list[dict]:
         with Testbed(spec, policy="fifo", scale=1) as tb:
             m = measure(tb, [Flow((0, 0), (1, 0))], [("h0", "h0-eth0")], warmup=1.5, window=window)
         p = m.ports[("h0", "h0-eth0")]
-        row = {"rate_mbit": mbit, "wire_mbit": p.wire_bps / 1e6, "error": p.error,
-               "goodput_over_wire": m.goodput_bps[0] / p.wire_bps if p.wire_bps else 0.0}
-        print(f"  {mbit:>5} Mbit/s: wire {row['wire_mbit']:.2f} Mbit/s, error {row['error']:+.2%}, "
-              f"goodput/wire {row['goodput_over_wire']:.4f}", flush=True)
+        row = {
+            "rate_mbit": mbit,
+            "wire_mbit": p.wire_bps / 1e6,
+            "error": p.error,
+            "goodput_over_wire": m.goodput_bps[0] / p.wire_bps if p.wire_bps else 0.0,
+        }
+        print(
+            f"  {mbit:>5} Mbit/s: wire {row['wire_mbit']:.2f} Mbit/s, error {row['error']:+.2%}, "
+            f"goodput/wire {row['goodput_over_wire']:.4f}",
+            flush=True,
+        )
         rows.append(row)
     return rows
 
@@ -78,8 +96,9 @@ def main() -> int:
     within = [r["rate_mbit"] for r in shaping if abs(r["error"]) <= 0.02]
     best = max(within) if within else None
     print(f"highest rate shaped within 2 %: {best} Mbit/s")
-    Path(args.out).write_text(json.dumps({"build": build, "shaping": shaping, "max_rate_within_2pct_mbit": best},
-                                         indent=2))
+    Path(args.out).write_text(
+        json.dumps({"build": build, "shaping": shaping, "max_rate_within_2pct_mbit": best}, indent=2)
+    )
     print(f"results: {args.out}")
     return 0
 
