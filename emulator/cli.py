@@ -146,6 +146,8 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    # A shell may start background jobs with SIGINT ignored; a run must stop on Ctrl-C.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         return args.func(args)
     except SpecError as exc:
