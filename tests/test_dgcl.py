@@ -1,0 +1,80 @@
+"""DGCL: cost model, SPST (numba == literal reference), SPST beats peer-to-peer."""
+
+import numpy as np
+import pytest
+
+from hwmodels.dgcl import (
+    Requirements,
+    comm_topology,
+    peer_to_peer,
+    plan_cost,
+    plan_time_transfer_model,
+    spst,
+    spst_reference,
+    stage_times,
+)
+from hwmodels.graph import GB, load_preset
+
+DGX1 = load_preset("dgx1-v100")
+TOPO = comm_topology(DGX1)
+
+
+@pytest.mark.parametrize("seed", range(12))
+@pytest.mark.parametrize("preset", ["dgx1-v100", "pcie8"])
+def test_spst_kernel_equals_reference(seed, preset):
+    topo = comm_topology(load_preset(preset))
+    rng = np.random.default_rng(seed)
+    req = Requirements.random(
+        8, int(rng.integers(1, 40)), float(rng.integers(1, 4096)), density=float(rng.uniform(0.1, 1.0)), seed=seed
+    )
+    plan, cost = spst(topo, req, seed=seed)
+    ref, ref_cost = spst_reference(topo, req, seed=seed)
+    assert plan.rows() == ref.rows()
+    assert cost == pytest.approx(ref_cost, rel=1e-12)
+    assert cost == pytest.approx(plan_cost(topo, plan, req), rel=1e-12)
+
+
+def test_spst_edge_cases():
+    one_gpu = Requirements.from_lists([0, 0], [[0], []], 1024)  # the source itself, nobody
+    plan, cost = spst(TOPO, one_gpu)
+    assert plan.rows() == [] and cost == 0.0
+    zero = Requirements.from_lists([0], [[1, 2, 3]], 0.0)
+    plan, cost = spst(TOPO, zero)
+    assert cost == 0.0 and {r[3] for r in plan.rows()} == {1, 2, 3}
+    empty = Requirements.from_lists([], [], 1.0)
+    assert spst(TOPO, empty)[0].rows() == []
+
+
+def test_every_destination_reached_through_a_tree():
+    req = Requirements.random(8, 200, 512, density=0.6, seed=5)
+    plan, _ = spst(TOPO, req)
+    by_vertex = {}
+    for v, k, a, b in plan.rows():
+        by_vertex.setdefault(v, []).append((k, a, b))
+    for v in range(len(req)):
+        edges = sorted(by_vertex.get(v, []))
+        have = {int(req.source[v])}
+        for _stage, a, b in edges:  # stage order: a sender already holds the vertex
+            assert a in have and b not in have
+            have.add(b)
+        assert set(req.dests_of(v)) <= have
+
+
+def test_cost_model_contention_on_a_shared_hop():
+    # gpu0->gpu5 and gpu1->gpu4 both cross QPI in stage 0: the stage costs both
+    req = Requirements.from_lists([0, 1], [[5], [4]], 1e6)
+    p2p = peer_to_peer(Requirements.from_lists([0, 1], [[5], [6]], 1e6))
+    assert stage_times(TOPO, p2p, req)[0] > 0
+    single = plan_cost(
+        TOPO, peer_to_peer(Requirements.from_lists([0], [[5]], 1e6)), Requirements.from_lists([0], [[5]], 1e6)
+    )
+    assert single == pytest.approx(8e6 / (9.56 * GB))
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_spst_beats_peer_to_peer_on_dgx1(seed):
+    req = Requirements.random(8, 2000, 1024, density=0.7, seed=seed)
+    plan, cost = spst(TOPO, req, seed=seed)
+    p2p = peer_to_peer(req)
+    assert cost < plan_cost(TOPO, p2p, req)
+    assert plan_time_transfer_model(DGX1, TOPO, plan, req) < plan_time_transfer_model(DGX1, TOPO, p2p, req)
