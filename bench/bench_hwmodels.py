@@ -46,8 +46,13 @@ def bench_transfer(rng):
     fluid_finish_times(g.capacity, paths, bits)  # compile
     fast, _ = timed(fluid_finish_times, g.capacity, paths, bits, repeat=20)
     slow, _ = timed(fluid_finish_times_reference, g.capacity, paths, bits, repeat=1)
-    return {"transfers": len(paths), "kernel_s": fast, "reference_s": slow, "speedup": slow / fast,
-            "transfers_per_s": len(paths) / fast}
+    return {
+        "transfers": len(paths),
+        "kernel_s": fast,
+        "reference_s": slow,
+        "speedup": slow / fast,
+        "transfers_per_s": len(paths) / fast,
+    }
 
 
 def bench_spst():
@@ -59,9 +64,17 @@ def bench_spst():
     big = Requirements.random(8, 200_000, 1024, density=0.5, seed=2)
     fast_big, (plan, cost) = timed(spst, topo, big, repeat=1)
     p2p = plan_cost(topo, peer_to_peer(big), big)
-    return {"reference_vertices": len(small), "kernel_s": fast_small, "reference_s": slow_small,
-            "speedup": slow_small / fast_small, "vertices": len(big), "vertices_per_s": len(big) / fast_big,
-            "spst_cost_s": cost, "p2p_cost_s": p2p, "p2p_over_spst": p2p / cost}
+    return {
+        "reference_vertices": len(small),
+        "kernel_s": fast_small,
+        "reference_s": slow_small,
+        "speedup": slow_small / fast_small,
+        "vertices": len(big),
+        "vertices_per_s": len(big) / fast_big,
+        "spst_cost_s": cost,
+        "p2p_cost_s": p2p,
+        "p2p_over_spst": p2p / cost,
+    }
 
 
 def bench_leo(rng):
@@ -72,8 +85,13 @@ def bench_leo(rng):
     compute[1, m.index("resp.cpu")] = 2e-6
 
     def stream(n):
-        return RequestStream(np.cumsum(rng.exponential(1e-6, n)), rng.integers(0, 2, n), rng.integers(0, 4, n),
-                             np.array([64.0, 4096.0]), compute)
+        return RequestStream(
+            np.cumsum(rng.exponential(1e-6, n)),
+            rng.integers(0, 2, n),
+            rng.integers(0, 4, n),
+            np.array([64.0, 4096.0]),
+            compute,
+        )
 
     small = stream(20_000)
     queue_jct(m, small)  # compile
@@ -81,8 +99,14 @@ def bench_leo(rng):
     slow_small, _ = timed(queue_jct_reference, m, small, repeat=1)
     big = stream(10_000_000)
     fast_big, _ = timed(queue_jct, m, big, repeat=2)
-    return {"reference_requests": 20_000, "kernel_s": fast_small, "reference_s": slow_small,
-            "speedup": slow_small / fast_small, "requests": 10_000_000, "requests_per_s": 1e7 / fast_big}
+    return {
+        "reference_requests": 20_000,
+        "kernel_s": fast_small,
+        "reference_s": slow_small,
+        "speedup": slow_small / fast_small,
+        "requests": 10_000_000,
+        "requests_per_s": 1e7 / fast_big,
+    }
 
 
 def main() -> int:
@@ -92,13 +116,19 @@ def main() -> int:
     rng = np.random.default_rng(0)
     results = {"transfer": bench_transfer(rng), "spst": bench_spst(), "leo": bench_leo(rng)}
     t, s, q = results["transfer"], results["spst"], results["leo"]
-    print(f"transfer model: {t['transfers']} concurrent transfers on DGX-1: kernel {t['kernel_s'] * 1e3:.2f} ms, "
-          f"reference {t['reference_s'] * 1e3:.1f} ms, {t['speedup']:.0f}x; {t['transfers_per_s']:.3g} transfers/s")
-    print(f"SPST on DGX-1: {s['speedup']:.0f}x faster than the reference ({s['reference_vertices']} vertices); "
-          f"{s['vertices_per_s']:.3g} vertices/s on {s['vertices']} vertices; "
-          f"peer-to-peer / SPST cost = {s['p2p_over_spst']:.1f}x")
-    print(f"LEO recurrences: {q['speedup']:.0f}x faster than the reference ({q['reference_requests']} requests); "
-          f"{q['requests_per_s']:.3g} requests/s on {q['requests']} requests")
+    print(
+        f"transfer model: {t['transfers']} concurrent transfers on DGX-1: kernel {t['kernel_s'] * 1e3:.2f} ms, "
+        f"reference {t['reference_s'] * 1e3:.1f} ms, {t['speedup']:.0f}x; {t['transfers_per_s']:.3g} transfers/s"
+    )
+    print(
+        f"SPST on DGX-1: {s['speedup']:.0f}x faster than the reference ({s['reference_vertices']} vertices); "
+        f"{s['vertices_per_s']:.3g} vertices/s on {s['vertices']} vertices; "
+        f"peer-to-peer / SPST cost = {s['p2p_over_spst']:.1f}x"
+    )
+    print(
+        f"LEO recurrences: {q['speedup']:.0f}x faster than the reference ({q['reference_requests']} requests); "
+        f"{q['requests_per_s']:.3g} requests/s on {q['requests']} requests"
+    )
     Path(args.out).write_text(json.dumps(results, indent=2))
     print(f"results: {args.out}")
     return 0

@@ -39,7 +39,7 @@ import numpy as np
 from numba import njit
 
 from hwmodels.graph import IntraHostGraph
-from hwmodels.transfer import fluid_finish_times
+from hwmodels.transfer import transfer_times
 
 
 @dataclass(frozen=True)
@@ -170,13 +170,8 @@ def plan_time_transfer_model(graph: IntraHostGraph, topo: CommTopology, plan: Pl
         for v, s, a, b in plan.rows():
             if s == k:
                 pair_bytes[(a, b)] = pair_bytes.get((a, b), 0.0) + req.nbytes[v]
-        paths, bits, owner = [], [], []
-        for t, ((a, b), nbytes) in enumerate(pair_bytes.items()):
-            for path, frac in graph.routes(topo.gpus[a], topo.gpus[b]):
-                paths.append(path)
-                bits.append(8.0 * nbytes * frac)
-                owner.append(t)
-        total += float(fluid_finish_times(graph.capacity, paths, np.array(bits)).max())
+        transfers = [(topo.gpus[a], topo.gpus[b], nbytes) for (a, b), nbytes in pair_bytes.items()]
+        total += float(transfer_times(graph, transfers, with_latency=False).max())
     return total
 
 

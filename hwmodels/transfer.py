@@ -134,9 +134,13 @@ def fluid_finish_times_reference(capacity, paths, bits) -> np.ndarray:
 
 
 def transfer_times(
-    graph: IntraHostGraph, transfers: list[tuple[str, str, float]], kernel=fluid_finish_times
+    graph: IntraHostGraph,
+    transfers: list[tuple[str, str, float]],
+    kernel=fluid_finish_times,
+    with_latency: bool = True,
 ) -> np.ndarray:
-    """Completion time (s) of each concurrent transfer (src node, dst node, bytes) in ``graph``."""
+    """Completion time (s) of each concurrent transfer (src node, dst node, bytes) in ``graph``;
+    ``with_latency=False`` gives the fluid part only (as DGCL's cost model counts)."""
     paths, bits, owner, latency = [], [], [], np.zeros(len(transfers))
     for t, (src, dst, nbytes) in enumerate(transfers):
         if nbytes < 0:
@@ -145,7 +149,7 @@ def transfer_times(
             paths.append(path)
             bits.append(8.0 * nbytes * frac)
             owner.append(t)
-            if nbytes > 0:
+            if nbytes > 0 and with_latency:
                 latency[t] = max(latency[t], float(graph.latency[path].sum()) if path else 0.0)
     if not paths:
         return np.zeros(0)

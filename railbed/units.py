@@ -116,9 +116,10 @@ def goodput(wire_rate: float) -> float:
     return wire_rate * GOODPUT_FRACTION
 
 
-# The emulator shapes every egress port; on a small VM the aggregate it can push
-# with offloads off is a few Gbit/s. These constants set the default scale and are
-# checked by bench/bench_platform.py (see README "Performance").
+# The emulator shapes every egress port with offloads off. bench/bench_platform.py
+# measured one link shaped within 2 % up to 2 Gbit/s on a 2-core VM; 500 Mbit/s per
+# link leaves headroom for many links at once. The per-core aggregate budget is an
+# assumption not yet measured (the traffic-engine benchmark will measure it).
 MAX_REAL_LINK_RATE = 500e6
 REAL_BUDGET_PER_CORE = 500e6
 MIN_REAL_LINK_RATE = 1e6
