@@ -118,6 +118,19 @@ class Requirements:
             dests.append(np.flatnonzero(mask).tolist())
         return cls.from_lists(source.tolist(), dests, nbytes)
 
+    @classmethod
+    def from_graph(cls, edges: np.ndarray, part: np.ndarray, nbytes: float) -> Requirements:
+        """Graph-derived sets (embedding passing, DGCL section 2): vertex u lives on GPU
+        ``part[u]``; every GPU holding a neighbour of u needs u's embedding. ``edges`` is
+        an (E, 2) array of undirected edges."""
+        part = np.asarray(part, dtype=np.int64)
+        need: list[set[int]] = [set() for _ in range(len(part))]
+        for a, b in np.asarray(edges, dtype=np.int64).reshape(-1, 2):
+            if part[a] != part[b]:
+                need[a].add(int(part[b]))
+                need[b].add(int(part[a]))
+        return cls.from_lists(part.tolist(), [sorted(n) for n in need], nbytes)
+
     def dests_of(self, v: int) -> list[int]:
         return self.dest[self.dest_ptr[v] : self.dest_ptr[v + 1]].tolist()
 

@@ -269,8 +269,14 @@ def _servers(value: object) -> tuple[Server, ...]:
                 raise SpecError(f"{where}.resources.{key}", f"capacity must be a number >= 0, got {cap!r}")
             resources[str(key)] = float(cap)
         intra = group.get("intra_host")
-        if intra is not None and (not isinstance(intra, str) or not intra):
-            raise SpecError(f"{where}.intra_host", "expected a preset name")
+        if intra is not None:
+            from hwmodels.graph import load_preset, presets  # pure data; imported late to keep spec light
+
+            if not isinstance(intra, str) or intra not in presets():
+                raise SpecError(f"{where}.intra_host", f"unknown preset {intra!r} (known: {', '.join(presets())})")
+            preset_gpus = len(load_preset(intra).gpus)
+            if preset_gpus != gpus:
+                raise SpecError(f"{where}.gpus", f"{gpus} GPUs but intra_host {intra} has {preset_gpus}")
         for _ in range(count):
             servers.append(Server(f"h{len(servers)}", gpus, rates, resources, intra))
     if len(servers) > 65000:

@@ -78,3 +78,17 @@ def test_spst_beats_peer_to_peer_on_dgx1(seed):
     p2p = peer_to_peer(req)
     assert cost < plan_cost(TOPO, p2p, req)
     assert plan_time_transfer_model(DGX1, TOPO, plan, req) < plan_time_transfer_model(DGX1, TOPO, p2p, req)
+
+
+def test_graph_derived_requirements_and_plan():
+    rng = np.random.default_rng(7)
+    n = 400
+    edges = rng.integers(0, n, (2000, 2))
+    part = rng.integers(0, 8, n)
+    req = Requirements.from_graph(edges, part, 256)
+    for u, v in edges[:50]:
+        if part[u] != part[v]:
+            assert part[v] in req.dests_of(u) and part[u] in req.dests_of(v)
+    assert all(int(part[u]) not in req.dests_of(u) for u in range(n))
+    plan, cost = spst(TOPO, req)
+    assert cost < plan_cost(TOPO, peer_to_peer(req), req)

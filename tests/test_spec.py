@@ -63,6 +63,10 @@ def test_roundtrip_to_dict():
             "servers[0].resources.cpu",
         ),
         ({"servers": [], "fabric": {"type": "single_switch"}}, "servers"),
+        (
+            {"servers": [{"nic_rate": 1e9, "intra_host": "dgx-9"}], "fabric": {"type": "single_switch"}},
+            "servers[0].intra_host",
+        ),
         ({"fabric": {"type": "single_switch"}}, "servers"),
         ({"servers": [{"nic_rate": 1e9}], "fabric": {"type": "single_switch", "latency": "-1us"}}, "fabric.latency"),
     ],
