@@ -88,6 +88,11 @@ class RunState:
         ours = sorted(set(planned_ifnames) - root_interfaces())
         self._write("run.json", {"run_id": run_id, "pid": os.getpid(), "started": time.time(), "planned_ifnames": ours})
 
+    @property
+    def held(self) -> bool:
+        """Whether this object holds the run lock (and so owns the record)."""
+        return self._lock_fd is not None
+
     def add_node(self, name: str, pid: int) -> None:
         self._append("nodes.jsonl", {"name": name, "pid": pid, "netns": netns_inode(pid)})
 

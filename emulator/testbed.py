@@ -130,7 +130,12 @@ class Testbed:
         return self
 
     def stop(self) -> None:
-        """Tear everything down; safe to call twice and from a failed start."""
+        """Tear everything down; safe to call twice and from a failed start.
+
+        Only a testbed that holds the run lock acts: one that never started
+        must not read, let alone end, another run's processes."""
+        if not self.state.held:
+            return
         t0 = time.monotonic()
         try:
             inodes = {n["netns"] for n in self.state.nodes() if n.get("netns")}
@@ -213,13 +218,6 @@ class Testbed:
         """tc counters of the egress port ``ifname`` of node ``name``."""
         with iproute_in(self.netns(name)) as ipr:
             return read_counters(ipr, ipr.link_lookup(ifname=ifname)[0])
-
-    def link_bytes(self, name: str, ifname: str) -> tuple[int, int]:
-        """(tx_bytes, rx_bytes) interface counters of ``ifname`` on node ``name``."""
-        with iproute_in(self.netns(name)) as ipr:
-            msg = ipr.get_links(ipr.link_lookup(ifname=ifname)[0])[0]
-            stats = msg.get_attr("IFLA_STATS64")
-            return stats["tx_bytes"], stats["rx_bytes"]
 
     def real_rate(self, node: str, ifname: str) -> float:
         """The configured real (shaped) rate of a port, bit/s."""

@@ -145,11 +145,6 @@ class Topology:
     def ports_of(self, node: str) -> list[Port]:
         return [p for (n, _), p in self.ports.items() if n == node]
 
-    @property
-    def egress_ports(self) -> list[Port]:
-        """Every port whose egress is shaped (all of them: hosts, switches, spines)."""
-        return list(self.ports.values())
-
     def nic_address(self, server: int, nic: int) -> str:
         return self.nics[server][nic].port.address or ""
 

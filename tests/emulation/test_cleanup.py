@@ -107,3 +107,18 @@ def test_sigkill_then_railbed_clean_removes_only_the_run():
         bystander.kill()
         bystander.wait()
         subprocess.run(["ip", "link", "del", "rbtest-a"], check=False)
+
+
+def test_stop_of_an_unstarted_testbed_leaves_a_live_run_alone():
+    from emulator.testbed import Testbed
+    from railbed.spec import ClusterSpec
+
+    before = snapshot()
+    proc = start_child("wait")
+    created = run_namespaces()
+    other = Testbed(ClusterSpec.rail_optimized(servers=2, rails=2, spines=1, nic_rate=10e9), scale=100)
+    other.stop()  # never started: must not touch the child's run
+    assert created <= namespaces_in_use() and RunState().read().get("pid") == proc.pid
+    proc.send_signal(signal.SIGTERM)
+    proc.communicate(timeout=60)
+    assert_nothing_left(before, created)
