@@ -40,12 +40,11 @@ def cmd_check(args: argparse.Namespace) -> int:
 
     spec = ClusterSpec.load(args.cluster)
     topo = Topology(spec)
-    scale = default_scale(spec) if args.scale is None else None
     _say(spec.summary())
     _say(
         f"  {len(topo.hosts)} hosts, {len(topo.switches)} switches, {len(topo.spines)} spines, {len(topo.links)} links"
     )
-    k = args.scale if args.scale is not None else scale.k
+    k = args.scale if args.scale is not None else default_scale(spec, topo).k
     _say(f"  rate scale k = {k:g} ({'given' if args.scale is not None else 'default for this machine'})")
     return 0
 

@@ -90,7 +90,7 @@ def _multipath(ipr, table: int, hops: list[tuple[str, int]]) -> None:
 class _RailbedNode:
     """Shared configuration steps (mixed into Mininet node classes)."""
 
-    sysctls: tuple[str, ...] = BASE_SYSCTLS
+    sysctls: tuple[str, ...] = ()  # role-specific, on top of BASE_SYSCTLS set at registration
     pid: int
     name: str
 
@@ -104,7 +104,8 @@ class _RailbedNode:
 
     def configure(self, bridge: bool = False) -> None:
         cfg = self.railbed_config()
-        self.cmd("sysctl -q -w " + " ".join(self.sysctls))
+        if self.sysctls:
+            self.cmd("sysctl -q -w " + " ".join(self.sysctls))
         offload = "; ".join(f"ethtool -K {i.ifname} tso off gso off gro off" for i in cfg.ifaces)
         if offload:
             self.cmd(offload + " >/dev/null 2>&1")

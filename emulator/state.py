@@ -133,9 +133,10 @@ class RunState:
 
     def leftovers(self) -> dict[str, list]:
         """What of the recorded run still exists: {"processes": [...], "interfaces": [...]}."""
-        inodes = {n["netns"] for n in self.nodes() if n.get("netns")}
+        nodes = self.nodes()
+        inodes = {n["netns"] for n in nodes if n.get("netns")}
         procs = set(pids_in_netns(inodes)) if inodes else set()
-        for rec in self.nodes() + self._lines("pids.jsonl"):
+        for rec in nodes + self._lines("pids.jsonl"):
             if _alive(rec["pid"]) and _is_ours(rec, inodes):
                 procs.add(rec["pid"])
         planned = set(self.read().get("planned_ifnames", []))

@@ -58,8 +58,8 @@ def _raise_interrupted(signum, _frame):
     raise Interrupted(signum)
 
 
-def default_scale(spec: ClusterSpec) -> RateScale:
-    topo = Topology(spec)
+def default_scale(spec: ClusterSpec, topo: Topology | None = None) -> RateScale:
+    topo = topo if topo is not None else Topology(spec)
     return RateScale.default_for(
         [p.rate for p in topo.ports.values()], [r for s in spec.servers for r in s.nic_rates], os.cpu_count() or 1
     )
@@ -85,7 +85,7 @@ class Testbed:
         self.spec = spec
         self.topology = Topology(spec)
         if scale is None:
-            self.scale = default_scale(spec)
+            self.scale = default_scale(spec, self.topology)
         else:
             self.scale = scale if isinstance(scale, RateScale) else RateScale(float(scale))
         self._policy_arg = policy
@@ -107,7 +107,8 @@ class Testbed:
         if self.policy is None:
             has_prio = kernel.probe().has("prio")
             self.policy = policy_by_name(self._policy_arg, has_prio_qdisc=has_prio)
-        topo = ClusterTopo(spec=self.spec, policy=self.policy, scale=self.scale)  # validates rates first
+        # validates rates before anything is created
+        topo = ClusterTopo(spec=self.spec, policy=self.policy, scale=self.scale, topology=self.topology)
         planned = [p.ifname for p in self.topology.ports.values()]
         self.state.acquire(self.run_id, planned)
         global _OWNER_PID

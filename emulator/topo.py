@@ -32,8 +32,8 @@ def check_real_rates(topology: Topology, scale: RateScale) -> None:
 class ClusterTopo(Topo):
     """Mininet topology of a :class:`ClusterSpec` with tc plans from ``policy`` at ``scale``."""
 
-    def build(self, spec: ClusterSpec, policy: Policy, scale: RateScale) -> None:  # noqa: D102
-        topo = Topology(spec)
+    def build(self, spec: ClusterSpec, policy: Policy, scale: RateScale, topology: Topology | None = None) -> None:  # noqa: D102
+        topo = topology if topology is not None else Topology(spec)
         check_real_rates(topo, scale)
         self.railbed_topology = topo
         plans: dict[float, object] = {}

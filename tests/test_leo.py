@@ -51,7 +51,7 @@ def test_hand_computed_compute_queue():
 
 
 def test_hand_computed_link_queue_and_drain():
-    # PCIe at 12.8 GB/s: 12.8e3 bytes take 1 us (exactly 2**-20 s would not be round; use dyadic sizes)
+    # PCIe at 1 Gbit/s and a size whose transfer time is 2**-10 s per link, exact in binary
     m = datapath_model("direct", pcie_gbps=1.0 / 8)  # 1e9 bit/s -> 1 byte = 8 ns
     arr = [0.0, 0.0, 0.0, 1.0]
     size = 125e6 / 1024  # bytes: 1/1024 s = 0.9765625 ms per PCIe link
