@@ -31,7 +31,7 @@ from emulator.netns import iproute_in
 from emulator.nodes import netns_path
 from emulator.state import RunState, pids_in_netns
 from emulator.topo import ClusterTopo
-from railbed.errors import EnvironmentProblem
+from railbed.errors import EnvironmentProblem, SpecError
 from railbed.spec import ClusterSpec
 from railbed.topology import Topology
 from railbed.units import RateScale
@@ -71,6 +71,11 @@ class Testbed:
     ``policy``: ``"dscp-priority"`` (default), ``"fifo"`` or a policy object.
     ``scale``: the factor k (real rate = model rate / k); default from the
     cluster size and this machine's cores (:meth:`RateScale.default_for`).
+    ``latency``: how the fabric's link latency is applied: ``"auto"`` (netem
+    on every egress queue where the kernel has it, else by the traffic
+    agents), ``"netem"`` (fail without netem) or ``"agents"``. After
+    ``start()``, :attr:`latency_mode` is ``"netem"``, ``"agents"`` or
+    ``"none"`` (the fabric has no latency).
     """
 
     __test__ = False  # not a pytest test class, despite the name
@@ -81,8 +86,13 @@ class Testbed:
         policy: str | Policy = "dscp-priority",
         scale: float | RateScale | None = None,
         verbose: bool = False,
+        latency: str = "auto",
     ) -> None:
+        if latency not in ("auto", "netem", "agents"):
+            raise SpecError("latency", f"must be auto, netem or agents, got {latency!r}")
         self.spec = spec
+        self._latency_arg = latency
+        self.latency_mode = "none"
         self.topology = Topology(spec)
         if scale is None:
             self.scale = default_scale(spec, self.topology)
@@ -104,11 +114,18 @@ class Testbed:
         if os.geteuid() != 0:
             raise EnvironmentProblem("building an emulated cluster needs root (use sudo)")
         t0 = time.monotonic()
+        feats = kernel.probe()
         if self.policy is None:
-            has_prio = kernel.probe().has("prio")
-            self.policy = policy_by_name(self._policy_arg, has_prio_qdisc=has_prio)
+            self.policy = policy_by_name(self._policy_arg, has_prio_qdisc=feats.has("prio"))
+        self.latency_mode = self._choose_latency_mode(feats.has("netem"))
         # validates rates before anything is created
-        topo = ClusterTopo(spec=self.spec, policy=self.policy, scale=self.scale, topology=self.topology)
+        topo = ClusterTopo(
+            spec=self.spec,
+            policy=self.policy,
+            scale=self.scale,
+            topology=self.topology,
+            netem_latency=self.latency_mode == "netem",
+        )
         planned = [p.ifname for p in self.topology.ports.values()]
         self.state.acquire(self.run_id, planned)
         global _OWNER_PID
@@ -129,6 +146,15 @@ class Testbed:
             nodes.on_node_started = None
         self.build_seconds = time.monotonic() - t0
         return self
+
+    def _choose_latency_mode(self, has_netem: bool) -> str:
+        if self.spec.fabric.latency <= 0:
+            return "none"
+        if self._latency_arg == "netem" and not has_netem:
+            raise EnvironmentProblem("latency: this kernel has no netem qdisc (use latency 'auto' or 'agents')")
+        if self._latency_arg == "agents" or not has_netem:
+            return "agents"
+        return "netem"
 
     def stop(self) -> None:
         """Tear everything down; safe to call twice and from a failed start.

@@ -30,17 +30,28 @@ def check_real_rates(topology: Topology, scale: RateScale) -> None:
 
 
 class ClusterTopo(Topo):
-    """Mininet topology of a :class:`ClusterSpec` with tc plans from ``policy`` at ``scale``."""
+    """Mininet topology of a :class:`ClusterSpec` with tc plans from ``policy`` at ``scale``.
 
-    def build(self, spec: ClusterSpec, policy: Policy, scale: RateScale, topology: Topology | None = None) -> None:  # noqa: D102
+    ``netem_latency``: every egress queue delays packets by the fabric's link
+    latency (times k) with netem; only where the kernel has netem."""
+
+    def build(  # noqa: D102
+        self,
+        spec: ClusterSpec,
+        policy: Policy,
+        scale: RateScale,
+        topology: Topology | None = None,
+        netem_latency: bool = False,
+    ) -> None:
         topo = topology if topology is not None else Topology(spec)
         check_real_rates(topo, scale)
         self.railbed_topology = topo
         plans: dict[float, object] = {}
+        delay = scale.real_time(spec.fabric.latency) if netem_latency else 0.0
 
         def plan(rate: float):
             if rate not in plans:
-                plans[rate] = policy.compile(scale.real_rate(rate))
+                plans[rate] = policy.compile(scale.real_rate(rate), delay)
             return plans[rate]
 
         def ifaces(node: str) -> tuple[IfaceConfig, ...]:

@@ -1,5 +1,24 @@
-"""Schedulers (DGTP, Hermod, LEO, DGCL-SPST and their baselines): pure algorithms.
+"""Schedulers: pure algorithms behind the hooks of :mod:`schedulers.base`.
 
-Not built yet: the traffic-engine issue defines the scheduler interface and
-FIFO; later issues add the papers' schedulers. Never imports the emulator.
+Registered by name for scenario files and the CLI (:func:`by_name`).
 """
+
+from __future__ import annotations
+
+from railbed.errors import SpecError
+from schedulers.base import HOLD, Decision, RunView, Scheduler
+from schedulers.fifo import Fifo
+from schedulers.tagged import TagPriority
+
+REGISTRY: dict[str, type[Scheduler]] = {"fifo": Fifo, "tag-priority": TagPriority}
+
+
+def by_name(name: str, field: str = "scheduler") -> Scheduler:
+    """A fresh scheduler instance by its registered name."""
+    cls = REGISTRY.get(name)
+    if cls is None:
+        raise SpecError(field, f"unknown scheduler {name!r} (known: {', '.join(sorted(REGISTRY))})")
+    return cls()
+
+
+__all__ = ["HOLD", "Decision", "Fifo", "REGISTRY", "RunView", "Scheduler", "TagPriority", "by_name"]

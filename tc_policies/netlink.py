@@ -78,6 +78,7 @@ class ClassCounters:
     bytes: int
     packets: int
     drops: int
+    backlog: int = 0  # packets queued in the class at the time of reading
 
 
 @dataclass(frozen=True)
@@ -89,6 +90,13 @@ class PortCounters:
     drops: int
     overlimits: int
     classes: dict[int, ClassCounters]
+    backlog: int = 0  # packets queued at the port at the time of reading
+
+
+def _qlen(msg) -> int:
+    stats2 = msg.get_attr("TCA_STATS2")
+    queue = stats2.get_attr("TCA_STATS_QUEUE") if stats2 else None
+    return int(queue["qlen"]) if queue else 0
 
 
 def _basic(msg) -> tuple[int, int, int, int]:
@@ -107,13 +115,15 @@ def read_counters(ipr, index: int) -> PortCounters:
     """Root qdisc counters plus per-HTB-class counters (and prio bands' leaf drops)."""
     total = (0, 0, 0, 0)
     leaf_drops = 0
+    backlog = 0
     for msg in ipr.get_qdiscs(index=index):
         if msg["parent"] == 0xFFFFFFFF:
             total = _basic(msg)
         else:
             leaf_drops += _basic(msg)[2]
+            backlog += _qlen(msg)
     classes = {}
     for msg in ipr.get_classes(index=index):
         b, p, d, _ = _basic(msg)
-        classes[msg["handle"]] = ClassCounters(msg["handle"], b, p, d)
-    return PortCounters(total[0], total[1], max(total[2], leaf_drops), total[3], classes)
+        classes[msg["handle"]] = ClassCounters(msg["handle"], b, p, d, _qlen(msg))
+    return PortCounters(total[0], total[1], max(total[2], leaf_drops), total[3], classes, backlog)

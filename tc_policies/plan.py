@@ -12,6 +12,11 @@ Shaping
     burst clamped to [frame, 200000] bytes (the kernel's HTB warns above
     200000). Leaf queues are ``pfifo`` of ``max(64, 5 ms of bytes)``
     packets; the papers are silent on switch buffers, this is our choice.
+Link latency
+    ``compile(rate, delay_s)`` with ``delay_s > 0`` makes every leaf queue a
+    ``netem delay`` qdisc (its limit grows by the packets in flight during
+    the delay). Only where the kernel has netem; otherwise the run-time's
+    agents add the latency (see ``emulator.runtime``).
 DSCP strict priority (8 classes)
     class ``c`` (0 lowest .. 7 highest) holds the DSCP values the mapping
     gives it (default ``dscp >> 3``, the class-selector bits). With only HTB:
@@ -130,6 +135,8 @@ class TcPlan:
 def _render_param(key: str, value: object) -> str:
     if key == "default":
         return f"default {value:x}"
+    if key == "delay":
+        return f"delay {value}us"
     if key == "priomap":
         return "priomap " + " ".join(str(v) for v in value)
     return f"{key} {value}"
@@ -145,6 +152,14 @@ def shaping_params(rate_bps: float) -> tuple[int, int, int, int]:
     quantum = min(MAX_QUANTUM, max(FRAME, burst))
     queue = max(64, int(rate * 5e-3 / FRAME))
     return rate, burst, quantum, queue
+
+
+def leaf_queue(handle_: int, parent: int, queue: int, rate: int, delay_s: float) -> Qdisc:
+    """The leaf FIFO of a class: ``pfifo``, or ``netem`` holding packets ``delay_s`` long."""
+    if delay_s <= 0:
+        return Qdisc("pfifo", handle_, parent, {"limit": queue})
+    in_flight = int(rate * delay_s / FRAME) + 1
+    return Qdisc("netem", handle_, parent, {"delay": int(round(delay_s * 1e6)), "limit": queue + in_flight})
 
 
 def validate_dscp(dscp: object, field_name: str = "dscp") -> int:
@@ -186,14 +201,14 @@ class FifoPolicy:
 
     name: str = "fifo"
 
-    def compile(self, rate_bps: float) -> TcPlan:
+    def compile(self, rate_bps: float, delay_s: float = 0.0) -> TcPlan:
         rate, burst, quantum, queue = shaping_params(rate_bps)
         root, cls = handle(1), handle(1, 1)
         return TcPlan(
             (
                 Qdisc("htb", root, None, {"default": 1}),
                 HtbClass(cls, root, rate, rate, burst, burst, quantum),
-                Qdisc("pfifo", handle(0x10), cls, {"limit": queue}),
+                leaf_queue(handle(0x10), cls, queue, rate, delay_s),
             ),
             self.name,
             rate_bps,
@@ -236,7 +251,7 @@ class DscpPriorityPolicy:
                 out.append(U32Filter(parent, 1, value << 2, mask << 2, target_of[c]))
         return out
 
-    def compile(self, rate_bps: float) -> TcPlan:
+    def compile(self, rate_bps: float, delay_s: float = 0.0) -> TcPlan:
         rate, burst, quantum, queue = shaping_params(rate_bps)
         root, top = handle(1), handle(1, 1)
         if self.use_prio_qdisc:
@@ -249,7 +264,7 @@ class DscpPriorityPolicy:
                 Qdisc("prio", prio, top, {"bands": PRIORITY_CLASSES, "priomap": [PRIORITY_CLASSES - 1] * 16}),
             ]
             for c in range(PRIORITY_CLASSES):
-                items.append(Qdisc("pfifo", handle(0x10 + c), target[c], {"limit": queue}))
+                items.append(leaf_queue(handle(0x10 + c), target[c], queue, rate, delay_s))
             items += self.filters(prio, target)
             return TcPlan(tuple(items), self.name + "/prio", rate_bps, target)
         target = {c: handle(1, 0x10 + c) for c in range(PRIORITY_CLASSES)}
@@ -259,7 +274,7 @@ class DscpPriorityPolicy:
             items.append(
                 HtbClass(target[c], top, leaf_rate, rate, burst, burst, quantum, prio=PRIORITY_CLASSES - 1 - c)
             )
-            items.append(Qdisc("pfifo", handle(0x10 + c), target[c], {"limit": queue}))
+            items.append(leaf_queue(handle(0x10 + c), target[c], queue, rate, delay_s))
         items += self.filters(root, target)
         return TcPlan(tuple(items), self.name + "/htb", rate_bps, target)
 

@@ -1,0 +1,222 @@
+"""Traffic agent: one process per emulated server, inside its namespace.
+
+Started by the run-time (:mod:`emulator.runtime`) as
+``python -m emulator.agent --server S --control PATH``. It connects to the
+controller's Unix socket (never the emulated data network) and speaks JSON
+lines. Commands (controller -> agent):
+
+``{"op": "wait", "key": k, "until": t}``
+    a compute task or an intra-host leg: answer ``{"ev": "waited", "key": k,
+    "t": t}`` at monotonic time ``t`` (the deadline, so control latency does
+    not stretch compute).
+``{"op": "send", "id": f, "n": i, "src": a, "dst": b, "size": s, "tos": x,
+"pace": bytes/s or 0, "not_before": t, "short": 0}``
+    open a TCP connection from address ``a`` to agent port on ``b``, mark it
+    with ``IP_TOS`` = ``x``, pace it with ``SO_MAX_PACING_RATE`` when ``pace``
+    is set, send a 16-byte header (flow number, size) and ``s`` payload bytes
+    (``short`` fewer: fault injection for the integrity tests), then wait
+    for the receiver to close.
+``{"op": "rate", "id": f, "pace": bytes/s or 0}``
+    change the pacing rate of a live flow.
+``{"op": "quit"}``
+
+Events (agent -> controller): ``hello`` (data listener ready), ``waited``,
+``recv`` (the receiver got every byte of flow ``n``, or the connection
+ended early: ``bytes`` says how many), ``integrity`` (more bytes arrived
+after completion), ``error``. The receiver counts payload bytes and, with
+``--trace``, samples ``(t, bytes)`` for the run's traces. All times are
+``time.monotonic()``, one clock for every process on the machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import socket
+import struct
+import sys
+import time
+
+SO_MAX_PACING_RATE = getattr(socket, "SO_MAX_PACING_RATE", 47)
+DATA_PORT = 7000
+HEADER = struct.Struct("!QQ")
+ZERO_FILE_BYTES = 8 << 20
+RECV_BUFFER = 1 << 20
+UNLIMITED_PACING = 0xFFFFFFFF  # ~0U: the kernel's "no cap"
+TIMER_SLACK = 0.002
+
+
+def set_pacing(sock: socket.socket, bytes_per_s: float) -> None:
+    """Cap a socket's pacing rate (0: remove the cap). An unsigned 32-bit option value."""
+    value = min(int(bytes_per_s), UNLIMITED_PACING) if bytes_per_s else UNLIMITED_PACING
+    sock.setsockopt(socket.SOL_SOCKET, SO_MAX_PACING_RATE, struct.pack("=I", max(1, value)))
+
+
+def _zero_file() -> int:
+    """A file of zeros to sendfile() from (zero-copy payload)."""
+    fd = (
+        os.memfd_create("railbed-zeros")
+        if hasattr(os, "memfd_create")
+        else os.open("/dev/shm", os.O_TMPFILE | os.O_RDWR)
+    )
+    os.ftruncate(fd, ZERO_FILE_BYTES)
+    return fd
+
+
+class Agent:
+    def __init__(self, server: int, control: str, port: int, trace: float) -> None:
+        self.server = server
+        self.control = control
+        self.port = port
+        self.trace = trace
+        self.live: dict[str, socket.socket] = {}
+        self.writer: asyncio.StreamWriter | None = None
+        self.zeros = _zero_file()
+        self.background: set[asyncio.Task] = set()
+
+    def emit(self, **event) -> None:
+        assert self.writer is not None
+        self.writer.write((json.dumps(event) + "\n").encode())
+
+    def spawn(self, coro) -> None:
+        task = asyncio.ensure_future(coro)
+        self.background.add(task)
+        task.add_done_callback(self.background.discard)
+
+    # ------------------------------------------------------------ receiver
+    async def accept_loop(self, listener: socket.socket) -> None:
+        loop = asyncio.get_running_loop()
+        while True:
+            conn, _ = await loop.sock_accept(listener)
+            self.spawn(self.receive(conn))
+
+    async def receive(self, conn: socket.socket) -> None:
+        loop = asyncio.get_running_loop()
+        conn.setblocking(False)
+        head = b""
+        try:
+            while len(head) < HEADER.size:
+                chunk = await loop.sock_recv(conn, HEADER.size - len(head))
+                if not chunk:
+                    return
+                head += chunk
+            n, size = HEADER.unpack(head)
+            buf = bytearray(RECV_BUFFER)
+            count, reported = 0, False
+            trace: list[tuple[float, int]] = []
+            last = 0.0
+            if self.trace:
+                trace.append((time.monotonic(), 0))
+            while True:
+                if count >= size and not reported:
+                    self.emit(ev="recv", n=n, bytes=count, t=time.monotonic(), trace=trace)
+                    reported = True
+                got = await loop.sock_recv_into(conn, buf)
+                if got == 0:
+                    break
+                count += got
+                if self.trace:
+                    now = time.monotonic()
+                    if now - last >= self.trace:
+                        trace.append((now, count))
+                        last = now
+            if not reported:
+                self.emit(ev="recv", n=n, bytes=count, t=time.monotonic(), trace=trace)
+            elif count != size:
+                self.emit(ev="integrity", n=n, bytes=count)
+        except OSError as exc:
+            self.emit(ev="error", msg=f"receiving on h{self.server}: {exc}")
+        finally:
+            conn.close()
+
+    # -------------------------------------------------------------- sender
+    async def send(self, cmd: dict) -> None:
+        loop = asyncio.get_running_loop()
+        fid = cmd["id"]
+        delay = cmd.get("not_before", 0) - time.monotonic()
+        if delay > 0:
+            await asyncio.sleep(delay)
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        try:
+            sock.setsockopt(socket.IPPROTO_IP, socket.IP_TOS, int(cmd["tos"]))
+            if cmd.get("pace"):
+                set_pacing(sock, cmd["pace"])
+            sock.bind((cmd["src"], 0))
+            sock.setblocking(False)
+            await loop.sock_connect(sock, (cmd["dst"], self.port))
+            self.live[fid] = sock
+            await loop.sock_sendall(sock, HEADER.pack(int(cmd["n"]), int(cmd["size"])))
+            remaining = int(cmd["size"]) - int(cmd.get("short", 0))
+            while remaining > 0:
+                chunk = min(remaining, ZERO_FILE_BYTES)
+                with open(self.zeros, "rb", closefd=False) as zeros:
+                    sent = await loop.sock_sendfile(sock, zeros, 0, chunk, fallback=True)
+                remaining -= sent
+            sock.shutdown(socket.SHUT_WR)
+            # keep the socket (and its pacing) until the receiver has everything
+            while await loop.sock_recv(sock, 4096):
+                pass
+        except OSError as exc:
+            self.emit(ev="error", msg=f"flow {fid} from h{self.server} ({cmd['src']} -> {cmd['dst']}): {exc}")
+        finally:
+            self.live.pop(fid, None)
+            sock.close()
+
+    def set_rate(self, fid: str, pace: int) -> None:
+        sock = self.live.get(fid)
+        if sock is not None:
+            try:
+                set_pacing(sock, pace)
+            except OSError:
+                pass  # the flow just ended
+
+    async def wait_until(self, key: str, until: float) -> None:
+        delay = until - time.monotonic()
+        if delay > 0:
+            await asyncio.sleep(delay)
+        now = time.monotonic()
+        # epoll timers wake up to ~1 ms late: report the deadline unless truly late
+        self.emit(ev="waited", key=key, t=until if now - until < TIMER_SLACK else now)
+
+    # ---------------------------------------------------------------- main
+    async def main(self) -> int:
+        listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        listener.bind(("0.0.0.0", self.port))
+        listener.listen(4096)
+        listener.setblocking(False)
+        reader, self.writer = await asyncio.open_unix_connection(self.control)
+        self.spawn(self.accept_loop(listener))
+        self.emit(ev="hello", server=self.server, pid=os.getpid())
+        while True:
+            line = await reader.readline()
+            if not line:
+                return 0  # the controller went away: stop
+            cmd = json.loads(line)
+            op = cmd["op"]
+            if op == "wait":
+                self.spawn(self.wait_until(cmd["key"], cmd["until"]))
+            elif op == "send":
+                self.spawn(self.send(cmd))
+            elif op == "rate":
+                self.set_rate(cmd["id"], cmd["pace"])
+            elif op == "quit":
+                await self.writer.drain()
+                return 0
+            await self.writer.drain()
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m emulator.agent")
+    p.add_argument("--server", type=int, required=True)
+    p.add_argument("--control", required=True, help="the controller's Unix socket")
+    p.add_argument("--port", type=int, default=DATA_PORT)
+    p.add_argument("--trace", type=float, default=0.0, help="sample received bytes every TRACE seconds (0: off)")
+    args = p.parse_args(argv)
+    return asyncio.run(Agent(args.server, args.control, args.port, args.trace).main())
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,395 @@
+"""Run a Job under a Scheduler on a running Testbed, with real TCP traffic.
+
+::
+
+    with Testbed(spec) as tb:
+        result = run(job, Fifo(), tb)
+        print(result.summary())
+
+The run-time owns the controller side: it starts one traffic agent per
+server inside the server's namespace (:mod:`emulator.agent`), talks to the
+agents over Unix sockets, and drives a :class:`railbed.dispatch.Dispatcher`
+(dependencies, scheduler hooks, device slots) with the agents' completion
+reports. Model time is ``(monotonic - t0) / k``.
+
+Failure is loud and clean: an agent that dies, a flow whose receiver did not
+get exactly its size, a scheduler error or a timeout raise
+:class:`RunFailed` naming the server or flow; Ctrl-C raises
+KeyboardInterrupt. In every case the agents are ended before the exception
+leaves :func:`run` (the Testbed's ``stop`` then removes the cluster).
+
+Link latency: when the testbed applies it with netem, flows just start;
+otherwise (``tb.latency_mode == "agents"``) the sender waits the path's
+one-way latency (links on the path x fabric latency, times k) before it
+connects. The run records which in ``result.notes``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import selectors
+import socket
+import subprocess
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from emulator.fidelity import LinkSampler, fidelity_report
+from emulator.loadtest import _env, python_argv
+from emulator.state import STATE_DIR
+from emulator.testbed import Testbed
+from railbed.dispatch import Action, Dispatcher, SetRate, StartFlow, StartWait
+from railbed.job import Job
+from railbed.results import RunResult
+from railbed.units import GOODPUT_FRACTION
+from schedulers.base import Scheduler
+
+AGENT_START_TIMEOUT = 30.0
+PROC_POLL = 0.25
+
+
+class RunFailed(RuntimeError):
+    """The run could not complete (an agent died, integrity, timeout); the message says where."""
+
+
+@dataclass
+class Faults:
+    """Fault injection, for testing the run-time's own checks: ``truncate`` sends
+    that many fewer bytes of the named flows."""
+
+    truncate: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass
+class _AgentConn:
+    server: int
+    proc: subprocess.Popen
+    log: Path
+    sock: socket.socket | None = None
+    buf: bytes = b""
+
+
+def run(
+    job: Job,
+    scheduler: Scheduler,
+    tb: Testbed,
+    *,
+    trace: float = 0.0,
+    progress: Callable[[str], None] | None = None,
+    progress_every: float = 2.0,
+    timeout: float | None = None,
+    strict: bool = False,
+    sample_interval: float = 0.5,
+    faults: Faults | None = None,
+    on_agents: Callable[[dict[int, int]], None] | None = None,
+) -> RunResult:
+    """Run ``job`` under ``scheduler`` on the started testbed ``tb``.
+
+    ``trace``: sample every flow's received bytes every ``trace`` real
+    seconds (``result.traces``). ``progress``: called with a status line
+    every ``progress_every`` s. ``timeout``: real seconds before
+    :class:`RunFailed`. ``strict``: a broken fidelity report raises
+    :class:`RunFailed`. ``on_agents``: called with ``{server: agent pid}``
+    once the agents are up (tests use it to kill one).
+    """
+    return _Run(job, scheduler, tb, trace, progress, progress_every, timeout, sample_interval, faults).go(
+        strict, on_agents
+    )
+
+
+class _Run:
+    def __init__(self, job, scheduler, tb, trace, progress, progress_every, timeout, sample_interval, faults):
+        if tb.net is None:
+            raise RuntimeError("the testbed is not running (use it as a context manager)")
+        self.tb = tb
+        self.k = tb.scale.k
+        self.job = job
+        self.dispatcher = Dispatcher(job, scheduler, tb.spec, tb.topology)
+        self.trace = trace
+        self.progress = progress
+        self.progress_every = progress_every
+        self.timeout = timeout
+        self.sample_interval = sample_interval
+        self.faults = faults or Faults()
+        self.agents: dict[int, _AgentConn] = {}
+        self.by_sock: dict[int, _AgentConn] = {}
+        self.by_index: dict[int, StartFlow] = {}
+        self.traces: dict[str, list[tuple[float, int]]] = {}
+        self.t0 = 0.0
+        self.now = 0.0
+        self.ctl_path = STATE_DIR / f"ctl-{tb.run_id}.sock"
+        self.listener: socket.socket | None = None
+
+    # ------------------------------------------------------------- top level
+    def go(self, strict: bool, on_agents) -> RunResult:
+        wall0 = time.monotonic()
+        sampler = None
+        failed = True
+        try:
+            self._start_agents()
+            if on_agents is not None:
+                on_agents({s: a.proc.pid for s, a in self.agents.items()})
+            ports = {key: self.tb.netns(key[0]) for key in self.tb.topology.ports}
+            sampler = LinkSampler(ports, self.sample_interval)
+            sampler.start()
+            self._loop()
+            sampler.stop()
+            failed = False
+        finally:
+            if sampler is not None and failed:
+                try:
+                    sampler.stop()
+                except Exception:  # noqa: BLE001 - the failure in flight matters more
+                    pass
+            self._stop_agents()
+        result = self.dispatcher.result("emulator", self.k)
+        result.wall_seconds = time.monotonic() - wall0
+        result.traces = self.traces
+        mode = self.tb.latency_mode
+        if mode != "none":
+            how = "netem on every egress queue" if mode == "netem" else "traffic agents delay each flow's start"
+            result.notes.append(f"link latency {self.tb.spec.fabric.latency:g} s applied by {how}")
+        self._fidelity(result, sampler)
+        if strict and not result.fidelity.get("ok", True):
+            raise RunFailed("fidelity broken: " + "; ".join(result.fidelity["problems"]))
+        return result
+
+    def _fidelity(self, result: RunResult, sampler: LinkSampler) -> None:
+        topo = self.tb.topology
+        policy = self.tb.policy
+        real, model, classes = {}, {}, {}
+        for key, port in topo.ports.items():
+            real[key] = self.tb.real_rate(*key)
+            model[key] = port.rate
+            classes[key] = policy.compile(real[key]).class_ids if policy is not None else {}
+        if len(sampler.samples) < 2:
+            result.notes.append("fidelity: fewer than two counter samples")
+            return
+        result.links, result.fidelity = fidelity_report(sampler.samples, real, model, classes)
+        if sampler.error:
+            result.notes.append(f"fidelity sampler stopped early: {sampler.error}")
+
+    # ---------------------------------------------------------------- agents
+    def _start_agents(self) -> None:
+        STATE_DIR.mkdir(parents=True, exist_ok=True)
+        if self.ctl_path.exists():
+            self.ctl_path.unlink()
+        self.listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.listener.bind(str(self.ctl_path))
+        self.listener.listen(len(self.tb.topology.hosts) + 8)
+        self.listener.settimeout(0.2)
+        for s, host in enumerate(self.tb.topology.hosts):
+            log = STATE_DIR / f"agent-{self.tb.run_id}-{host}.log"
+            argv = ["--server", str(s), "--control", str(self.ctl_path)]
+            if self.trace:
+                argv += ["--trace", str(self.trace)]
+            with open(log, "w") as err:
+                proc = self.tb.popen(
+                    host,
+                    python_argv("emulator.agent", *argv),
+                    stdin=subprocess.DEVNULL,
+                    stdout=subprocess.DEVNULL,
+                    stderr=err,
+                    env=_env(),
+                )
+            self.agents[s] = _AgentConn(s, proc, log)
+        pending = set(self.agents)
+        deadline = time.monotonic() + AGENT_START_TIMEOUT
+        while pending:
+            self._check_agents_alive()
+            if time.monotonic() > deadline:
+                names = ", ".join(self.tb.topology.hosts[s] for s in sorted(pending))
+                raise RunFailed(f"traffic agents on {names} did not report within {AGENT_START_TIMEOUT:.0f} s")
+            try:
+                conn, _ = self.listener.accept()
+            except TimeoutError:
+                continue
+            conn.settimeout(AGENT_START_TIMEOUT)
+            hello = b""
+            while not hello.endswith(b"\n"):
+                chunk = conn.recv(4096)
+                if not chunk:
+                    break
+                hello += chunk
+            msg = json.loads(hello.split(b"\n", 1)[0] or b"{}")
+            agent = self.agents.get(msg.get("server", -1))
+            if msg.get("ev") != "hello" or agent is None:
+                conn.close()
+                raise RunFailed(f"unexpected first message from a traffic agent: {hello[:200]!r}")
+            conn.settimeout(None)
+            agent.sock = conn
+            agent.buf = hello.split(b"\n", 1)[1]
+            self.by_sock[conn.fileno()] = agent
+            pending.discard(agent.server)
+
+    def _agent_died(self, agent: _AgentConn) -> RunFailed:
+        host = self.tb.topology.hosts[agent.server]
+        try:
+            code = agent.proc.wait(timeout=1.0)
+            how = f"exit code {code}" if code >= 0 else f"killed by signal {-code}"
+        except subprocess.TimeoutExpired:
+            how = "closed its control socket"
+        tail = ""
+        try:
+            lines = agent.log.read_text().strip().splitlines()
+            if lines:
+                tail = f"; last stderr line: {lines[-1][:200]}"
+        except OSError:
+            pass
+        return RunFailed(f"traffic agent on {host} (server {agent.server}) died ({how}){tail}")
+
+    def _check_agents_alive(self) -> None:
+        for agent in self.agents.values():
+            if agent.proc.poll() is not None:
+                raise self._agent_died(agent)
+
+    def _stop_agents(self) -> None:
+        for agent in self.agents.values():
+            if agent.sock is not None:
+                try:
+                    agent.sock.sendall(b'{"op": "quit"}\n')
+                except OSError:
+                    pass
+        deadline = time.monotonic() + 2.0
+        for agent in self.agents.values():
+            try:
+                agent.proc.wait(timeout=max(0.0, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                agent.proc.kill()
+                agent.proc.wait(timeout=5)
+            if agent.sock is not None:
+                agent.sock.close()
+            agent.log.unlink(missing_ok=True)
+        if self.listener is not None:
+            self.listener.close()
+        self.ctl_path.unlink(missing_ok=True)
+
+    def _send(self, server: int, msg: dict) -> None:
+        agent = self.agents[server]
+        try:
+            agent.sock.sendall((json.dumps(msg) + "\n").encode())
+        except OSError:
+            raise self._agent_died(agent) from None
+
+    # ------------------------------------------------------------ event loop
+    def _real(self, model_t: float) -> float:
+        return self.t0 + model_t * self.k
+
+    def _model(self, t: float) -> float:
+        return max(self.now, (t - self.t0) / self.k)
+
+    def _do(self, actions: list[Action]) -> None:
+        topo = self.tb.topology
+        lat = self.tb.spec.fabric.latency if self.tb.latency_mode == "agents" else 0.0
+        for a in actions:
+            if isinstance(a, StartWait):
+                self._send(a.server, {"op": "wait", "key": a.key, "until": self._real(self.now + a.seconds)})
+            elif isinstance(a, StartFlow):
+                self.by_index[a.index] = a
+                delay = lat * len(topo.path(a.src, a.dst)) if lat else 0.0
+                msg = {
+                    "op": "send",
+                    "id": a.id,
+                    "n": a.index,
+                    "src": topo.nic_address(*a.src),
+                    "dst": topo.nic_address(*a.dst),
+                    "size": a.size,
+                    "tos": a.dscp << 2,
+                    "pace": self._pace(a.rate),
+                    "not_before": self._real(self.now + delay) if delay else 0,
+                }
+                if a.id in self.faults.truncate:
+                    msg["short"] = self.faults.truncate[a.id]
+                self._send(a.src[0], msg)
+            elif isinstance(a, SetRate):
+                flow = self.dispatcher.active_flow(a.id)
+                if flow is not None:
+                    self._send(flow.src[0], {"op": "rate", "id": a.id, "pace": self._pace(a.rate)})
+
+    def _pace(self, model_rate: float | None) -> int:
+        """SO_MAX_PACING_RATE (bytes/s) for a model wire rate: the kernel paces payload
+        (measured on this machine: goodput = pacing rate), so pace at the goodput."""
+        if model_rate is None:
+            return 0
+        return max(1, int(self.tb.scale.real_rate(model_rate) * GOODPUT_FRACTION / 8))
+
+    def _handle(self, agent: _AgentConn, msg: dict) -> None:
+        ev = msg.get("ev")
+        if ev == "waited":
+            self.now = self._model(msg["t"])
+            self._do(self.dispatcher.wait_done(msg["key"], self.now))
+        elif ev == "recv":
+            flow = self.by_index[msg["n"]]
+            if msg["bytes"] != flow.size:
+                raise RunFailed(
+                    f"flow {flow.id} (h{flow.src[0]} -> h{flow.dst[0]}): the receiver got {msg['bytes']} "
+                    f"bytes of {flow.size}"
+                )
+            self.now = self._model(msg["t"])
+            if msg.get("trace"):
+                self.traces[flow.id] = [((t - self.t0) / self.k, b) for t, b in msg["trace"]]
+            self._do(self.dispatcher.flow_done(flow.id, self.now, msg["bytes"]))
+        elif ev == "integrity":
+            flow = self.by_index[msg["n"]]
+            raise RunFailed(f"flow {flow.id}: the receiver got {msg['bytes']} bytes, more than its size {flow.size}")
+        elif ev == "error":
+            raise RunFailed(f"traffic agent on {self.tb.topology.hosts[agent.server]}: {msg.get('msg')}")
+
+    def _loop(self) -> None:
+        sel = selectors.DefaultSelector()
+        for agent in self.agents.values():
+            sel.register(agent.sock, selectors.EVENT_READ, agent)
+        total = len(self.job.items)
+        self.t0 = time.monotonic()
+        next_poll = next_progress = self.t0
+        try:
+            self._do(self.dispatcher.begin(0.0))
+            while not self.dispatcher.finished:
+                batch: list[tuple[float, int, _AgentConn, dict]] = []
+                for key, _ in sel.select(timeout=PROC_POLL):
+                    agent = key.data
+                    data = agent.sock.recv(1 << 20)
+                    if not data:
+                        raise self._agent_died(agent)
+                    agent.buf += data
+                    *lines, agent.buf = agent.buf.split(b"\n")
+                    for line in lines:
+                        msg = json.loads(line)
+                        batch.append((msg.get("t", 0.0), len(batch), agent, msg))
+                for _, _, agent, msg in sorted(batch, key=lambda b: (b[0], b[1])):
+                    self._handle(agent, msg)
+                wall = time.monotonic()
+                if wall >= next_poll:
+                    self._check_agents_alive()
+                    next_poll = wall + PROC_POLL
+                if self.timeout is not None and wall - self.t0 > self.timeout:
+                    raise RunFailed(
+                        f"timed out after {self.timeout:g} s with "
+                        f"{self.dispatcher.remaining} of {total} items unfinished"
+                    )
+                if self.progress is not None and wall >= next_progress:
+                    if wall > self.t0:
+                        v = self.dispatcher.view
+                        self.progress(
+                            f"  {wall - self.t0:6.1f} s real, {self.now:.4g} s model: "
+                            f"{total - self.dispatcher.remaining}/{total} done, {len(v.active)} flows active, "
+                            f"{len(v.running)} tasks running, {len(v.held)} held"
+                        )
+                    next_progress = wall + self.progress_every
+        finally:
+            sel.close()
+
+
+def cleanup_stale_control_files() -> int:
+    """Remove control sockets and agent logs no live run owns (used by ``railbed clean``)."""
+    n = 0
+    for pattern in ("ctl-*.sock", "agent-*.log"):
+        for path in STATE_DIR.glob(pattern):
+            try:
+                os.unlink(path)
+                n += 1
+            except OSError:
+                pass
+    return n

@@ -1,0 +1,171 @@
+"""RunResult: what one run of a job under a scheduler produced, on either backend.
+
+Times are model seconds from the start of the run. The schema is the same
+for the emulator and the simulator so the two can be compared line by line
+(``railbed crosscheck``).
+
+``items``      one :class:`ItemRecord` per task and flow: when it became
+               ready, started (a task: got its device slot; a flow: its
+               sender was told to go) and ended (a flow: the receiver had
+               every byte), where it ran, DSCP and rate cap, bytes received.
+``events``     ``(time, "ready"|"start"|"end", id)`` in the order they happened.
+``iterations`` iteration -> its time: the end of its last item minus the end
+               of the previous iteration (the first counts from 0).
+``links``      per egress port: configured rate, bytes, achieved average and
+               peak rate, drops (emulator: tc counters).
+``fidelity``   the emulator's report (per-link rates, priority leakage,
+               drops, CPU saturation) with ``ok`` and its ``problems``.
+``traces``     optional per-flow ``[(time, bytes received)]``.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from railbed.units import format_rate
+
+
+@dataclass
+class ItemRecord:
+    id: str
+    kind: str  # "task" | "flow"
+    ready: float | None = None
+    start: float | None = None
+    end: float | None = None
+    server: int | None = None  # task: its server; flow: the source server
+    device: str | None = None
+    dst_server: int | None = None
+    src_nic: int | None = None
+    dst_nic: int | None = None
+    size: int | None = None
+    received: int | None = None
+    dscp: int | None = None
+    rate: float | None = None  # first rate cap (model bit/s)
+    option: str | None = None
+    attrs: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def duration(self) -> float | None:
+        if self.start is None or self.end is None:
+            return None
+        return self.end - self.start
+
+
+@dataclass
+class RunResult:
+    backend: str  # "emulator" | "simulator"
+    job: str
+    scheduler: str
+    cluster: str
+    scale: float = 1.0
+    makespan: float = 0.0
+    items: dict[str, ItemRecord] = field(default_factory=dict)
+    events: list[tuple[float, str, str]] = field(default_factory=list)
+    iterations: dict[int, float] = field(default_factory=dict)
+    links: dict[str, dict[str, Any]] = field(default_factory=dict)
+    fidelity: dict[str, Any] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+    traces: dict[str, list[tuple[float, int]]] = field(default_factory=dict)
+    wall_seconds: float = 0.0
+
+    # ----------------------------------------------------------- derived
+    def flow_completion_times(self) -> dict[str, float]:
+        """Flow id -> end - start (model seconds)."""
+        return {i: r.duration for i, r in self.items.items() if r.kind == "flow" and r.duration is not None}
+
+    def finish_order(self, kind: str | None = None) -> list[str]:
+        """Item ids in the order they ended."""
+        return [i for _, what, i in self.events if what == "end" and (kind is None or self.items[i].kind == kind)]
+
+    def compute_iterations(self) -> None:
+        ends: dict[int, float] = {}
+        for r in self.items.values():
+            it = int(r.attrs.get("iteration", 0))
+            if r.end is not None:
+                ends[it] = max(ends.get(it, 0.0), r.end)
+        prev = 0.0
+        self.iterations = {}
+        for it in sorted(ends):
+            self.iterations[it] = ends[it] - prev
+            prev = ends[it]
+
+    # --------------------------------------------------------------- I/O
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["items"] = {i: asdict(r) for i, r in self.items.items()}
+        d["iterations"] = {str(k): v for k, v in self.iterations.items()}
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> RunResult:
+        d = dict(d)
+        d["items"] = {i: ItemRecord(**r) for i, r in d.get("items", {}).items()}
+        d["events"] = [tuple(e) for e in d.get("events", [])]
+        d["iterations"] = {int(k): v for k, v in d.get("iterations", {}).items()}
+        d["traces"] = {k: [tuple(x) for x in v] for k, v in d.get("traces", {}).items()}
+        return cls(**d)
+
+    def save(self, path: str | Path) -> None:
+        Path(path).write_text(json.dumps(self.to_dict(), indent=1) + "\n")
+
+    @classmethod
+    def load(cls, path: str | Path) -> RunResult:
+        return cls.from_dict(json.loads(Path(path).read_text()))
+
+    def summary(self) -> str:
+        """A short human summary: makespan, iterations, flow completion times, fidelity."""
+        fcts = sorted(self.flow_completion_times().values())
+        lines = [
+            f"{self.backend} run of {self.job!r} under {self.scheduler} on {self.cluster} (k = {self.scale:g})",
+            f"  makespan        {fmt_time(self.makespan)}",
+        ]
+        if len(self.iterations) > 1:
+            its = list(self.iterations.values())
+            lines.append(
+                f"  iterations      {len(its)}, mean {fmt_time(sum(its) / len(its))}, max {fmt_time(max(its))}"
+            )
+        if fcts:
+            p50 = fcts[len(fcts) // 2]
+            p99 = fcts[min(len(fcts) - 1, int(0.99 * len(fcts)))]
+            lines.append(f"  flows           {len(fcts)}: FCT median {fmt_time(p50)}, p99 {fmt_time(p99)}")
+        tasks = sum(1 for r in self.items.values() if r.kind == "task")
+        if tasks:
+            lines.append(f"  tasks           {tasks}")
+        if self.links:
+            busiest = max(self.links.items(), key=lambda kv: kv[1].get("peak_util", 0.0))
+            lines.append(
+                f"  busiest link    {busiest[0]}: peak {100 * busiest[1].get('peak_util', 0):.0f}% of "
+                f"{format_rate(busiest[1].get('rate', 0))}"
+            )
+        if self.fidelity:
+            verdict = "ok" if self.fidelity.get("ok", True) else "BROKEN: " + "; ".join(self.fidelity["problems"])
+            lines.append(f"  fidelity        {verdict}")
+        for note in self.notes:
+            lines.append(f"  note            {note}")
+        return "\n".join(lines)
+
+
+def fmt_time(seconds: float) -> str:
+    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("us", 1e-6)):
+        if abs(seconds) >= scale:
+            return f"{seconds / scale:.4g} {unit}"
+    return f"{seconds * 1e9:.4g} ns"
+
+
+def comparison_table(results: list[RunResult]) -> str:
+    """One line per run: scheduler, makespan, mean iteration, median and p99 FCT, fidelity."""
+    head = f"{'scheduler':<16} {'makespan':>12} {'iteration':>12} {'FCT p50':>12} {'FCT p99':>12}  fidelity"
+    out = [head, "-" * len(head)]
+    for r in results:
+        fcts = sorted(r.flow_completion_times().values()) or [0.0]
+        its = list(r.iterations.values()) or [r.makespan]
+        fid = "ok" if r.fidelity.get("ok", True) else "BROKEN"
+        p50, p99 = fcts[len(fcts) // 2], fcts[min(len(fcts) - 1, int(0.99 * len(fcts)))]
+        out.append(
+            f"{r.scheduler:<16} {fmt_time(r.makespan):>12} {fmt_time(sum(its) / len(its)):>12} "
+            f"{fmt_time(p50):>12} {fmt_time(p99):>12}  {fid}"
+        )
+    return "\n".join(out)
