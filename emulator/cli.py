@@ -1,7 +1,8 @@
 """The ``railbed`` command.
 
 Exit codes: 0 success; 1 the machine cannot do it (not root, a run is
-active, tools missing); 2 bad input (one line naming the field); 130 and
+active, tools missing) or a run failed (an agent died, a flow's bytes did
+not add up, a scheduler error); 2 bad input (one line naming the field); 130 and
 143 interrupted by SIGINT and SIGTERM (after cleaning up).
 """
 
@@ -14,8 +15,20 @@ import sys
 import time
 from pathlib import Path
 
+from railbed.dispatch import RunStalled, SchedulerError
 from railbed.errors import EnvironmentProblem, SpecError
 from railbed.spec import ClusterSpec
+
+
+def _run_errors() -> tuple[type[BaseException], ...]:
+    try:
+        from emulator.runtime import RunFailed
+    except ImportError:  # without Mininet the run-time cannot be imported; nothing can fail there
+        return (RunStalled, SchedulerError)
+    return (RunFailed, RunStalled, SchedulerError)
+
+
+RUN_ERRORS = _run_errors()
 
 DEFAULT_DEMO_CLUSTER = Path(__file__).resolve().parent.parent / "examples" / "rail-4x4.yaml"
 
@@ -85,7 +98,19 @@ def cmd_clean(_args: argparse.Namespace) -> int:
     if os.geteuid() != 0:
         raise EnvironmentProblem("railbed clean needs root (use sudo)")
     counts = clean()
+    from emulator.runtime import cleanup_stale_control_files
+
+    cleanup_stale_control_files()
     _say(f"removed {counts['processes']} processes (and their namespaces) and {counts['interfaces']} stray interfaces")
+    return 0
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from scenarios.runner import Scenario, run_scenario
+
+    sc = Scenario.load(args.scenario)
+    out = Path(args.out or f"results/{sc.name}-{time.strftime('%Y%m%d-%H%M%S')}")
+    run_scenario(sc, out, echo=_say, scale=args.scale, schedulers=args.scheduler)
     return 0
 
 
@@ -127,6 +152,13 @@ def build_parser() -> argparse.ArgumentParser:
     u.add_argument("-v", "--verbose", action="store_true")
     u.set_defaults(func=cmd_up)
 
+    r = sub.add_parser("run", help="run a scenario (cluster + job + schedulers) and compare (root)")
+    r.add_argument("scenario", help="scenario YAML (see scenarios/runner.py)")
+    r.add_argument("--out", default=None, help="results directory (default results/<name>-<time>)")
+    r.add_argument("--scale", type=_scale_arg, default=None, help="override the scenario's k")
+    r.add_argument("--scheduler", action="append", default=None, help="run only these schedulers (repeatable)")
+    r.set_defaults(func=cmd_run)
+
     k = sub.add_parser("clean", help="remove what a killed run left behind (root)")
     k.set_defaults(func=cmd_clean)
 
@@ -154,6 +186,9 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     except EnvironmentProblem as exc:
         print(f"railbed: {exc}", file=sys.stderr)
+        return 1
+    except RUN_ERRORS as exc:
+        print(f"railbed: run failed: {exc}; everything the run created was removed", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         print("railbed: interrupted (SIGINT); everything the run created was removed", file=sys.stderr)

@@ -40,6 +40,10 @@ HOST_SYSCTLS = (
     "net.ipv4.conf.all.arp_ignore=1",
     "net.ipv4.conf.all.arp_announce=2",
     "net.ipv4.fib_multipath_hash_policy=1",
+    # TCP small queues: at most 128 KB of one socket waits in the host's own
+    # egress queue (the kernel default, up to 4 MB, overflowed the NIC queue
+    # and delayed the ACKs of reverse flows by tens of real ms).
+    "net.ipv4.tcp_limit_output_bytes=131072",
 )
 ROUTER_SYSCTLS = HOST_SYSCTLS[:2] + ("net.ipv4.ip_forward=1",)
 

@@ -36,7 +36,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from emulator.fidelity import LinkSampler, fidelity_report
+from emulator.fidelity import LinkSampler, fidelity_report, solo_flows
 from emulator.loadtest import _env, python_argv
 from emulator.state import STATE_DIR
 from emulator.testbed import Testbed
@@ -117,6 +117,7 @@ class _Run:
         self.by_sock: dict[int, _AgentConn] = {}
         self.by_index: dict[int, StartFlow] = {}
         self.traces: dict[str, list[tuple[float, int]]] = {}
+        self.rerated: set[str] = set()
         self.t0 = 0.0
         self.now = 0.0
         self.ctl_path = STATE_DIR / f"ctl-{tb.run_id}.sock"
@@ -167,7 +168,9 @@ class _Run:
         if len(sampler.samples) < 2:
             result.notes.append("fidelity: fewer than two counter samples")
             return
-        result.links, result.fidelity = fidelity_report(sampler.samples, real, model, classes)
+        latency = self.tb.spec.fabric.latency if self.tb.latency_mode != "none" else 0.0
+        solo = solo_flows(result, topo, self.tb.scale, latency, self.rerated)
+        result.links, result.fidelity = fidelity_report(sampler.samples, real, model, classes, solo)
         if sampler.error:
             result.notes.append(f"fidelity sampler stopped early: {sampler.error}")
 
@@ -306,6 +309,7 @@ class _Run:
             elif isinstance(a, SetRate):
                 flow = self.dispatcher.active_flow(a.id)
                 if flow is not None:
+                    self.rerated.add(a.id)
                     self._send(flow.src[0], {"op": "rate", "id": a.id, "pace": self._pace(a.rate)})
 
     def _pace(self, model_rate: float | None) -> int:

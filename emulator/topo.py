@@ -16,6 +16,8 @@ from railbed.topology import Topology, leaf_subnet
 from railbed.units import MIN_REAL_LINK_RATE, RateScale, format_rate
 from tc_policies.plan import Policy
 
+HOST_QUEUE_PACKETS = 1000  # the kernel's default txqueuelen (see tc_policies.plan)
+
 
 def check_real_rates(topology: Topology, scale: RateScale) -> None:
     """Every shaped rate must be one this machine's HTB can hold (>= 1 Mbit/s real)."""
@@ -49,13 +51,15 @@ class ClusterTopo(Topo):
         plans: dict[float, object] = {}
         delay = scale.real_time(spec.fabric.latency) if netem_latency else 0.0
 
-        def plan(rate: float):
-            if rate not in plans:
-                plans[rate] = policy.compile(scale.real_rate(rate), delay)
-            return plans[rate]
+        def plan(rate: float, host: bool):
+            if (rate, host) not in plans:
+                queue = HOST_QUEUE_PACKETS if host else None
+                plans[(rate, host)] = policy.compile(scale.real_rate(rate), delay, queue)
+            return plans[(rate, host)]
 
         def ifaces(node: str) -> tuple[IfaceConfig, ...]:
-            return tuple(IfaceConfig(p.ifname, p.address, plan(p.rate)) for p in topo.ports_of(node))
+            host = node in topo.hosts
+            return tuple(IfaceConfig(p.ifname, p.address, plan(p.rate, host)) for p in topo.ports_of(node))
 
         for s, name in enumerate(topo.hosts):
             tables = tuple(

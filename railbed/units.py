@@ -55,6 +55,16 @@ _RATE_UNITS = {
     "tbit": 1e12,
     "tbps": 1e12,
 }
+_SIZE_UNITS = {
+    "": 1.0,
+    "b": 1.0,
+    "kb": 1e3,
+    "mb": 1e6,
+    "gb": 1e9,
+    "kib": 1024.0,
+    "mib": 1024.0**2,
+    "gib": 1024.0**3,
+}
 _TIME_UNITS = {"": 1.0, "s": 1.0, "ms": 1e-3, "us": 1e-6, "ns": 1e-9}
 _QUANTITY = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*([a-zA-Z]*)\s*$")
 
@@ -93,6 +103,14 @@ def parse_duration(value: object, field: str) -> float:
     if seconds < 0:
         raise SpecError(field, f"duration must not be negative, got {value!r}")
     return seconds
+
+
+def parse_size(value: object, field: str) -> int:
+    """Read a byte count: a number or a string (``"64MB"``, ``"4MiB"``); >= 0, whole bytes."""
+    nbytes = _parse(value, _SIZE_UNITS, field, "size in bytes")
+    if nbytes < 0:
+        raise SpecError(field, f"size must not be negative, got {value!r}")
+    return int(round(nbytes))
 
 
 def format_rate(bps: float) -> str:

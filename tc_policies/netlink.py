@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from tc_policies.plan import HtbClass, Qdisc, TcPlan, U32Filter
+from tc_policies.plan import HtbClass, Qdisc, TcPlan, U32Filter, U32Match
 
 ETH_P_IP = 0x0800
 
@@ -57,6 +57,17 @@ def _add_items(ipr, index: int, plan: TcPlan) -> None:
                 cburst=it.cburst,
                 quantum=it.quantum,
                 prio=it.prio,
+            )
+        elif isinstance(it, U32Match):
+            ipr.tc(
+                "add-filter",
+                "u32",
+                index,
+                parent=it.parent,
+                prio=it.prio,
+                protocol=ETH_P_IP,
+                target=it.target,
+                keys=[f"0x{v:08x}/0x{m:08x}+{o}" for v, m, o in it.keys],
             )
         elif isinstance(it, U32Filter):
             value, mask, offset = it.key

@@ -12,6 +12,7 @@ from tc_policies.plan import (
     HtbClass,
     Qdisc,
     U32Filter,
+    U32Match,
     aligned_blocks,
     policy_by_name,
     shaping_params,
@@ -61,8 +62,8 @@ def test_htb_priority_structure():
     classes = [c for c in plan.items if isinstance(c, HtbClass)]
     parent = classes[0]
     assert parent.rate == parent.ceil == 12_500_000
-    leaves = classes[1:]
-    assert len(leaves) == 8
+    leaves = [c for c in classes[1:] if c.classid in plan.class_ids.values()]
+    assert len(leaves) == 8 and len(classes) == 10  # parent, 8 DSCP classes, the ACK class
     for leaf in leaves:
         assert leaf.ceil == parent.rate and leaf.rate <= 1000 and leaf.parent == parent.classid
     # higher class -> lower HTB prio number (served first)
@@ -78,11 +79,48 @@ def test_prio_qdisc_variant_structure_and_render():
     assert "prio bands 8" in text and "match ip dsfield 0xe0 0xe0" in text
 
 
-def test_fifo_is_one_class():
+def test_fifo_is_one_data_class_plus_acks():
     plan = FifoPolicy().compile(10e6)
-    assert sum(isinstance(i, HtbClass) for i in plan.items) == 1
+    classes = [i for i in plan.items if isinstance(i, HtbClass)]
+    assert len(classes) == 3 and list(plan.class_ids) == [0]
     assert not any(isinstance(i, U32Filter) for i in plan.items)
     assert all(plan.classify(d) == 0 for d in range(64))
+
+
+@pytest.mark.parametrize("policy", [FifoPolicy(), DscpPriorityPolicy(), DscpPriorityPolicy(use_prio_qdisc=True)])
+def test_small_tcp_packets_go_first_in_every_policy(policy):
+    """Pure ACKs (IP length < 128, protocol TCP) get a filter evaluated before any DSCP
+    filter, to a class served before all data."""
+    plan = policy.compile(100e6)
+    acks = [i for i in plan.items if isinstance(i, U32Match)]
+    assert len(acks) == 1
+    ack = acks[0]
+    dscp_prios = {f.prio for f in plan.items if isinstance(f, U32Filter)}
+    assert all(ack.prio < p for p in dscp_prios)
+
+    def matches(length: int, proto: int) -> bool:
+        header = bytes([0x45, 0, length >> 8, length & 0xFF, 0, 0, 0, 0, 64, proto, 0, 0])
+        words = {o: int.from_bytes(header[o : o + 4], "big") for o in (0, 4, 8)}
+        return all(words[o] & m == v for v, m, o in ack.keys)
+
+    assert matches(52, 6) and matches(127, 6)
+    assert not matches(128, 6) and not matches(1500, 6) and not matches(52, 17)
+    if isinstance(policy, FifoPolicy) or not policy.use_prio_qdisc:
+        target = next(c for c in plan.items if isinstance(c, HtbClass) and c.classid == ack.target)
+        assert target.prio == 0
+    else:
+        assert ack.target == plan.class_ids[7]
+    assert "match u32 0x00060000 0x00ff0000 at 8" in "\n".join(plan.render("eth0"))
+
+
+def test_netem_leaves_when_delay_is_given():
+    plan = FifoPolicy().compile(100e6, delay_s=2e-3)
+    netem = [q for q in plan.items if isinstance(q, Qdisc) and q.kind == "netem"]
+    assert len(netem) == 1 and netem[0].params["delay"] == 2000
+    # the limit also holds the packets in flight during the delay (12.5 MB/s * 2 ms / 1514 B)
+    assert netem[0].params["limit"] >= 64 + 16
+    assert "netem delay 2000us" in "\n".join(plan.render("eth0"))
+    assert not any(q.kind == "netem" for q in FifoPolicy().compile(100e6).items if isinstance(q, Qdisc))
 
 
 @pytest.mark.parametrize("rate", [1e6, 10e6, 100e6, 500e6, 10e9])
