@@ -1,0 +1,111 @@
+"""Job model: building, validation (errors name the field), JSON round trip, public view."""
+
+import json
+
+import pytest
+
+from railbed.errors import SpecError
+from railbed.job import Job, Leg, Location, PathOption
+from workloads import generate
+from workloads.llm import hybrid_parallel
+
+
+def small_job() -> Job:
+    job = Job("small", capacity={"gpu0": 2})
+    job.endpoint("a", Location(0, "gpu0", 0))
+    job.endpoint("b")
+    job.task("t", "a", 1e-3, iteration=0, layer=1, tags={"k": "v"})
+    job.flow("f", "a", "b", 1000, ["t"], reveal="on_ready", coflow="c1", coflow_type="DP", microbatch=2)
+    job.flow("g", "a", "b", 10, ["t"], options=[PathOption("cpu", Leg("cpu0", "nic0", 1e-6)), PathOption("acc")])
+    return job.validate()
+
+
+def test_json_round_trip_keeps_everything(tmp_path):
+    job = small_job()
+    path = tmp_path / "job.json"
+    job.save(path)
+    again = Job.load(path)
+    assert again.to_dict() == job.to_dict()
+    assert again.items == job.items and again.endpoints == job.endpoints
+    assert again.capacity_of("gpu0") == 2 and again.capacity_of("gpu1") == 1
+
+
+def test_public_view_hides_sizes_revealed_on_ready():
+    pub = small_job().public()
+    assert pub.items["f"].size is None and pub.items["g"].size == 10
+
+
+@pytest.mark.parametrize(
+    "mutate, field",
+    [
+        (lambda j: j.task("x", "nobody", 1.0), "items.x.endpoint"),
+        (lambda j: j.task("x", "a", -1.0), "items.x.duration"),
+        (lambda j: j.flow("x", "a", "b", -5), "items.x.size"),
+        (lambda j: j.flow("x", "a", "b", 5, ["missing"]), "items.x.deps"),
+        (lambda j: j.flow("x", "a", "b", 5, reveal="later"), "items.x.reveal"),
+    ],
+)
+def test_bad_items_name_their_field(mutate, field):
+    job = small_job()
+    mutate(job)
+    with pytest.raises(SpecError) as err:
+        job.validate()
+    assert err.value.field == field
+
+
+def test_cycles_and_duplicates_are_errors():
+    job = Job()
+    job.endpoint("a")
+    job.task("x", "a", 1.0, ["y"])
+    job.task("y", "a", 1.0, ["x"])
+    with pytest.raises(SpecError, match="cycle"):
+        job.validate()
+    with pytest.raises(SpecError) as err:
+        job.task("x", "a", 1.0)
+    assert err.value.field == "items.x"
+
+
+def test_malformed_json_is_a_spec_error(tmp_path):
+    bad = tmp_path / "bad.json"
+    bad.write_text("{not json")
+    with pytest.raises(SpecError) as err:
+        Job.load(bad)
+    assert err.value.field == "job"
+    bad.write_text(json.dumps({"items": [{"kind": "flow", "id": "f"}]}))
+    with pytest.raises(SpecError) as err:
+        Job.load(bad)
+    assert err.value.field == "items[0]"
+
+
+def test_hybrid_parallel_structure():
+    dp, pp, mb = 4, 3, 2
+    job = hybrid_parallel(dp=dp, pp=pp, microbatches=mb, iterations=2, layout="rail", gpus_per_server=4)
+    ring = 2 * (dp - 1) * dp * pp  # flows per iteration of the rings
+    p2p = 2 * (pp - 1) * mb * dp  # activations + gradients
+    assert len(job.flows) == 2 * (ring + p2p)
+    assert len(job.tasks) == 2 * 2 * pp * dp * mb
+    assert {f.coflow_type for f in job.flows} == {"DP", "PP"}
+    # rail layout: a stage's replicas on one GPU index (rail) of different servers
+    locs = {job.endpoints[f"p1d{d}"].pin for d in range(dp)}
+    assert {loc.nic for loc in locs} == {1} and len({loc.server for loc in locs}) == dp
+    # the second iteration's first forward waits for the first iteration's all-reduce
+    first = job.items["i1.fwd.p0d0.m0"]
+    assert any(d.startswith("i0.ar.p0") for d in first.deps)
+    job.topological_order()
+
+
+def test_generate_reads_units_and_names_bad_arguments():
+    job = generate("all_to_all", {"n": 3, "size": "1MB", "compute": "2ms"})
+    assert {f.size for f in job.flows} == {1_000_000}
+    assert {t.duration for t in job.tasks} == {2e-3}
+    for args, field in [
+        ({"n": 1}, "job.args.n"),
+        ({"size": "-3MB"}, "job.args.size"),
+        ({"bogus": 1}, "job.args.bogus"),
+    ]:
+        with pytest.raises(SpecError) as err:
+            generate("all_to_all", args)
+        assert err.value.field == field
+    with pytest.raises(SpecError) as err:
+        generate("nope")
+    assert err.value.field == "job.generator"
