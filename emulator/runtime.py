@@ -48,6 +48,7 @@ from schedulers.base import Scheduler
 
 AGENT_START_TIMEOUT = 30.0
 PROC_POLL = 0.25
+DEATH_GRACE = 0.5  # s to wait for a peer's death after an agent reports a connection error
 
 
 class RunFailed(RuntimeError):
@@ -339,7 +340,15 @@ class _Run:
             flow = self.by_index[msg["n"]]
             raise RunFailed(f"flow {flow.id}: the receiver got {msg['bytes']} bytes, more than its size {flow.size}")
         elif ev == "error":
-            raise RunFailed(f"traffic agent on {self.tb.topology.hosts[agent.server]}: {msg.get('msg')}")
+            report = f"traffic agent on {self.tb.topology.hosts[agent.server]}: {msg.get('msg')}"
+            # A peer that died resets its connections: name the dead agent, not the one that saw it.
+            deadline = time.monotonic() + DEATH_GRACE
+            while time.monotonic() < deadline:
+                for other in self.agents.values():
+                    if other.proc.poll() is not None:
+                        raise RunFailed(f"{self._agent_died(other)} (seen as: {report})")
+                time.sleep(0.02)
+            raise RunFailed(report)
 
     def _loop(self) -> None:
         sel = selectors.DefaultSelector()

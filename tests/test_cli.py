@@ -71,3 +71,34 @@ def test_dscp_out_of_range_is_bad_input(flag):
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and flag[2:].replace("-", "_") in lines[0] and "0..63" in lines[0], result.stderr
     assert root_interfaces() == before
+
+
+SCENARIO_CASES = {
+    "unknown-scheduler": ("schedulers: [fifo, magic]", "schedulers[1]"),
+    "unknown-generator": ("job: {generator: nope}", "job.generator"),
+    "bad-generator-arg": ("job: {generator: all_to_all, args: {size: lots}}", "job.args.size"),
+    "negative-scale": ("scale: -4", "scale"),
+    "unknown-key": ("colour: blue", "colour"),
+    "bad-cluster": ("cluster: {servers: [{nic_rate: -1}], fabric: {type: single_switch}}", "servers[0].nic_rate"),
+}
+GOOD_SCENARIO = {
+    "cluster": "cluster: {servers: [{count: 2, nic_rate: 1Gbit}], fabric: {type: single_switch}}",
+    "job": "job: {generator: all_to_all, args: {n: 2, size: 1MB}}",
+    "schedulers": "schedulers: [fifo]",
+}
+
+
+@pytest.mark.parametrize("name", sorted(SCENARIO_CASES))
+def test_bad_scenario_file(tmp_path, name):
+    line, field = SCENARIO_CASES[name]
+    key = line.split(":")[0]
+    lines = [v for k, v in GOOD_SCENARIO.items() if k != key] + [line]
+    path = tmp_path / "s.yaml"
+    path.write_text("\n".join(lines) + "\n")
+    before = root_interfaces(), os.listdir("/proc")
+    proc = railbed("run", str(path), "--out", str(tmp_path / "out"))
+    assert proc.returncode == 2, proc.stderr
+    err = proc.stderr.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(f"railbed: {field}:"), err
+    assert root_interfaces() == before[0]
+    assert not (tmp_path / "out").exists()

@@ -80,9 +80,13 @@ def hybrid_parallel(
     gradient: int = 64 << 20,
     gpus_per_server: int = 4,
     layout: str | None = "megatron",
+    dscp: dict[str, int] | None = None,
     name: str | None = None,
 ) -> Job:
-    """A ``dp`` x ``pp`` training job (see the module docstring)."""
+    """A ``dp`` x ``pp`` training job (see the module docstring).
+
+    ``dscp`` maps a coflow type (``PP``, ``DP``) to a DSCP written into the
+    flows' ``tags`` for tag-driven schedulers (``tag-priority``)."""
     _check("dp", dp)
     _check("pp", pp)
     _check("microbatches", microbatches)
@@ -90,6 +94,11 @@ def hybrid_parallel(
     _check("gpus_per_server", gpus_per_server)
     if fwd < 0 or bwd < 0:
         raise SpecError("fwd" if fwd < 0 else "bwd", "compute time must be >= 0")
+    for kind, value in (dscp or {}).items():
+        if kind not in ("PP", "DP") or isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= 63:
+            raise SpecError(f"dscp.{kind}", f"expected PP or DP mapped to a DSCP in 0..63, got {value!r}")
+    pp_tags = {"dscp": dscp["PP"]} if dscp and "PP" in dscp else {}
+    dp_tags = {"dscp": dscp["DP"]} if dscp and "DP" in dscp else {}
     if layout not in ("megatron", "rail", None):
         raise SpecError("layout", f"must be megatron, rail or null, got {layout!r}")
     job = Job(name or f"llm-dp{dp}-pp{pp}-mb{microbatches}")
@@ -125,6 +134,7 @@ def hybrid_parallel(
                         job.flow(
                             f"i{it}.act.{ep}.m{m}", ep, f"p{p + 1}d{d}", activation, [tid],
                             iteration=it, microbatch=m, layer=p, coflow=f"i{it}.pp.m{m}", coflow_type="PP",
+                            tags=pp_tags,
                         )  # fmt: skip
             prev_bwd: dict[int, str] = {}
             for m in range(microbatches):
@@ -141,6 +151,7 @@ def hybrid_parallel(
                         job.flow(
                             f"i{it}.grad.{ep}.m{m}", ep, f"p{p - 1}d{d}", activation, [tid],
                             iteration=it, microbatch=m, layer=p, coflow=f"i{it}.pp.m{m}", coflow_type="PP",
+                            tags=pp_tags,
                         )  # fmt: skip
             for p in range(pp):
                 done_bwd[f"p{p}d{d}"] = prev_bwd[p]
@@ -149,7 +160,7 @@ def hybrid_parallel(
             if dp > 1 and gradient > 0:
                 ends = ring_allreduce(
                     job, ranks, gradient, {r: [done_bwd[r]] for r in ranks}, f"i{it}.ar.p{p}",
-                    iteration=it, layer=p, coflow=f"i{it}.dp.p{p}", coflow_type="DP",
+                    iteration=it, layer=p, coflow=f"i{it}.dp.p{p}", coflow_type="DP", tags=dp_tags,
                 )  # fmt: skip
                 last_of.update(ends)
             else:
