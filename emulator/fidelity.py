@@ -8,11 +8,12 @@ the samples into per-link statistics and a verdict:
 achieved vs configured
     per port: wire bytes, mean rate over the run, peak utilisation of any
     interval (above 1.05 the shaper let through more than configured).
-solo flows
-    flows that had every queue of their path to themselves must run at the
-    path's configured rate (or their cap): the median ratio expected /
-    achieved time under 0.90 means the machine did not keep up (CPU
-    starvation, too many flows). Flows shorter than 50 ms real are left out.
+isolated NICs
+    the flows of one source NIC that shared no queue with other NICs' flows
+    (one flow alone is the simplest case) must keep that NIC busy at its
+    configured rate while any of them runs: the median ratio expected /
+    achieved busy time under 0.90 means the machine did not keep up (CPU
+    starvation, too many flows). Busy times under 50 ms real are left out.
 priority leakage
     in intervals where a higher class had packets queued at both ends, the
     share of bytes lower classes still got (strict priority says ~0).
@@ -127,8 +128,8 @@ def fidelity_report(
 ) -> tuple[dict[str, dict], dict]:
     """(per-link statistics keyed ``node:ifname``, fidelity dict with ``ok`` and ``problems``).
 
-    ``solo``: (flow id, expected real seconds, achieved real seconds) of flows
-    that had their path to themselves (:func:`solo_flows`)."""
+    ``solo``: (NIC, expected real seconds, achieved real seconds) of NICs whose
+    flows had their queues to themselves (:func:`nic_groups`)."""
     links: dict[str, dict] = {}
     problems: list[str] = []
     prio_bytes = [0, 0]  # lower-class bytes, all bytes, in intervals with a queued higher class
@@ -186,8 +187,8 @@ def fidelity_report(
     solo_median = eff[len(eff) // 2] if eff else None
     if solo_median is not None and solo_median < SOLO_EFFICIENCY:
         problems.append(
-            f"flows alone on their path ran at {100 * solo_median:.0f}% (median of {len(eff)}) "
-            "of the rate their links are configured for"
+            f"NICs whose flows had their path to themselves ran at {100 * solo_median:.0f}% "
+            f"(median of {len(eff)}) of their configured rate"
         )
     fidelity = {
         "ok": not problems,
@@ -201,67 +202,85 @@ def fidelity_report(
         "cpu_max": max(cpu) if cpu else 0.0,
         "cpu_saturated_share": saturated,
         "max_peak_util": max((v["peak_util"] for v in links.values()), default=0.0),
-        "solo_flows": len(eff),
-        "solo_efficiency_median": solo_median,
-        "solo_efficiency_min": eff[0] if eff else None,
+        "isolated_nics": len(eff),
+        "isolated_efficiency_median": solo_median,
+        "isolated_efficiency_min": eff[0] if eff else None,
     }
     return links, fidelity
 
 
-def _overlapping(intervals: list[tuple[float, float, str]]) -> set[str]:
-    """Ids of intervals that overlap another one (sorted by start; prefix max of ends)."""
-    intervals = sorted(intervals)
+def _merge(intervals: list[tuple[float, float]]) -> list[tuple[float, float]]:
+    out: list[list[float]] = []
+    for a, b in sorted(intervals):
+        if out and a <= out[-1][1]:
+            out[-1][1] = max(out[-1][1], b)
+        else:
+            out.append([a, b])
+    return [(a, b) for a, b in out]
+
+
+def _overlapping(segments: list[tuple[float, float, object]]) -> set[object]:
+    """Labels of segments that overlap a segment of another label (segments of one
+    label never overlap each other): sort by start, keep the prefix maximum end."""
+    segments = sorted(segments, key=lambda x: (x[0], x[1]))
     out = set()
-    max_end = float("-inf")
-    for i, (start, end, fid) in enumerate(intervals):
-        if max_end > start or (i + 1 < len(intervals) and intervals[i + 1][0] < end):
-            out.add(fid)
-        max_end = max(max_end, end)
+    best: tuple[float, object] | None = None  # (max end so far, its label)
+    for i, (start, end, label) in enumerate(segments):
+        if best is not None and best[0] > start and best[1] != label:
+            out.update((label, best[1]))
+        if i + 1 < len(segments) and segments[i + 1][0] < end and segments[i + 1][2] != label:
+            out.update((label, segments[i + 1][2]))
+        if best is None or end > best[0]:
+            best = (end, label)
     return out
 
 
-def solo_flows(result, topology, scale, latency: float, skip: set[str]) -> list[tuple[str, float, float]]:
-    """Network flows of ``result`` that shared no egress queue with another flow while
-    they ran, with (id, expected real seconds, achieved real seconds).
+def nic_groups(result, topology, scale, latency: float, skip: set[str]) -> list[tuple[str, float, float]]:
+    """Per source NIC whose flows shared no egress queue with another NIC's flows:
+    (NIC name, expected real seconds, achieved real seconds).
 
-    Expected: wire bytes over the slowest port of the path or the flow's rate
-    cap, plus ``latency`` per link when the run applied latency. Paths through
-    spines are ambiguous (ECMP), so every uplink of a leaf and every spine port
-    towards a leaf counts as one shared queue. ``skip``: flows whose cap
-    changed while they ran."""
+    Expected: the group's wire bytes at the NIC's rate (plus ``latency`` per
+    link of the path, once per busy period); achieved: the time at least one
+    of its flows was running. A NIC with a single flow is the solo-flow case.
+    Paths through spines are ambiguous (ECMP), so every uplink of a leaf and
+    every spine port towards a leaf count as one shared queue. Groups with a
+    capped or re-rated flow (``skip``), a path option, or a downstream port
+    slower than the NIC are left out."""
     from railbed.units import wire_bytes
 
-    flows = [
-        r
-        for r in result.items.values()
-        if r.kind == "flow" and r.dst_server is not None and r.server != r.dst_server and r.end is not None
-    ]
+    groups: dict[tuple[int, int], list] = {}
+    for r in result.items.values():
+        if r.kind == "flow" and r.dst_server is not None and r.server != r.dst_server and r.end is not None:
+            groups.setdefault((r.server, r.src_nic), []).append(r)
+    by_hop: dict[object, dict[tuple[int, int], list[tuple[float, float]]]] = {}
     hops_of: dict[str, list] = {}
-    by_hop: dict[object, list[tuple[float, float, str]]] = {}
-    for r in flows:
-        path = topology.path((r.server, r.src_nic), (r.dst_server, r.dst_nic))
-        keys = []
-        for hop in path:
-            if hop.node in topology.spines:
-                keys.append(("spines", hop.ifname.split("-eth")[-1]))
-            elif "-sp" in hop.ifname:
-                keys.append(("uplinks", hop.node))
-            else:
-                keys.append((hop.node, hop.ifname))
-        hops_of[r.id] = (path, keys)
-        for key in keys:
-            by_hop.setdefault(key, []).append((r.start, r.end, r.id))
-    shared = set()
-    for intervals in by_hop.values():
-        shared |= _overlapping(intervals)
+    for nic, flows in groups.items():
+        for r in flows:
+            path = topology.path((r.server, r.src_nic), (r.dst_server, r.dst_nic))
+            hops_of[r.id] = path
+            for hop in path:
+                if hop.node in topology.spines:
+                    key = ("spines", hop.ifname.split("-eth")[-1])
+                elif "-sp" in hop.ifname:
+                    key = ("uplinks", hop.node)
+                else:
+                    key = (hop.node, hop.ifname)
+                by_hop.setdefault(key, {}).setdefault(nic, []).append((r.start, r.end))
+    shared: set[object] = set()
+    for per_nic in by_hop.values():
+        if len(per_nic) > 1:
+            shared |= _overlapping([(a, b, nic) for nic, ivs in per_nic.items() for a, b in _merge(ivs)])
     out = []
-    for r in flows:
-        if r.id in shared or r.id in skip or r.option is not None:
+    for nic, flows in groups.items():
+        if nic in shared or any(r.id in skip or r.rate is not None or r.option is not None for r in flows):
             continue
-        path, _ = hops_of[r.id]
-        rate = min(topology.ports[(h.node, h.ifname)].rate for h in path)
-        if r.rate is not None:
-            rate = min(rate, r.rate)
-        expected = wire_bytes(r.size or 0) * 8 / rate + latency * len(path)
-        out.append((r.id, scale.real_time(expected), scale.real_time(r.end - r.start)))
+        rate = topology.nics[nic[0]][nic[1]].port.rate
+        paths = [hops_of[r.id] for r in flows]
+        if any(topology.ports[(h.node, h.ifname)].rate < rate for path in paths for h in path):
+            continue
+        busy = _merge([(r.start, r.end) for r in flows])
+        expected = sum(wire_bytes(r.size or 0) for r in flows) * 8 / rate
+        expected += latency * max(len(p) for p in paths) * len(busy)
+        achieved = sum(b - a for a, b in busy)
+        out.append((topology.nics[nic[0]][nic[1]].port.ifname, scale.real_time(expected), scale.real_time(achieved)))
     return out

@@ -36,7 +36,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from emulator.fidelity import LinkSampler, fidelity_report, solo_flows
+from emulator.fidelity import LinkSampler, fidelity_report, nic_groups
 from emulator.loadtest import _env, python_argv
 from emulator.state import STATE_DIR
 from emulator.testbed import Testbed
@@ -170,7 +170,7 @@ class _Run:
             result.notes.append("fidelity: fewer than two counter samples")
             return
         latency = self.tb.spec.fabric.latency if self.tb.latency_mode != "none" else 0.0
-        solo = solo_flows(result, topo, self.tb.scale, latency, self.rerated)
+        solo = nic_groups(result, topo, self.tb.scale, latency, self.rerated)
         result.links, result.fidelity = fidelity_report(sampler.samples, real, model, classes, solo)
         if sampler.error:
             result.notes.append(f"fidelity sampler stopped early: {sampler.error}")

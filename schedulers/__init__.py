@@ -7,10 +7,11 @@ from __future__ import annotations
 
 from railbed.errors import SpecError
 from schedulers.base import HOLD, Decision, RunView, Scheduler
+from schedulers.example import SmallFirst
 from schedulers.fifo import Fifo
 from schedulers.tagged import TagPriority
 
-REGISTRY: dict[str, type[Scheduler]] = {"fifo": Fifo, "tag-priority": TagPriority}
+REGISTRY: dict[str, type[Scheduler]] = {"fifo": Fifo, "tag-priority": TagPriority, "small-first": SmallFirst}
 
 
 def by_name(name: str, field: str = "scheduler") -> Scheduler:
@@ -21,4 +22,4 @@ def by_name(name: str, field: str = "scheduler") -> Scheduler:
     return cls()
 
 
-__all__ = ["HOLD", "Decision", "Fifo", "REGISTRY", "RunView", "Scheduler", "TagPriority", "by_name"]
+__all__ = ["HOLD", "Decision", "Fifo", "REGISTRY", "RunView", "Scheduler", "SmallFirst", "TagPriority", "by_name"]

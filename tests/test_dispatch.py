@@ -202,3 +202,32 @@ def test_unknown_scheduler_is_a_spec_error():
     with pytest.raises(SpecError) as err:
         by_name("magic", "schedulers[1]")
     assert err.value.field == "schedulers[1]" and "fifo" in str(err.value)
+
+
+def test_example_scheduler_uses_every_hook_and_matches_the_architecture_doc():
+    import inspect
+    import re
+    from pathlib import Path
+
+    from schedulers.example import SmallFirst
+
+    doc = (Path(__file__).resolve().parent.parent / "ARCHITECTURE.md").read_text()
+    block = re.search(r"```python\n(class SmallFirst.*?)```", doc, re.S)
+    assert block and block.group(1).strip() == inspect.getsource(SmallFirst).strip()
+    assert len(block.group(1).strip().splitlines()) <= 40
+
+    job = Job()
+    job.endpoint("a", Location(0, "gpu0", 0))
+    job.endpoint("b", Location(1, "gpu0", 0))
+    job.flow("bulk", "a", "b", 100 << 20)
+    for i in range(5):
+        job.flow(f"tiny{i}", "a", "b", 1000, options=[PathOption("cpu"), PathOption("acc")])
+    d = Dispatcher(job, SmallFirst(limit=4), SPEC)
+    first = d.begin(0.0)
+    flows = [a for a in first if isinstance(a, StartFlow)]
+    assert [f.id for f in flows] == ["bulk", "tiny0", "tiny1", "tiny2"]  # the 4-flow limit holds the rest
+    assert flows[0].dscp == 0 and all(f.dscp == 56 for f in flows[1:])
+    assert SetRate("bulk", 50e9) in first  # urgent flows active: background capped to half the NIC
+    assert d.view.held == ["tiny3", "tiny4"] and d.records["tiny0"].option == "acc"
+    drive_rest = d.flow_done("tiny0", 1e-4)
+    assert any(isinstance(a, StartFlow) and a.id == "tiny3" for a in drive_rest)
