@@ -20,7 +20,8 @@ priority leakage
 drops
     packets the shaper's queues dropped (TCP recovers; reported, not fatal).
 CPU saturation
-    share of intervals the host was >= 95 % busy.
+    share of intervals the host was >= 95 % busy (a warning only: the
+    efficiency check says whether it mattered).
 
 The leakage test is a heuristic (a queue non-empty at both ends of an
 interval was most likely non-empty throughout); all thresholds are ours.
@@ -181,8 +182,11 @@ def fidelity_report(
     leakage = prio_bytes[0] / prio_bytes[1] if prio_bytes[1] else 0.0
     if leakage > LEAKAGE_LIMIT:
         problems.append(f"lower DSCP classes got {100 * leakage:.1f}% of bytes while a higher class was queued")
+    warnings = []
     if saturated > CPU_SATURATION_LIMIT:
-        problems.append(f"host CPU >= {100 * CPU_BUSY:.0f}% busy in {100 * saturated:.0f}% of samples")
+        # a warning, not a verdict: short runs have few samples, and a busy CPU that still
+        # delivers the configured rates (the efficiency check) has not broken anything
+        warnings.append(f"host CPU >= {100 * CPU_BUSY:.0f}% busy in {100 * saturated:.0f}% of samples")
     eff = sorted(exp / got for _, exp, got in (solo or []) if got > 0 and exp >= SOLO_MIN_SECONDS)
     solo_median = eff[len(eff) // 2] if eff else None
     if solo_median is not None and solo_median < SOLO_EFFICIENCY:
@@ -193,6 +197,7 @@ def fidelity_report(
     fidelity = {
         "ok": not problems,
         "problems": problems,
+        "warnings": warnings,
         "samples": len(samples),
         "interval": (samples[-1].t - samples[0].t) / max(1, len(samples) - 1),
         "priority_leakage": leakage,

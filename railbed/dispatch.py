@@ -230,7 +230,7 @@ class Dispatcher:
             return None
         return next(o for o in flow.options if o.name == name)
 
-    def _host_model(self, server: int, field: str):
+    def _host_model(self, server: int):
         preset = self.cluster.servers[server].intra_host
         if preset is None:
             return None
@@ -245,7 +245,7 @@ class Dispatcher:
         if leg.duration is not None:
             return float(leg.duration), float("inf")
         server = self.placement[flow.src if side == "src" else flow.dst].server
-        model = self._host_model(server, f"items.{flow.id}.options")
+        model = self._host_model(server)
         if model is None:
             raise SpecError(
                 f"items.{flow.id}.options.{self.records[flow.id].option}.{side}_leg",
@@ -346,7 +346,7 @@ class Dispatcher:
         src, dst = self.placement[flow.src], self.placement[flow.dst]
         if src.server == dst.server:
             self._phase[flow.id] = "local"
-            model = self._host_model(src.server, f"items.{flow.id}")
+            model = self._host_model(src.server)
             if model is None or src.device == dst.device:
                 self._local_no_model += model is None
                 seconds = 0.0

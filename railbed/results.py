@@ -143,6 +143,8 @@ class RunResult:
         if self.fidelity:
             verdict = "ok" if self.fidelity.get("ok", True) else "BROKEN: " + "; ".join(self.fidelity["problems"])
             lines.append(f"  fidelity        {verdict}")
+            for warning in self.fidelity.get("warnings", []):
+                lines.append(f"  warning         {warning}")
         for note in self.notes:
             lines.append(f"  note            {note}")
         return "\n".join(lines)

@@ -58,7 +58,8 @@ def _add_items(ipr, index: int, plan: TcPlan) -> None:
                 quantum=it.quantum,
                 prio=it.prio,
             )
-        elif isinstance(it, U32Match):
+        elif isinstance(it, (U32Match, U32Filter)):
+            keys = it.keys if isinstance(it, U32Match) else (it.key,)
             ipr.tc(
                 "add-filter",
                 "u32",
@@ -67,19 +68,7 @@ def _add_items(ipr, index: int, plan: TcPlan) -> None:
                 prio=it.prio,
                 protocol=ETH_P_IP,
                 target=it.target,
-                keys=[f"0x{v:08x}/0x{m:08x}+{o}" for v, m, o in it.keys],
-            )
-        elif isinstance(it, U32Filter):
-            value, mask, offset = it.key
-            ipr.tc(
-                "add-filter",
-                "u32",
-                index,
-                parent=it.parent,
-                prio=it.prio,
-                protocol=ETH_P_IP,
-                target=it.target,
-                keys=[f"0x{value:08x}/0x{mask:08x}+{offset}"],
+                keys=[f"0x{v:08x}/0x{m:08x}+{o}" for v, m, o in keys],
             )
 
 
