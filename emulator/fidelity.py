@@ -56,10 +56,11 @@ def cpu_times() -> tuple[int, int]:
 @dataclass
 class Sample:
     """One round of readings. Reading every port takes a while, so each port
-    carries its own read time: ``ports[key] = (t, counters)``."""
+    carries its own read time and how long the read took (the counters were
+    taken somewhere in it): ``ports[key] = (t_mid, read_seconds, counters)``."""
 
     t: float
-    ports: dict[tuple[str, str], tuple[float, PortCounters]]
+    ports: dict[tuple[str, str], tuple[float, float, PortCounters]]
     cpu: tuple[int, int]
 
 
@@ -93,8 +94,10 @@ class LinkSampler:
                 cpu = cpu_times()
                 ports = {}
                 for key, idx in index.items():
+                    before = time.monotonic()
                     counters = read_counters(iprs[key[0]], idx)
-                    ports[key] = (time.monotonic(), counters)
+                    after = time.monotonic()
+                    ports[key] = ((before + after) / 2, after - before, counters)
                 self.samples.append(Sample(t, ports, cpu))
 
             sample()
@@ -137,14 +140,16 @@ def fidelity_report(
     worst_leak: tuple[float, str] = (0.0, "")
     for key, real in real_rates.items():
         name = f"{key[0]}:{key[1]}"
-        (t_first, first), (t_last, last) = samples[0].ports[key], samples[-1].ports[key]
+        (t_first, _, first), (t_last, _, last) = samples[0].ports[key], samples[-1].ports[key]
         peak = 0.0
         port_leak = [0, 0]
         for a, b in zip(samples, samples[1:]):
-            (ta, pa), (tb, pb) = a.ports[key], b.ports[key]
+            (ta, ua, pa), (tb, ub, pb) = a.ports[key], b.ports[key]
             if tb - ta <= 0:
                 continue
-            peak = max(peak, (pb.bytes - pa.bytes) * 8 / (tb - ta) / real)
+            # the lowest rate the interval allows: the read could have happened anywhere in it
+            longest = (tb - ta) + (ua + ub) / 2
+            peak = max(peak, (pb.bytes - pa.bytes) * 8 / longest / real)
             classes = class_ids.get(key, {})
             for c in sorted(classes, reverse=True)[:-1] if len(classes) > 1 else ():
                 ca, cb = pa.classes.get(classes[c]), pb.classes.get(classes[c])
