@@ -13,6 +13,10 @@
    achieved completion time, the run's fidelity verdict and CPU use: where
    fidelity breaks on this machine.
 
+3. Flow accuracy on 4 servers at 1 Gbit/s model, k = 10 (100 Mbit/s real):
+   a flow alone, two flows head-on (A->B and B->A at once: ACKs meet
+   reverse data) and two flows sharing a port, as achieved / fluid time.
+
 Numbers are ratios and rates measured in one run; nothing is asserted.
 """
 
@@ -122,13 +126,49 @@ def concurrency(counts: list[int], seconds: float, scale: float | None) -> None:
             )
 
 
+def flow_accuracy(reps: int) -> None:
+    spec = ClusterSpec.from_dict({"servers": [{"count": 4, "nic_rate": 1e9}], "fabric": {"type": "single_switch"}})
+
+    def job(pairs: list[tuple[int, int]], size: int) -> Job:
+        j = Job("pairs")
+        for s in range(4):
+            j.endpoint(f"w{s}", Location(s, "gpu0", 0))
+        for i, (a, b) in enumerate(pairs):
+            j.flow(f"f{i}", f"w{a}", f"w{b}", size)
+        return j
+
+    print(f"\nflow accuracy, 4 servers, 1 Gbit/s model links, k = 10; achieved / fluid time over {reps} runs")
+    print(f"  {'case':<34} {'min':>6} {'median':>7} {'max':>6}")
+    with Testbed(spec, scale=10) as tb:
+        for label, pairs, size, fluid_factor in [
+            ("one flow alone, 16 MB", [(0, 1)], 16_000_000, 1),
+            ("two flows head-on, 4 MB", [(0, 1), (1, 0)], 4_000_000, 1),
+            ("two flows into one port, 4 MB", [(1, 0), (2, 0)], 4_000_000, 2),
+            ("two flows into one port, 20 MB", [(1, 0), (2, 0)], 20_000_000, 2),
+        ]:
+            ratios = []
+            for _ in range(reps):
+                res = run(job(pairs, size), by_name("fifo"), tb)
+                fluid = fluid_factor * wire_bytes(size) * 8 / 1e9
+                ratios += [d / fluid for d in res.flow_completion_times().values()]
+            ratios.sort()
+            print(f"  {label:<34} {ratios[0]:6.3f} {ratios[len(ratios) // 2]:7.3f} {ratios[-1]:6.3f}", flush=True)
+
+
 def main() -> int:
     p = argparse.ArgumentParser()
     p.add_argument("--quick", action="store_true", help="fewer items and flow counts")
     p.add_argument("--scale", type=float, default=None, help="k for the 64-GPU cluster (default: this machine's)")
     p.add_argument("--seconds", type=float, default=2.0, help="ideal real duration of each concurrency case")
+    p.add_argument("--only", choices=["overhead", "concurrency", "flows"], default=None)
     args = p.parse_args()
+    if args.only in (None, "flows"):
+        flow_accuracy(2 if args.quick else 5)
+    if args.only == "flows":
+        return 0
     control_overhead(200 if args.quick else 1000)
+    if args.only == "overhead":
+        return 0
     counts = [8, 32, 64] if args.quick else [8, 16, 32, 64, 128, 256]
     concurrency(counts, args.seconds, args.scale)
     return 0

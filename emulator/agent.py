@@ -56,11 +56,7 @@ def set_pacing(sock: socket.socket, bytes_per_s: float) -> None:
 
 def _zero_file() -> int:
     """A file of zeros to sendfile() from (zero-copy payload)."""
-    fd = (
-        os.memfd_create("railbed-zeros")
-        if hasattr(os, "memfd_create")
-        else os.open("/dev/shm", os.O_TMPFILE | os.O_RDWR)
-    )
+    fd = os.memfd_create("railbed-zeros")
     os.ftruncate(fd, ZERO_FILE_BYTES)
     return fd
 

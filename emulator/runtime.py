@@ -161,11 +161,13 @@ class _Run:
     def _fidelity(self, result: RunResult, sampler: LinkSampler) -> None:
         topo = self.tb.topology
         policy = self.tb.policy
-        real, model, classes = {}, {}, {}
+        real, model, classes, by_rate = {}, {}, {}, {}
         for key, port in topo.ports.items():
             real[key] = self.tb.real_rate(*key)
             model[key] = port.rate
-            classes[key] = policy.compile(real[key]).class_ids if policy is not None else {}
+            if policy is not None and real[key] not in by_rate:
+                by_rate[real[key]] = policy.compile(real[key]).class_ids
+            classes[key] = by_rate.get(real[key], {})
         if len(sampler.samples) < 2:
             result.notes.append("fidelity: fewer than two counter samples")
             return

@@ -118,6 +118,7 @@ class Dispatcher:
         self._next_index = 0
         self._done = 0
         self._host_models: dict[str, object] = {}
+        self._legs: dict[tuple[str, str], tuple[float, float]] = {}
         self._local_no_model = 0
 
     # ----------------------------------------------------------------- API
@@ -241,7 +242,13 @@ class Dispatcher:
         return self._host_models[preset]
 
     def _leg_time(self, flow: Flow, leg, side: str) -> tuple[float, float]:
-        """(seconds, inject rate bit/s) of an option's leg on the ``side`` server."""
+        """(seconds, inject rate bit/s) of an option's leg on the ``side`` server (computed once)."""
+        key = (flow.id, side)
+        if key not in self._legs:
+            self._legs[key] = self._compute_leg(flow, leg, side)
+        return self._legs[key]
+
+    def _compute_leg(self, flow: Flow, leg, side: str) -> tuple[float, float]:
         if leg.duration is not None:
             return float(leg.duration), float("inf")
         server = self.placement[flow.src if side == "src" else flow.dst].server

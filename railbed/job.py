@@ -43,14 +43,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
 from railbed.errors import SpecError
 
 REVEAL_MODES = ("upfront", "on_ready")
-_ATTRS = ("iteration", "coflow", "coflow_type", "microbatch", "layer", "tags")
 
 
 @dataclass(frozen=True)
@@ -91,12 +90,10 @@ class PathOption:
     extra: float = 0.0
 
 
-@dataclass(frozen=True)
-class Task:
-    id: str
-    endpoint: str
-    duration: float
-    deps: tuple[str, ...] = ()
+@dataclass(frozen=True, kw_only=True)
+class Attributes:
+    """What schedulers read of a task or flow (keyword-only in both)."""
+
     iteration: int = 0
     coflow: str | None = None
     coflow_type: str | None = None
@@ -104,11 +101,19 @@ class Task:
     layer: int | None = None
     tags: Mapping[str, Any] = field(default_factory=dict)
 
+
+@dataclass(frozen=True)
+class Task(Attributes):
+    id: str
+    endpoint: str
+    duration: float
+    deps: tuple[str, ...] = ()
+
     kind = "task"
 
 
 @dataclass(frozen=True)
-class Flow:
+class Flow(Attributes):
     id: str
     src: str
     dst: str
@@ -116,12 +121,6 @@ class Flow:
     deps: tuple[str, ...] = ()
     reveal: str = "upfront"
     options: tuple[PathOption, ...] = ()
-    iteration: int = 0
-    coflow: str | None = None
-    coflow_type: str | None = None
-    microbatch: int | None = None
-    layer: int | None = None
-    tags: Mapping[str, Any] = field(default_factory=dict)
 
     kind = "flow"
 
@@ -349,4 +348,4 @@ class Job:
 
 def attrs_of(item: Item) -> dict[str, Any]:
     """The scheduler-facing attributes of an item (for result records)."""
-    return {a: getattr(item, a) for a in _ATTRS if getattr(item, a) not in (None, {})}
+    return {f.name: getattr(item, f.name) for f in fields(Attributes) if getattr(item, f.name) not in (None, {})}

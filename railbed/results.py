@@ -117,7 +117,7 @@ class RunResult:
 
     def summary(self) -> str:
         """A short human summary: makespan, iterations, flow completion times, fidelity."""
-        fcts = sorted(self.flow_completion_times().values())
+        fcts = self.flow_completion_times().values()
         lines = [
             f"{self.backend} run of {self.job!r} under {self.scheduler} on {self.cluster} (k = {self.scale:g})",
             f"  makespan        {fmt_time(self.makespan)}",
@@ -128,8 +128,7 @@ class RunResult:
                 f"  iterations      {len(its)}, mean {fmt_time(sum(its) / len(its))}, max {fmt_time(max(its))}"
             )
         if fcts:
-            p50 = fcts[len(fcts) // 2]
-            p99 = fcts[min(len(fcts) - 1, int(0.99 * len(fcts)))]
+            p50, p99 = median_p99(fcts)
             lines.append(f"  flows           {len(fcts)}: FCT median {fmt_time(p50)}, p99 {fmt_time(p99)}")
         tasks = sum(1 for r in self.items.values() if r.kind == "task")
         if tasks:
@@ -150,6 +149,11 @@ class RunResult:
         return "\n".join(lines)
 
 
+def median_p99(values) -> tuple[float, float]:
+    ordered = sorted(values)
+    return ordered[len(ordered) // 2], ordered[min(len(ordered) - 1, int(0.99 * len(ordered)))]
+
+
 def fmt_time(seconds: float) -> str:
     for unit, scale in (("s", 1.0), ("ms", 1e-3), ("us", 1e-6)):
         if abs(seconds) >= scale:
@@ -162,10 +166,9 @@ def comparison_table(results: list[RunResult]) -> str:
     head = f"{'scheduler':<16} {'makespan':>12} {'iteration':>12} {'FCT p50':>12} {'FCT p99':>12}  fidelity"
     out = [head, "-" * len(head)]
     for r in results:
-        fcts = sorted(r.flow_completion_times().values()) or [0.0]
         its = list(r.iterations.values()) or [r.makespan]
         fid = "ok" if r.fidelity.get("ok", True) else "BROKEN"
-        p50, p99 = fcts[len(fcts) // 2], fcts[min(len(fcts) - 1, int(0.99 * len(fcts)))]
+        p50, p99 = median_p99(r.flow_completion_times().values() or [0.0])
         out.append(
             f"{r.scheduler:<16} {fmt_time(r.makespan):>12} {fmt_time(sum(its) / len(its)):>12} "
             f"{fmt_time(p50):>12} {fmt_time(p99):>12}  {fid}"

@@ -19,7 +19,8 @@ A scenario is YAML (``railbed run scenario.yaml``)::
 Each scheduler runs on the same emulated cluster (built once), one after
 the other. The results directory gets ``scenario.yaml``, ``cluster.yaml``,
 ``job.json`` (replayable), ``<scheduler>/result.json`` and
-``<scheduler>/summary.txt`` per run, and ``comparison.txt``.
+``<scheduler>/summary.txt`` per run, ``comparison.txt`` and ``index.json``
+(makespan per scheduler).
 """
 
 from __future__ import annotations
