@@ -55,7 +55,9 @@ class StartWait:
 class StartFlow:
     """Send ``size`` payload bytes from NIC ``src`` to NIC ``dst`` (``(server, nic)``).
 
-    ``index`` is a small integer unique in the run (the agents' wire id).
+    ``index`` is a small integer unique in the run (the agents' wire id);
+    ``spine`` the ECMP choice for a flow between leaves
+    (:meth:`railbed.topology.Topology.ecmp_spine`), else ``None``.
     Report with ``flow_done(id, received)``."""
 
     id: str
@@ -65,6 +67,7 @@ class StartFlow:
     size: int
     dscp: int
     rate: float | None  # model wire bit/s
+    spine: int | None = None
 
 
 @dataclass(frozen=True)
@@ -391,6 +394,7 @@ class Dispatcher:
             int(flow.size or 0),
             rec.dscp or 0,
             rate,
+            self.topology.ecmp_spine((src.server, src_nic), (dst.server, dst_nic), flow_id),
         )
         self._next_index += 1
         self._net[flow_id] = action

@@ -24,6 +24,7 @@ spines ``spine<p>``. Interface names: ``h<s>-eth<n>`` (NIC *n*),
 from __future__ import annotations
 
 import ipaddress
+import zlib
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -172,6 +173,18 @@ class Topology:
             hops.append(Hop(self.spines[p], f"{self.spines[p]}-eth{d_nic.leaf}"))
         hops.append(Hop(down.node, down.ifname))
         return hops
+
+    def ecmp_spine(self, src: tuple[int, int], dst: tuple[int, int], key: str) -> int | None:
+        """The spine a flow from NIC ``src`` to NIC ``dst`` crosses (``None``: same leaf).
+
+        ECMP by a hash of the flow's id (CRC-32), so both backends route every
+        flow over the same spine: the simulator follows it and the emulator
+        marks the flow's socket so policy routing sends it there (the kernel's
+        own L4 hash would pick differently in every run). Like real ECMP, two
+        big flows may collide on one spine."""
+        if self.nics[src[0]][src[1]].leaf == self.nics[dst[0]][dst[1]].leaf:
+            return None
+        return zlib.crc32(key.encode()) % len(self.spines) if self.spines else None
 
     def host_routes(self, server: int) -> list[tuple[int, str, str, tuple[str, ...]]]:
         """Policy routing of one server: (table, source address, ifname, gateways) per NIC.

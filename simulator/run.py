@@ -1,0 +1,168 @@
+"""``simulate(job, scheduler, cluster)``: a run on the flow-level simulator.
+
+The same :class:`~railbed.dispatch.Dispatcher` as the emulated run-time
+decides what starts when (dependencies, scheduler hooks, device slots,
+intra-host legs); the simulator only replaces the agents and the wires:
+
+* a :class:`~railbed.dispatch.StartWait` (a task, a leg) is a timer;
+* a :class:`~railbed.dispatch.StartFlow` waits its route's latency (as the
+  emulator's agents do), then joins the fluid network with
+  ``wire_bytes(size)`` bits to carry over its route, in the priority class
+  the tc policy gives its DSCP, capped at its rate;
+* a :class:`~railbed.dispatch.SetRate` changes a flow's cap.
+
+The discrete-event loop: advance the network to the earliest of its next
+flow finish and the next timer; report what finished to the dispatcher;
+carry out its answer. Events at one instant are handled flows first, then
+timers in the order they were set. The network's rate computation and time
+advance run in numba (``engine="numba"``) or in plain Python
+(``engine="reference"``, the oracle). The loop itself stays in Python: every
+event calls the dispatcher and the scheduler, which are Python.
+
+Not modelled (the emulator has them): TCP's ramp-up and ACK traffic (about
+2 % of a reverse link, measured in issue 3), queueing delay, drops. The
+result notes say so.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+import time
+from collections.abc import Callable
+from itertools import count
+
+from railbed.dispatch import Dispatcher, SetRate, StartFlow, StartWait
+from railbed.errors import SpecError
+from railbed.job import Job
+from railbed.results import RunResult
+from railbed.spec import ClusterSpec
+from railbed.topology import Topology
+from railbed.units import wire_bytes
+from schedulers.base import Scheduler
+from simulator.fabric import Fabric
+from simulator.network import NumbaNetwork, ReferenceNetwork
+from tc_policies.plan import Policy, policy_by_name
+
+ENGINES = {"numba": NumbaNetwork, "reference": ReferenceNetwork}
+MODEL_NOTE = "flow-level model: max-min fair rates, strict priority classes, rate caps; no TCP dynamics, ACKs or queues"
+
+
+def dscp_classes(policy: str | Policy) -> tuple[int, ...]:
+    """Priority class (0..7) of each DSCP under a tc policy: ``fifo`` puts all in one class."""
+    if isinstance(policy, str):
+        policy = policy_by_name(policy)
+    table = getattr(policy, "dscp_class", None)
+    return tuple(table) if table is not None else (0,) * 64
+
+
+class Simulation:
+    """One simulated run. ``run()`` returns the :class:`RunResult`; ``events`` counts what happened."""
+
+    def __init__(
+        self,
+        job: Job,
+        scheduler: Scheduler,
+        cluster: ClusterSpec,
+        policy: str | Policy = "dscp-priority",
+        engine: str = "numba",
+        progress: Callable[[str], None] | None = None,
+        progress_every: float = 2.0,
+    ) -> None:
+        if engine not in ENGINES:
+            raise SpecError("engine", f"unknown simulator engine {engine!r} (known: {', '.join(ENGINES)})")
+        self.engine = engine
+        self.classes = dscp_classes(policy)
+        self.topology = Topology(cluster)
+        self.fabric = Fabric(self.topology)
+        self.dispatcher = Dispatcher(job, scheduler, cluster, self.topology)
+        self.network = ENGINES[engine](self.fabric.capacity)
+        self.progress = progress
+        self.progress_every = progress_every
+        self.now = 0.0
+        self.events = 0
+        self._timers: list[tuple[float, int, str | None, StartFlow | None]] = []
+        self._seq = count()
+        self._slot_of: dict[str, int] = {}
+        self._flow_at: dict[int, StartFlow] = {}
+
+    # ------------------------------------------------------------------ run
+    def run(self) -> RunResult:
+        wall0 = time.perf_counter()
+        next_progress = wall0 + self.progress_every
+        disp = self.dispatcher
+        total = len(disp.job.items)
+        self._do(disp.begin(0.0))
+        while not disp.finished:
+            t_limit = self._timers[0][0] if self._timers else math.inf
+            if t_limit == math.inf and self.network.active == 0:
+                raise RuntimeError(f"simulator: {disp.remaining} items unfinished and nothing pending (a bug)")
+            t, finished = self.network.advance(self.now, t_limit)
+            self.now = t
+            if finished:
+                for slot in finished:
+                    flow = self._flow_at.pop(slot)
+                    del self._slot_of[flow.id]
+                    self.events += 1
+                    self._do(disp.flow_done(flow.id, t))
+                continue
+            while self._timers and self._timers[0][0] <= t:
+                _, _, key, flow = heapq.heappop(self._timers)
+                self.events += 1
+                if key is not None:
+                    self._do(disp.wait_done(key, t))
+                else:
+                    assert flow is not None
+                    self._join(flow)
+            if self.progress is not None and time.perf_counter() >= next_progress:
+                self.progress(
+                    f"  {time.perf_counter() - wall0:6.1f} s wall, {t:.4g} s model: "
+                    f"{total - disp.remaining}/{total} done, {self.network.active} flows active, {self.events} events"
+                )
+                next_progress = time.perf_counter() + self.progress_every
+        result = disp.result("simulator")
+        result.links = self.fabric.link_stats(self.network.link_bits, self.network.link_peak, result.makespan)
+        result.notes.append(MODEL_NOTE)
+        result.notes.append(f"simulator: {self.events} events, engine {self.engine}")
+        result.wall_seconds = time.perf_counter() - wall0
+        return result
+
+    # ------------------------------------------------------------- actions
+    def _do(self, actions) -> None:
+        for a in actions:
+            if isinstance(a, StartWait):
+                heapq.heappush(self._timers, (self.now + a.seconds, next(self._seq), a.key, None))
+            elif isinstance(a, StartFlow):
+                latency = self.fabric.route(a.src, a.dst, a.spine).latency
+                if latency > 0:
+                    heapq.heappush(self._timers, (self.now + latency, next(self._seq), None, a))
+                else:
+                    self._join(a)
+            elif isinstance(a, SetRate):
+                slot = self._slot_of.get(a.id)
+                if slot is not None:  # else still in its latency: it joins with the dispatcher's current rate
+                    self.network.set_cap(slot, a.rate)
+
+    def _join(self, flow: StartFlow) -> None:
+        """The flow's first byte has crossed its latency: it starts taking bandwidth."""
+        route = self.fabric.route(flow.src, flow.dst, flow.spine)
+        active = self.dispatcher.view.active.get(flow.id)
+        rate = active.rate if active is not None else flow.rate
+        slot = self.network.add(route.links, self.classes[flow.dscp], rate, 8.0 * wire_bytes(flow.size))
+        self._slot_of[flow.id] = slot
+        self._flow_at[slot] = flow
+
+
+def simulate(
+    job: Job,
+    scheduler: Scheduler,
+    cluster: ClusterSpec,
+    policy: str | Policy = "dscp-priority",
+    engine: str = "numba",
+    progress: Callable[[str], None] | None = None,
+) -> RunResult:
+    """Run ``job`` under ``scheduler`` on a simulated ``cluster`` (see the module docstring).
+
+    ``policy`` is the tc policy the emulator would install (``dscp-priority``
+    or ``fifo``): it decides which DSCPs are strict-priority classes."""
+    return Simulation(job, scheduler, cluster, policy, engine, progress).run()
