@@ -100,9 +100,10 @@ class Simulation:
             t, finished = self.network.advance(self.now, t_limit)
             self.now = t
             if finished:
-                for slot in finished:
-                    flow = self._flow_at.pop(slot)
+                flows = [self._flow_at.pop(slot) for slot in finished]  # before a new flow reuses a slot
+                for flow in flows:
                     del self._slot_of[flow.id]
+                for flow in flows:
                     self.events += 1
                     self._do(disp.flow_done(flow.id, t))
                 continue
