@@ -10,10 +10,11 @@ lines. Commands (controller -> agent):
     "t": t}`` at monotonic time ``t`` (the deadline, so control latency does
     not stretch compute).
 ``{"op": "send", "id": f, "n": i, "src": a, "dst": b, "size": s, "tos": x,
-"pace": bytes/s or 0, "not_before": t, "short": 0}``
+"pace": bytes/s or 0, "not_before": t, "mark": m, "short": 0}``
     open a TCP connection from address ``a`` to agent port on ``b``, mark it
     with ``IP_TOS`` = ``x``, pace it with ``SO_MAX_PACING_RATE`` when ``pace``
-    is set, send a 16-byte header (flow number, size) and ``s`` payload bytes
+    is set, give it socket mark ``m`` when non-zero (the spine it must cross:
+    ``railbed.topology.spine_mark``), send a 16-byte header (flow number, size) and ``s`` payload bytes
     (``short`` fewer: fault injection for the integrity tests), then wait
     for the receiver to close.
 ``{"op": "rate", "id": f, "pace": bytes/s or 0}``
@@ -137,6 +138,8 @@ class Agent:
         sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         try:
             sock.setsockopt(socket.IPPROTO_IP, socket.IP_TOS, int(cmd["tos"]))
+            if cmd.get("mark"):  # pins the flow to one spine (policy routing by mark)
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_MARK, int(cmd["mark"]))
             if cmd.get("pace"):
                 set_pacing(sock, cmd["pace"])
             sock.bind((cmd["src"], 0))

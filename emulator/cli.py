@@ -114,6 +114,24 @@ def cmd_run(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_simulate(args: argparse.Namespace) -> int:
+    from scenarios.runner import Scenario, simulate_scenario
+
+    sc = Scenario.load(args.scenario)
+    out = Path(args.out or f"results/{sc.name}-sim-{time.strftime('%Y%m%d-%H%M%S')}")
+    simulate_scenario(sc, out, echo=_say, schedulers=args.scheduler, engine=args.engine)
+    return 0
+
+
+def cmd_crosscheck(args: argparse.Namespace) -> int:
+    from scenarios.runner import Scenario, crosscheck_scenario
+
+    sc = Scenario.load(args.scenario)
+    out = Path(args.out or f"results/{sc.name}-crosscheck-{time.strftime('%Y%m%d-%H%M%S')}")
+    crosscheck_scenario(sc, out, echo=_say, scale=args.scale, schedulers=args.scheduler)
+    return 0
+
+
 def cmd_demo(args: argparse.Namespace) -> int:
     from scenarios import priority_demo
 
@@ -158,6 +176,20 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--scale", type=_scale_arg, default=None, help="override the scenario's k")
     r.add_argument("--scheduler", action="append", default=None, help="run only these schedulers (repeatable)")
     r.set_defaults(func=cmd_run)
+
+    s = sub.add_parser("simulate", help="run a scenario on the flow-level simulator (no root)")
+    s.add_argument("scenario", help="scenario YAML (see scenarios/runner.py)")
+    s.add_argument("--out", default=None, help="results directory (default results/<name>-sim-<time>)")
+    s.add_argument("--scheduler", action="append", default=None, help="run only these schedulers (repeatable)")
+    s.add_argument("--engine", default="numba", choices=["numba", "reference"], help="reference: the slow oracle")
+    s.set_defaults(func=cmd_simulate)
+
+    x = sub.add_parser("crosscheck", help="run a scenario on the emulator and the simulator and compare (root)")
+    x.add_argument("scenario", help="scenario YAML (see scenarios/runner.py)")
+    x.add_argument("--out", default=None, help="results directory (default results/<name>-crosscheck-<time>)")
+    x.add_argument("--scale", type=_scale_arg, default=None, help="override the scenario's k")
+    x.add_argument("--scheduler", action="append", default=None, help="run only these schedulers (repeatable)")
+    x.set_defaults(func=cmd_crosscheck)
 
     k = sub.add_parser("clean", help="remove what a killed run left behind (root)")
     k.set_defaults(func=cmd_clean)

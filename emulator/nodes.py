@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from mininet.node import Host, Node, Switch
 
 from emulator.netns import iproute_in
-from railbed.topology import CLUSTER_PREFIX
+from railbed.topology import CLUSTER_PREFIX, spine_mark, spine_table
 from tc_policies.netlink import apply_plan
 from tc_policies.plan import TcPlan
 
@@ -58,13 +58,17 @@ class IfaceConfig:
 
 @dataclass(frozen=True)
 class RouteTable:
-    """Policy table of one NIC: traffic from ``source`` leaves through ``ifname``."""
+    """Policy table of one NIC: traffic from ``source`` leaves through ``ifname``.
+
+    With several spines, NIC ``nic`` also gets one table per spine, chosen by
+    the socket mark of a flow pinned to it (:func:`railbed.topology.spine_mark`)."""
 
     table: int
     source: str
     ifname: str
     subnet: str
     gateways: tuple[str, ...]
+    nic: int = 0
 
 
 @dataclass(frozen=True)
@@ -138,6 +142,16 @@ class _RailbedNode:
                 if t.gateways:
                     _multipath(ipr, t.table, [(g, index[t.ifname]) for g in t.gateways])
                 ipr.rule("add", table=t.table, priority=1000 + t.table, src=t.source, src_len=32)
+                for spine, gateway in enumerate(t.gateways if len(t.gateways) > 1 else ()):
+                    pinned = spine_table(t.nic, spine)
+                    ipr.route(
+                        "add", dst=net, dst_len=length, table=pinned, oif=index[t.ifname], scope=253, prefsrc=t.source
+                    )
+                    _multipath(ipr, pinned, [(gateway, index[t.ifname])])
+                    ipr.rule(
+                        "add", table=pinned, priority=500, src=t.source, src_len=32,
+                        fwmark=spine_mark(spine), fwmask=0xFFFFFFFF,
+                    )  # fmt: skip
             if cfg.main_gateways:
                 _multipath(ipr, 254, [(g, index[ifn]) for g, ifn in cfg.main_gateways])
 

@@ -43,6 +43,7 @@ from emulator.testbed import Testbed
 from railbed.dispatch import Action, Dispatcher, SetRate, StartFlow, StartWait
 from railbed.job import Job
 from railbed.results import RunResult
+from railbed.topology import spine_mark
 from railbed.units import GOODPUT_FRACTION
 from schedulers.base import Scheduler
 
@@ -305,6 +306,7 @@ class _Run:
                     "tos": a.dscp << 2,
                     "pace": self._pace(a.rate),
                     "not_before": self._real(self.now + delay) if delay else 0,
+                    "mark": spine_mark(a.spine) if a.spine is not None else 0,
                 }
                 if a.id in self.faults.truncate:
                     msg["short"] = self.faults.truncate[a.id]

@@ -63,7 +63,7 @@ class ClusterTopo(Topo):
 
         for s, name in enumerate(topo.hosts):
             tables = tuple(
-                RouteTable(t, src, ifn, leaf_subnet(topo.nics[s][k].leaf), gws)
+                RouteTable(t, src, ifn, leaf_subnet(topo.nics[s][k].leaf), gws, k)
                 for k, (t, src, ifn, gws) in enumerate(topo.host_routes(s))
             )
             main = tuple((g, topo.nics[s][0].port.ifname) for g in topo.nics[s][0].gateways)

@@ -167,7 +167,10 @@ def comparison_table(results: list[RunResult]) -> str:
     out = [head, "-" * len(head)]
     for r in results:
         its = list(r.iterations.values()) or [r.makespan]
-        fid = "ok" if r.fidelity.get("ok", True) else "BROKEN"
+        if r.backend == "simulator":
+            fid = "n/a (simulated)"
+        else:
+            fid = "ok" if r.fidelity.get("ok", True) else "BROKEN"
         p50, p99 = median_p99(r.flow_completion_times().values() or [0.0])
         out.append(
             f"{r.scheduler:<16} {fmt_time(r.makespan):>12} {fmt_time(sum(its) / len(its)):>12} "

@@ -8,9 +8,11 @@ number of spines:
   Linux bridge, with subnet ``10.<leaf>.0.0/16``;
 * every spine is an L3 router with one port in each leaf's subnet
   (``10.<leaf>.255.<spine+1>``);
-* a host sends traffic for another leaf to a spine chosen by ECMP (L4 hash),
-  so cross-leaf traffic crosses exactly one spine and same-leaf traffic
-  never reaches one;
+* a host sends traffic for another leaf to one spine, so cross-leaf traffic
+  crosses exactly one spine and same-leaf traffic never reaches one. The
+  run-time's flows carry a socket mark that picks the spine
+  :meth:`Topology.ecmp_spine` chose (one table per NIC and spine); unmarked
+  traffic (ping, iperf) uses the kernel's ECMP (L4 hash);
 * source-based routing inside the server: a packet from NIC *i*'s address
   leaves through NIC *i* (``ip rule from <addr> table 100+i``), which makes
   GPU *i*'s traffic use rail *i* in a rail-optimized fabric.
@@ -31,6 +33,19 @@ from functools import cached_property
 from railbed.spec import ClusterSpec
 
 ROUTE_TABLE_BASE = 100
+SPINE_TABLE_BASE = 1000  # table of NIC n pinned to spine p: 1000 + 256 n + p (spines <= 250)
+
+
+def spine_table(nic: int, spine: int) -> int:
+    """Policy table that sends NIC ``nic``'s cross-leaf traffic through spine ``spine`` only."""
+    return SPINE_TABLE_BASE + 256 * nic + spine
+
+
+def spine_mark(spine: int) -> int:
+    """Socket mark (``SO_MARK``) that selects :func:`spine_table` of the sending NIC."""
+    return spine + 1
+
+
 CLUSTER_PREFIX = "10.0.0.0/8"
 
 

@@ -158,10 +158,7 @@ def run_scenario(
     names = schedulers or sc.schedulers
     for i, name in enumerate(names):
         by_name(name, f"schedulers[{i}]")
-    out_dir.mkdir(parents=True, exist_ok=True)
-    (out_dir / "scenario.yaml").write_text(yaml.safe_dump(sc.source or {}, sort_keys=False))
-    (out_dir / "cluster.yaml").write_text(yaml.safe_dump(sc.cluster.to_dict(), sort_keys=False))
-    sc.job.save(out_dir / "job.json")
+    _write_inputs(sc, out_dir)
     results = []
     tb = Testbed(sc.cluster, policy=sc.policy, scale=scale or sc.scale, latency=sc.latency)
     with tb:
@@ -189,3 +186,84 @@ def run_scenario(
     echo(table)
     echo(f"results in {out_dir}")
     return results
+
+
+def _write_inputs(sc: Scenario, out_dir: Path) -> None:
+    out_dir.mkdir(parents=True, exist_ok=True)
+    (out_dir / "scenario.yaml").write_text(yaml.safe_dump(sc.source or {}, sort_keys=False))
+    (out_dir / "cluster.yaml").write_text(yaml.safe_dump(sc.cluster.to_dict(), sort_keys=False))
+    sc.job.save(out_dir / "job.json")
+
+
+def simulate_scenario(
+    sc: Scenario,
+    out_dir: Path,
+    echo: Callable[[str], None] = print,
+    schedulers: list[str] | None = None,
+    engine: str = "numba",
+    file_name: str = "result.json",
+) -> list[RunResult]:
+    """The scenario on the flow-level simulator (no root): one result per scheduler.
+
+    Writes the inputs, ``<scheduler>/<file_name>`` and, for a plain simulated
+    run (``file_name`` = ``result.json``), ``summary.txt``, ``comparison.txt``
+    and ``index.json`` as :func:`run_scenario` does."""
+    from simulator import simulate
+
+    names = schedulers or sc.schedulers
+    for i, name in enumerate(names):
+        by_name(name, f"schedulers[{i}]")
+    _write_inputs(sc, out_dir)
+    results = []
+    for name in names:
+        echo(f"simulating {name} ...")
+        result = simulate(sc.job, by_name(name), sc.cluster, policy=sc.policy, engine=engine, progress=echo)
+        results.append(result)
+        run_dir = out_dir / name
+        run_dir.mkdir(exist_ok=True)
+        result.save(run_dir / file_name)
+        if file_name == "result.json":
+            (run_dir / "summary.txt").write_text(result.summary() + "\n")
+            echo(result.summary())
+        else:
+            echo(f"  {name}: makespan {result.makespan:.6g} s simulated in {result.wall_seconds:.2f} s")
+    if file_name == "result.json":
+        table = comparison_table(results)
+        (out_dir / "comparison.txt").write_text(table + "\n")
+        (out_dir / "index.json").write_text(
+            json.dumps(
+                {"scenario": sc.name, "runs": [{"scheduler": r.scheduler, "makespan": r.makespan} for r in results]}
+            )
+            + "\n"
+        )
+        echo("")
+        echo(table)
+        echo(f"results in {out_dir}")
+    return results
+
+
+def crosscheck_scenario(
+    sc: Scenario,
+    out_dir: Path,
+    echo: Callable[[str], None] = print,
+    scale: float | None = None,
+    schedulers: list[str] | None = None,
+) -> list:
+    """Run the scenario on the emulator and on the simulator; compare each scheduler's two results.
+
+    Writes everything :func:`run_scenario` writes, ``<scheduler>/simulated.json``,
+    ``crosscheck.txt`` and ``crosscheck.json``; returns the
+    :class:`simulator.crosscheck.Crosscheck` per scheduler."""
+    from simulator.crosscheck import compare
+
+    emulated = run_scenario(sc, out_dir, echo=echo, scale=scale, schedulers=schedulers)
+    simulated = simulate_scenario(sc, out_dir, echo=echo, schedulers=schedulers, file_name="simulated.json")
+    checks = [compare(e, s) for e, s in zip(emulated, simulated)]
+    text = "\n\n".join(c.report() for c in checks)
+    (out_dir / "crosscheck.txt").write_text(text + "\n")
+    (out_dir / "crosscheck.json").write_text(json.dumps([c.to_dict() for c in checks], indent=1) + "\n")
+    echo("")
+    echo("emulator vs simulator")
+    echo(text)
+    echo(f"results in {out_dir}")
+    return checks
