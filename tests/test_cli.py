@@ -89,16 +89,34 @@ GOOD_SCENARIO = {
 
 
 @pytest.mark.parametrize("name", sorted(SCENARIO_CASES))
-def test_bad_scenario_file(tmp_path, name):
+@pytest.mark.parametrize("command", ["run", "simulate", "crosscheck"])
+def test_bad_scenario_file(tmp_path, name, command):
     line, field = SCENARIO_CASES[name]
     key = line.split(":")[0]
     lines = [v for k, v in GOOD_SCENARIO.items() if k != key] + [line]
     path = tmp_path / "s.yaml"
     path.write_text("\n".join(lines) + "\n")
     before = root_interfaces(), os.listdir("/proc")
-    proc = railbed("run", str(path), "--out", str(tmp_path / "out"))
+    proc = railbed(command, str(path), "--out", str(tmp_path / "out"))
     assert proc.returncode == 2, proc.stderr
     err = proc.stderr.strip().splitlines()
     assert len(err) == 1 and err[0].startswith(f"railbed: {field}:"), err
     assert root_interfaces() == before[0]
     assert not (tmp_path / "out").exists()
+
+
+def test_simulate_writes_a_results_directory_without_root(tmp_path):
+    path = tmp_path / "s.yaml"
+    path.write_text("\n".join([*GOOD_SCENARIO.values(), "schedulers: [fifo, small-first]"]) + "\n")
+    proc = railbed("simulate", str(path), "--out", str(tmp_path / "out"))
+    assert proc.returncode == 0, proc.stderr
+    from railbed.results import RunResult
+
+    res = RunResult.load(tmp_path / "out" / "fifo" / "result.json")
+    assert res.backend == "simulator" and res.makespan > 0
+    # all-to-all of 2 x 1 MB on 1 Gbit/s NICs: each NIC sends and receives 1 MB
+    from railbed.units import wire_bytes
+
+    assert res.makespan == pytest.approx(wire_bytes(10**6) * 8 / 1e9, rel=1e-9)
+    assert "small-first" in (tmp_path / "out" / "comparison.txt").read_text()
+    assert "n/a (simulated)" in proc.stdout
