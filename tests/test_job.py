@@ -94,6 +94,29 @@ def test_hybrid_parallel_structure():
     job.topological_order()
 
 
+def test_tensor_parallel_groups_fill_servers_and_keep_traffic_on_rails():
+    """Hermod's simulation layout (TP 8, PP 8 on 8-GPU servers): a server is a tensor
+    group; every pipeline and ring flow goes between servers on its tensor rank's rail."""
+    dp, pp, tp, mb = 4, 8, 8, 2
+    job = hybrid_parallel(dp=dp, pp=pp, tp=tp, microbatches=mb, gpus_per_server=8, layout="megatron")
+    assert len(job.endpoints) == dp * pp * tp
+    assert len(job.flows) == tp * (2 * (dp - 1) * dp * pp + 2 * (pp - 1) * mb * dp)
+    assert len(job.tasks) == tp * 2 * pp * dp * mb
+    servers = {}
+    for name, ep in job.endpoints.items():
+        servers.setdefault(ep.pin.server, set()).add(name[: name.index("t")])
+    assert all(len(group) == 1 for group in servers.values())  # one (stage, replica) per server
+    for f in job.flows:
+        a, b = job.endpoints[f.src].pin, job.endpoints[f.dst].pin
+        assert a.server != b.server and a.nic == b.nic == int(f.src.split("t")[1])
+    with pytest.raises(SpecError) as err:
+        hybrid_parallel(tp=2, layout="rail")
+    assert err.value.field == "tp"
+    with pytest.raises(SpecError) as err:
+        hybrid_parallel(tp=3, gpus_per_server=8)
+    assert err.value.field == "tp"
+
+
 def test_generate_reads_units_and_names_bad_arguments():
     job = generate("all_to_all", {"n": 3, "size": "1MB", "compute": "2ms"})
     assert {f.size for f in job.flows} == {1_000_000}

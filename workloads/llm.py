@@ -1,13 +1,17 @@
 """LLM training traffic: data-parallel ring all-reduce and pipeline-parallel point-to-point.
 
-Endpoints are named ``p<stage>d<replica>`` and pinned by ``layout``
-(``G = gpus_per_server``; GPU *i* always uses NIC/rail *i*):
+Endpoints are named ``p<stage>d<replica>`` (``p<stage>d<replica>t<tensor rank>``
+when ``tp`` > 1) and pinned by ``layout`` (``G = gpus_per_server``; GPU *i*
+always uses NIC/rail *i*):
 
 ``"megatron"``
-    Megatron-LM's rank order with tensor parallelism 1 (seed 004, chapter 5
+    Megatron-LM's rank order, tensor parallelism fastest (seed 004, chapter 5
     describes the 3D-parallel jobs Hermod schedules): global rank
-    ``r = d + dp * p`` on server ``r // G``, GPU ``r % G``; data-parallel
-    neighbours mostly share a server.
+    ``r = t + tp * (d + dp * p)`` on server ``r // G``, GPU ``r % G``. With
+    ``tp`` = 1 data-parallel neighbours mostly share a server; with ``tp`` =
+    ``G`` (Hermod's simulations, Table 5.5: TP 8 and PP 8 on 8-GPU servers)
+    a server is one tensor-parallel group and every data- and
+    pipeline-parallel flow runs on the rail of its tensor rank.
 ``"rail"``
     replica *d* of stage *p* on server ``d + dp * (p // G)``, GPU ``p % G``:
     a stage's data-parallel ring crosses servers on one rail, consecutive
@@ -26,6 +30,12 @@ papers' 1F1B variants are a scheduler's business, not the workload's.
 Ring all-reduce (the NCCL ring): ``2 (n - 1)`` steps; in each, replica *i*
 sends ``gradient / n`` bytes to replica *i + 1*; step *s* of replica *i*
 starts when its step *s - 1* chunk from replica *i - 1* arrived.
+
+Tensor parallelism: each tensor rank has its own pipeline (its share of
+every activation) and its own data-parallel ring (its shard of the
+gradients). The tensor-parallel all-reduces stay inside the server on
+NVLink; they are not flows here and belong in ``fwd``/``bwd``. The ranks of
+a group run in lockstep (same times, same sizes), so nothing forces them to.
 """
 
 from __future__ import annotations
@@ -82,13 +92,17 @@ def hybrid_parallel(
     layout: str | None = "megatron",
     dscp: dict[str, int] | None = None,
     name: str | None = None,
+    tp: int = 1,
 ) -> Job:
-    """A ``dp`` x ``pp`` training job (see the module docstring).
+    """A ``tp`` x ``dp`` x ``pp`` training job (see the module docstring).
 
-    ``dscp`` maps a coflow type (``PP``, ``DP``) to a DSCP written into the
-    flows' ``tags`` for tag-driven schedulers (``tag-priority``)."""
+    ``activation`` and ``gradient`` are the bytes *each* rank sends to the
+    next stage and all-reduces. ``dscp`` maps a coflow type (``PP``, ``DP``)
+    to a DSCP written into the flows' ``tags`` for tag-driven schedulers
+    (``tag-priority``)."""
     _check("dp", dp)
     _check("pp", pp)
+    _check("tp", tp)
     _check("microbatches", microbatches)
     _check("iterations", iterations)
     _check("gpus_per_server", gpus_per_server)
@@ -101,68 +115,85 @@ def hybrid_parallel(
     dp_tags = {"dscp": dscp["DP"]} if dscp and "DP" in dscp else {}
     if layout not in ("megatron", "rail", None):
         raise SpecError("layout", f"must be megatron, rail or null, got {layout!r}")
-    job = Job(name or f"llm-dp{dp}-pp{pp}-mb{microbatches}")
+    if tp > 1 and layout == "rail":
+        raise SpecError("tp", "tensor parallelism needs layout megatron (or null)")
+    if layout == "megatron" and gpus_per_server % tp:
+        raise SpecError("tp", f"a tensor-parallel group must fit in a server: {tp} does not divide {gpus_per_server}")
+    job = Job(name or (f"llm-dp{dp}-pp{pp}-mb{microbatches}" + (f"-tp{tp}" if tp > 1 else "")))
     G = gpus_per_server
+
+    def ep(p: int, d: int, t: int) -> str:
+        return f"p{p}d{d}" + (f"t{t}" if tp > 1 else "")
+
     for p in range(pp):
         for d in range(dp):
-            if layout == "megatron":
-                r = d + dp * p
-                pin = Location(r // G, f"gpu{r % G}", r % G)
-            elif layout == "rail":
-                pin = Location(d + dp * (p // G), f"gpu{p % G}", p % G)
-            else:
-                pin = None
-            job.endpoint(f"p{p}d{d}", pin)
+            for t in range(tp):
+                if layout == "megatron":
+                    r = t + tp * (d + dp * p)
+                    pin = Location(r // G, f"gpu{r % G}", r % G)
+                elif layout == "rail":
+                    pin = Location(d + dp * (p // G), f"gpu{p % G}", p % G)
+                else:
+                    pin = None
+                job.endpoint(ep(p, d, t), pin)
     last_of: dict[str, str] = {}  # endpoint -> last item of the previous iteration
     for it in range(iterations):
         done_bwd: dict[str, str] = {}
         for d in range(dp):
-            fwd_ids: dict[tuple[int, int], str] = {}
-            for m in range(microbatches):
-                for p in range(pp):
-                    ep = f"p{p}d{d}"
-                    deps = []
-                    if p > 0:
-                        deps.append(f"i{it}.act.p{p - 1}d{d}.m{m}")
-                    if m > 0:
-                        deps.append(fwd_ids[(p, m - 1)])
-                    elif ep in last_of:
-                        deps.append(last_of[ep])
-                    tid = job.task(f"i{it}.fwd.{ep}.m{m}", ep, fwd, deps, iteration=it, microbatch=m, layer=p)
-                    fwd_ids[(p, m)] = tid
-                    if p < pp - 1:
-                        job.flow(
-                            f"i{it}.act.{ep}.m{m}", ep, f"p{p + 1}d{d}", activation, [tid],
-                            iteration=it, microbatch=m, layer=p, coflow=f"i{it}.pp.m{m}", coflow_type="PP",
-                            tags=pp_tags,
-                        )  # fmt: skip
-            prev_bwd: dict[int, str] = {}
-            for m in range(microbatches):
-                for p in reversed(range(pp)):
-                    ep = f"p{p}d{d}"
-                    deps = [fwd_ids[(pp - 1, microbatches - 1)]] if p == pp - 1 else [f"i{it}.grad.p{p + 1}d{d}.m{m}"]
-                    if p in prev_bwd:
-                        deps.append(prev_bwd[p])
-                    elif p < pp - 1:
-                        deps.append(fwd_ids[(p, microbatches - 1)])
-                    tid = job.task(f"i{it}.bwd.{ep}.m{m}", ep, bwd, deps, iteration=it, microbatch=m, layer=p)
-                    prev_bwd[p] = tid
-                    if p > 0:
-                        job.flow(
-                            f"i{it}.grad.{ep}.m{m}", ep, f"p{p - 1}d{d}", activation, [tid],
-                            iteration=it, microbatch=m, layer=p, coflow=f"i{it}.pp.m{m}", coflow_type="PP",
-                            tags=pp_tags,
-                        )  # fmt: skip
-            for p in range(pp):
-                done_bwd[f"p{p}d{d}"] = prev_bwd[p]
+            for t in range(tp):
+                _pipeline(job, it, d, t, pp, microbatches, fwd, bwd, activation, ep, last_of, done_bwd, pp_tags)
         for p in range(pp):
-            ranks = [f"p{p}d{d}" for d in range(dp)]
-            if dp > 1 and gradient > 0:
-                ends = ring_allreduce(
-                    job, ranks, gradient, {r: [done_bwd[r]] for r in ranks}, f"i{it}.ar.p{p}",
-                    iteration=it, layer=p, coflow=f"i{it}.dp.p{p}", coflow_type="DP", tags=dp_tags,
-                )  # fmt: skip
-                last_of.update(ends)
-            else:
-                last_of.update({r: done_bwd[r] for r in ranks})
+            for t in range(tp):
+                ranks = [ep(p, d, t) for d in range(dp)]
+                if dp > 1 and gradient > 0:
+                    ends = ring_allreduce(
+                        job, ranks, gradient, {r: [done_bwd[r]] for r in ranks},
+                        f"i{it}.ar.p{p}" + (f"t{t}" if tp > 1 else ""),
+                        iteration=it, layer=p, coflow=f"i{it}.dp.p{p}", coflow_type="DP", tags=dp_tags,
+                    )  # fmt: skip
+                    last_of.update(ends)
+                else:
+                    last_of.update({r: done_bwd[r] for r in ranks})
     return job.validate()
+
+
+def _pipeline(job, it, d, t, pp, microbatches, fwd, bwd, activation, ep, last_of, done_bwd, pp_tags) -> None:
+    """One replica's (and tensor rank's) GPipe schedule of iteration ``it``: forwards, then backwards."""
+    fwd_ids: dict[tuple[int, int], str] = {}
+    for m in range(microbatches):
+        for p in range(pp):
+            here = ep(p, d, t)
+            deps = []
+            if p > 0:
+                deps.append(f"i{it}.act.{ep(p - 1, d, t)}.m{m}")
+            if m > 0:
+                deps.append(fwd_ids[(p, m - 1)])
+            elif here in last_of:
+                deps.append(last_of[here])
+            tid = job.task(f"i{it}.fwd.{here}.m{m}", here, fwd, deps, iteration=it, microbatch=m, layer=p)
+            fwd_ids[(p, m)] = tid
+            if p < pp - 1:
+                job.flow(
+                    f"i{it}.act.{here}.m{m}", here, ep(p + 1, d, t), activation, [tid],
+                    iteration=it, microbatch=m, layer=p, coflow=f"i{it}.pp.m{m}", coflow_type="PP",
+                    tags=pp_tags,
+                )  # fmt: skip
+    prev_bwd: dict[int, str] = {}
+    for m in range(microbatches):
+        for p in reversed(range(pp)):
+            here = ep(p, d, t)
+            deps = [fwd_ids[(pp - 1, microbatches - 1)]] if p == pp - 1 else [f"i{it}.grad.{ep(p + 1, d, t)}.m{m}"]
+            if p in prev_bwd:
+                deps.append(prev_bwd[p])
+            elif p < pp - 1:
+                deps.append(fwd_ids[(p, microbatches - 1)])
+            tid = job.task(f"i{it}.bwd.{here}.m{m}", here, bwd, deps, iteration=it, microbatch=m, layer=p)
+            prev_bwd[p] = tid
+            if p > 0:
+                job.flow(
+                    f"i{it}.grad.{here}.m{m}", here, ep(p - 1, d, t), activation, [tid],
+                    iteration=it, microbatch=m, layer=p, coflow=f"i{it}.pp.m{m}", coflow_type="PP",
+                    tags=pp_tags,
+                )  # fmt: skip
+    for p in range(pp):
+        done_bwd[ep(p, d, t)] = prev_bwd[p]
