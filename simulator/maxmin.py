@@ -74,54 +74,108 @@ def _maxmin(link_cap, flow_links, nhops, prio, cap, act, n, rates, left, count, 
     """Rates of the ``n`` active flows ``act[:n]`` into ``rates``.
 
     ``flow_links[f, :nhops[f]]`` are flow f's links; ``left``/``count`` (per
-    link) and ``state`` (per flow) are scratch arrays."""
+    link) and ``state`` (per flow) are scratch arrays. Each round finds the
+    water level (the smallest fair share of a link still in use, or the
+    smallest cap of an unfrozen flow) and freezes the flows of the links at
+    that level through per-link flow lists, so a round costs the links in use
+    plus the flows it freezes, not every flow."""
+    nlinks = link_cap.shape[0]
+    used = np.empty(nlinks, dtype=np.int64)
+    start = np.empty(nlinks, dtype=np.int64)
+    fill = np.empty(nlinks, dtype=np.int64)
+    members = np.empty(max(n * flow_links.shape[1], 1), dtype=np.int64)
+    newly = np.empty(max(n, 1), dtype=np.int64)
+    present = np.zeros(CLASSES, dtype=np.int64)
     for i in range(n):
         f = act[i]
+        present[prio[f]] += 1
         for h in range(nhops[f]):
             lk = flow_links[f, h]
             left[lk] = link_cap[lk]
             count[lk] = 0
     for level in range(CLASSES - 1, -1, -1):
-        m = 0
+        m = present[level]
+        if m == 0:
+            continue
+        # the class's links and per-link flow lists
+        nused = 0
+        ncapped = 0
         for i in range(n):
             f = act[i]
-            if prio[f] == level:
-                state[f] = 0  # 0 unfrozen, 1 freezing in this round, 2 frozen
-                m += 1
-                for h in range(nhops[f]):
-                    count[flow_links[f, h]] += 1
+            if prio[f] != level:
+                continue
+            state[f] = 0  # 0 unfrozen, 1 freezing in this round, 2 frozen
+            if cap[f] < np.inf:
+                ncapped += 1
+            for h in range(nhops[f]):
+                lk = flow_links[f, h]
+                if count[lk] == 0:
+                    used[nused] = lk
+                    nused += 1
+                count[lk] += 1
+        total = 0
+        for k in range(nused):
+            lk = used[k]
+            start[lk] = total
+            fill[lk] = total
+            total += count[lk]
+        capped = np.empty(ncapped, dtype=np.int64)
+        ncapped = 0
+        for i in range(n):
+            f = act[i]
+            if prio[f] != level:
+                continue
+            if cap[f] < np.inf:
+                capped[ncapped] = f
+                ncapped += 1
+            for h in range(nhops[f]):
+                lk = flow_links[f, h]
+                members[fill[lk]] = f
+                fill[lk] += 1
+        capped = capped[np.argsort(cap[capped], kind="mergesort")]
+        next_cap = 0
         while m > 0:
             water = np.inf
-            for i in range(n):
-                f = act[i]
-                if prio[f] != level or state[f] != 0:
-                    continue
-                if cap[f] < water:
-                    water = cap[f]
-                for h in range(nhops[f]):
-                    lk = flow_links[f, h]
+            for k in range(nused):
+                lk = used[k]
+                if count[lk] > 0:
                     s = left[lk] / count[lk]
                     if s < water:
                         water = s
+            while next_cap < ncapped and state[capped[next_cap]] != 0:
+                next_cap += 1
+            if next_cap < ncapped and cap[capped[next_cap]] < water:
+                water = cap[capped[next_cap]]
             limit = water * (1 + EPS)
-            for i in range(n):
-                f = act[i]
-                if prio[f] != level or state[f] != 0:
-                    continue
-                if cap[f] <= limit:
+            nnew = 0
+            k = next_cap
+            while k < ncapped and cap[capped[k]] <= limit:
+                f = capped[k]
+                if state[f] == 0:
                     rates[f] = cap[f]
                     state[f] = 1
-                    continue
-                for h in range(nhops[f]):
-                    lk = flow_links[f, h]
-                    if left[lk] / count[lk] <= limit:
-                        rates[f] = water
-                        state[f] = 1
-                        break
-            for i in range(n):
-                f = act[i]
-                if prio[f] != level or state[f] != 1:
-                    continue
+                    newly[nnew] = f
+                    nnew += 1
+                k += 1
+            for k in range(nused):
+                lk = used[k]
+                if count[lk] > 0 and left[lk] / count[lk] <= limit:
+                    for j in range(start[lk], fill[lk]):
+                        f = members[j]
+                        if state[f] == 0:
+                            rates[f] = water
+                            state[f] = 1
+                            newly[nnew] = f
+                            nnew += 1
+            if nnew == 0:  # only flows without links and without a cap are left
+                for i in range(n):
+                    f = act[i]
+                    if prio[f] == level and state[f] == 0:
+                        rates[f] = np.inf
+                        state[f] = 2
+                break
+            for j in range(nnew):
+                f = newly[j]
                 state[f] = 2
                 m -= 1
                 for h in range(nhops[f]):
