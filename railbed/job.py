@@ -102,6 +102,9 @@ class Attributes:
     tags: Mapping[str, Any] = field(default_factory=dict)
 
 
+_ATTRIBUTE_NAMES = tuple(f.name for f in fields(Attributes))
+
+
 @dataclass(frozen=True)
 class Task(Attributes):
     id: str
@@ -348,4 +351,5 @@ class Job:
 
 def attrs_of(item: Item) -> dict[str, Any]:
     """The scheduler-facing attributes of an item (for result records)."""
-    return {f.name: getattr(item, f.name) for f in fields(Attributes) if getattr(item, f.name) not in (None, {})}
+    values = ((name, getattr(item, name)) for name in _ATTRIBUTE_NAMES)
+    return {name: v for name, v in values if v is not None and v != {}}
