@@ -105,29 +105,34 @@ def cmd_clean(_args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_run(args: argparse.Namespace) -> int:
-    from scenarios.runner import Scenario, run_scenario
+def _scenario_and_out(args: argparse.Namespace, kind: str = ""):
+    """The scenario file (validated) and its results directory (default results/<name>[-kind]-<time>)."""
+    from scenarios.runner import Scenario
 
     sc = Scenario.load(args.scenario)
-    out = Path(args.out or f"results/{sc.name}-{time.strftime('%Y%m%d-%H%M%S')}")
+    return sc, Path(args.out or f"results/{sc.name}{kind}-{time.strftime('%Y%m%d-%H%M%S')}")
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from scenarios.runner import run_scenario
+
+    sc, out = _scenario_and_out(args)
     run_scenario(sc, out, echo=_say, scale=args.scale, schedulers=args.scheduler)
     return 0
 
 
 def cmd_simulate(args: argparse.Namespace) -> int:
-    from scenarios.runner import Scenario, simulate_scenario
+    from scenarios.runner import simulate_scenario
 
-    sc = Scenario.load(args.scenario)
-    out = Path(args.out or f"results/{sc.name}-sim-{time.strftime('%Y%m%d-%H%M%S')}")
+    sc, out = _scenario_and_out(args, "-sim")
     simulate_scenario(sc, out, echo=_say, schedulers=args.scheduler, engine=args.engine)
     return 0
 
 
 def cmd_crosscheck(args: argparse.Namespace) -> int:
-    from scenarios.runner import Scenario, crosscheck_scenario
+    from scenarios.runner import crosscheck_scenario
 
-    sc = Scenario.load(args.scenario)
-    out = Path(args.out or f"results/{sc.name}-crosscheck-{time.strftime('%Y%m%d-%H%M%S')}")
+    sc, out = _scenario_and_out(args, "-crosscheck")
     crosscheck_scenario(sc, out, echo=_say, scale=args.scale, schedulers=args.scheduler)
     return 0
 

@@ -16,8 +16,10 @@ A scenario is YAML (``railbed run scenario.yaml``)::
     strict: false                      # a broken fidelity report fails the run
     timeout: 600                       # real seconds per scheduler run
 
-Each scheduler runs on the same emulated cluster (built once), one after
-the other. The results directory gets ``scenario.yaml``, ``cluster.yaml``,
+``railbed run`` runs each scheduler on the same emulated cluster (built
+once), one after the other; ``railbed simulate`` runs them on the
+flow-level simulator (:func:`simulate_scenario`, no root) and ``railbed
+crosscheck`` on both (:func:`crosscheck_scenario`). The results directory gets ``scenario.yaml``, ``cluster.yaml``,
 ``job.json`` (replayable), ``<scheduler>/result.json`` and
 ``<scheduler>/summary.txt`` per run, ``comparison.txt`` and ``index.json``
 (makespan per scheduler).
@@ -176,6 +178,11 @@ def run_scenario(
             result.save(run_dir / "result.json")
             (run_dir / "summary.txt").write_text(result.summary() + "\n")
             echo(result.summary())
+    _write_comparison(sc, results, out_dir, echo)
+    return results
+
+
+def _write_comparison(sc: Scenario, results: list[RunResult], out_dir: Path, echo: Callable[[str], None]) -> None:
     table = comparison_table(results)
     (out_dir / "comparison.txt").write_text(table + "\n")
     (out_dir / "index.json").write_text(
@@ -185,7 +192,6 @@ def run_scenario(
     echo("")
     echo(table)
     echo(f"results in {out_dir}")
-    return results
 
 
 def _write_inputs(sc: Scenario, out_dir: Path) -> None:
@@ -228,17 +234,7 @@ def simulate_scenario(
         else:
             echo(f"  {name}: makespan {result.makespan:.6g} s simulated in {result.wall_seconds:.2f} s")
     if file_name == "result.json":
-        table = comparison_table(results)
-        (out_dir / "comparison.txt").write_text(table + "\n")
-        (out_dir / "index.json").write_text(
-            json.dumps(
-                {"scenario": sc.name, "runs": [{"scheduler": r.scheduler, "makespan": r.makespan} for r in results]}
-            )
-            + "\n"
-        )
-        echo("")
-        echo(table)
-        echo(f"results in {out_dir}")
+        _write_comparison(sc, results, out_dir, echo)
     return results
 
 
