@@ -101,6 +101,12 @@ class Simulation:
         total = len(disp.job.items)
         self._do(disp.begin(0.0))
         while not disp.finished:
+            if self.progress is not None and time.perf_counter() >= next_progress:
+                self.progress(
+                    f"  {time.perf_counter() - wall0:6.1f} s wall, {self.now:.4g} s model: "
+                    f"{total - disp.remaining}/{total} done, {self.network.active} flows active, {self.events} events"
+                )
+                next_progress = time.perf_counter() + self.progress_every
             t_limit = self._timers[0][0] if self._timers else math.inf
             if t_limit == math.inf and self.network.active == 0:
                 raise RuntimeError(f"simulator: {disp.remaining} items unfinished and nothing pending (a bug)")
@@ -125,12 +131,6 @@ class Simulation:
                 else:
                     assert flow is not None
                     self._join(flow)
-            if self.progress is not None and time.perf_counter() >= next_progress:
-                self.progress(
-                    f"  {time.perf_counter() - wall0:6.1f} s wall, {t:.4g} s model: "
-                    f"{total - disp.remaining}/{total} done, {self.network.active} flows active, {self.events} events"
-                )
-                next_progress = time.perf_counter() + self.progress_every
         result = disp.result("simulator")
         result.links = self.fabric.link_stats(self.network.link_bits, self.network.link_peak, result.makespan)
         result.notes.append(MODEL_NOTE)

@@ -324,3 +324,13 @@ def test_fabric_routes_are_the_topologys_paths():
     route = fab.route((0, 0), (1, 2), 1)
     assert [fab.names[i] for i in route.links] == [f"{h.node}:{h.ifname}" for h in topo.path((0, 0), (1, 2), 1)]
     assert len(route.links) == 4
+
+
+def test_a_long_run_reports_progress():
+    job = hybrid_parallel(dp=4, pp=4, microbatches=2, iterations=1, layout="rail", gpus_per_server=4)
+    lines = []
+    sim = Simulation(job, by_name("fifo"), ClusterSpec.load("examples/rail-4x4.yaml"), progress=lines.append)
+    sim.progress_every = 0.0  # every step
+    res = sim.run()
+    assert len(lines) == sim.steps and "flows active" in lines[-1] and "done" in lines[-1]
+    assert f"{sim.events} events in {sim.steps} steps" in " ".join(res.notes)
