@@ -20,7 +20,8 @@ Ties: a flow freezes when its cap or a link's fair share is within a factor
 anything a result reports, far above float rounding).
 
 :func:`maxmin_reference` is the slow, obviously correct version (dicts and
-sets); ``_maxmin`` is the numba kernel the simulator runs on every event.
+sets); ``_maxmin`` is the numba kernel the simulator runs whenever the set
+of flows or a cap changes.
 :func:`maxmin` is its thin public wrapper; the tests make the two agree.
 """
 

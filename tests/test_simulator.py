@@ -334,3 +334,20 @@ def test_a_long_run_reports_progress():
     res = sim.run()
     assert len(lines) == sim.steps and "flows active" in lines[-1] and "done" in lines[-1]
     assert f"{sim.events} events in {sim.steps} steps" in " ".join(res.notes)
+
+
+def test_the_numba_network_grows_its_slot_arrays():
+    capacity = [1e9, 2e9, 5e8]
+    fast, slow = NumbaNetwork(capacity, slots=2), ReferenceNetwork(capacity)
+    for net in (fast, slow):
+        for f in range(9):
+            net.add((f % 3, (f + 1) % 3), f % 2, None if f % 4 else 3e8, 1e6 * (f + 1))
+    now_f = now_s = 0.0
+    ends_f, ends_s = {}, {}
+    while fast.active or slow.active:
+        now_f, done_f = fast.advance(now_f, math.inf)
+        now_s, done_s = slow.advance(now_s, math.inf)
+        ends_f.update(dict.fromkeys(done_f, now_f))
+        ends_s.update(dict.fromkeys(done_s, now_s))
+    assert len(fast.rem) >= 9
+    assert sorted(ends_f.values()) == pytest.approx(sorted(ends_s.values()), rel=1e-9)
