@@ -175,26 +175,27 @@ def build_parser() -> argparse.ArgumentParser:
     u.add_argument("-v", "--verbose", action="store_true")
     u.set_defaults(func=cmd_up)
 
-    r = sub.add_parser("run", help="run a scenario (cluster + job + schedulers) and compare (root)")
-    r.add_argument("scenario", help="scenario YAML (see scenarios/runner.py)")
-    r.add_argument("--out", default=None, help="results directory (default results/<name>-<time>)")
-    r.add_argument("--scale", type=_scale_arg, default=None, help="override the scenario's k")
-    r.add_argument("--scheduler", action="append", default=None, help="run only these schedulers (repeatable)")
-    r.set_defaults(func=cmd_run)
+    def scenario_command(name: str, help_: str, func, kind: str = "", scale: bool = True):
+        c = sub.add_parser(name, help=help_)
+        c.add_argument("scenario", help="scenario YAML (see scenarios/runner.py)")
+        c.add_argument("--out", default=None, help=f"results directory (default results/<name>{kind}-<time>)")
+        if scale:
+            c.add_argument("--scale", type=_scale_arg, default=None, help="override the scenario's k")
+        c.add_argument("--scheduler", action="append", default=None, help="run only these schedulers (repeatable)")
+        c.set_defaults(func=func)
+        return c
 
-    s = sub.add_parser("simulate", help="run a scenario on the flow-level simulator (no root)")
-    s.add_argument("scenario", help="scenario YAML (see scenarios/runner.py)")
-    s.add_argument("--out", default=None, help="results directory (default results/<name>-sim-<time>)")
-    s.add_argument("--scheduler", action="append", default=None, help="run only these schedulers (repeatable)")
+    scenario_command("run", "run a scenario (cluster + job + schedulers) and compare (root)", cmd_run)
+    s = scenario_command(
+        "simulate", "run a scenario on the flow-level simulator (no root)", cmd_simulate, "-sim", False
+    )
     s.add_argument("--engine", default="numba", choices=["numba", "reference"], help="reference: the slow oracle")
-    s.set_defaults(func=cmd_simulate)
-
-    x = sub.add_parser("crosscheck", help="run a scenario on the emulator and the simulator and compare (root)")
-    x.add_argument("scenario", help="scenario YAML (see scenarios/runner.py)")
-    x.add_argument("--out", default=None, help="results directory (default results/<name>-crosscheck-<time>)")
-    x.add_argument("--scale", type=_scale_arg, default=None, help="override the scenario's k")
-    x.add_argument("--scheduler", action="append", default=None, help="run only these schedulers (repeatable)")
-    x.set_defaults(func=cmd_crosscheck)
+    scenario_command(
+        "crosscheck",
+        "run a scenario on the emulator and the simulator and compare (root)",
+        cmd_crosscheck,
+        "-crosscheck",
+    )
 
     k = sub.add_parser("clean", help="remove what a killed run left behind (root)")
     k.set_defaults(func=cmd_clean)

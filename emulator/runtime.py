@@ -116,7 +116,6 @@ class _Run:
         self.sample_interval = sample_interval
         self.faults = faults or Faults()
         self.agents: dict[int, _AgentConn] = {}
-        self.by_sock: dict[int, _AgentConn] = {}
         self.by_index: dict[int, StartFlow] = {}
         self.traces: dict[str, list[tuple[float, int]]] = {}
         self.rerated: set[str] = set()
@@ -228,7 +227,6 @@ class _Run:
             conn.settimeout(None)
             agent.sock = conn
             agent.buf = hello.split(b"\n", 1)[1]
-            self.by_sock[conn.fileno()] = agent
             pending.discard(agent.server)
 
     def _agent_died(self, agent: _AgentConn) -> RunFailed:
@@ -289,13 +287,13 @@ class _Run:
 
     def _do(self, actions: list[Action]) -> None:
         topo = self.tb.topology
-        lat = self.tb.spec.fabric.latency if self.tb.latency_mode == "agents" else 0.0
+        agents_delay = self.tb.latency_mode == "agents"
         for a in actions:
             if isinstance(a, StartWait):
                 self._send(a.server, {"op": "wait", "key": a.key, "until": self._real(self.now + a.seconds)})
             elif isinstance(a, StartFlow):
                 self.by_index[a.index] = a
-                delay = lat * len(topo.path(a.src, a.dst)) if lat else 0.0
+                delay = topo.one_way_latency(a.src, a.dst) if agents_delay else 0.0
                 msg = {
                     "op": "send",
                     "id": a.id,

@@ -150,13 +150,6 @@ class Plan:
     def rows(self) -> list[tuple[int, int, int, int]]:
         return list(zip(self.vertex.tolist(), self.stage.tolist(), self.src.tolist(), self.dst.tolist()))
 
-    def send_tables(self) -> dict[tuple[int, int, int], list[int]]:
-        """DGCL's execution form (section 5.3): (from, to, stage) -> vertex ids sent."""
-        out: dict[tuple[int, int, int], list[int]] = {}
-        for v, k, a, b in self.rows():
-            out.setdefault((a, b, k), []).append(v)
-        return out
-
 
 # ---------------------------------------------------------------- cost model
 def stage_times(topo: CommTopology, plan: Plan, req: Requirements) -> np.ndarray:

@@ -189,6 +189,10 @@ class Topology:
         hops.append(Hop(down.node, down.ifname))
         return hops
 
+    def one_way_latency(self, src: tuple[int, int], dst: tuple[int, int]) -> float:
+        """The fabric latency of every link a flow from NIC ``src`` to NIC ``dst`` crosses."""
+        return self.spec.fabric.latency * len(self.path(src, dst))
+
     def ecmp_spine(self, src: tuple[int, int], dst: tuple[int, int], key: str) -> int | None:
         """The spine a flow from NIC ``src`` to NIC ``dst`` crosses (``None``: same leaf).
 

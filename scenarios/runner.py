@@ -146,40 +146,26 @@ def _bool(value: Any, field: str) -> bool:
     return value
 
 
-def run_scenario(
-    sc: Scenario,
-    out_dir: Path,
-    echo: Callable[[str], None] = print,
-    scale: float | None = None,
-    schedulers: list[str] | None = None,
-) -> list[RunResult]:
-    """Build the cluster once, run the job under each scheduler, write the results directory."""
-    from emulator.runtime import run
-    from emulator.testbed import Testbed
-
+def _scheduler_names(sc: Scenario, schedulers: list[str] | None) -> list[str]:
     names = schedulers or sc.schedulers
     for i, name in enumerate(names):
         by_name(name, f"schedulers[{i}]")
-    _write_inputs(sc, out_dir)
-    results = []
-    tb = Testbed(sc.cluster, policy=sc.policy, scale=scale or sc.scale, latency=sc.latency)
-    with tb:
-        echo(f"{sc.name}: {sc.cluster.summary()}")
-        echo(
-            f"  {sc.job!r}; built in {tb.build_seconds:.1f} s; k = {tb.scale.k:g}; "
-            f"policy {tb.policy.name}; latency {tb.latency_mode}"
-        )
-        for name in names:
-            echo(f"running {name} ...")
-            result = run(sc.job, by_name(name), tb, trace=sc.trace, progress=echo, timeout=sc.timeout, strict=sc.strict)
-            results.append(result)
-            run_dir = out_dir / name
-            run_dir.mkdir(exist_ok=True)
-            result.save(run_dir / "result.json")
-            (run_dir / "summary.txt").write_text(result.summary() + "\n")
-            echo(result.summary())
-    _write_comparison(sc, results, out_dir, echo)
-    return results
+    return names
+
+
+def _write_inputs(sc: Scenario, out_dir: Path) -> None:
+    out_dir.mkdir(parents=True, exist_ok=True)
+    (out_dir / "scenario.yaml").write_text(yaml.safe_dump(sc.source or {}, sort_keys=False))
+    (out_dir / "cluster.yaml").write_text(yaml.safe_dump(sc.cluster.to_dict(), sort_keys=False))
+    sc.job.save(out_dir / "job.json")
+
+
+def _save_run(result: RunResult, out_dir: Path, name: str, echo: Callable[[str], None]) -> None:
+    run_dir = out_dir / name
+    run_dir.mkdir(exist_ok=True)
+    result.save(run_dir / "result.json")
+    (run_dir / "summary.txt").write_text(result.summary() + "\n")
+    echo(result.summary())
 
 
 def _write_comparison(sc: Scenario, results: list[RunResult], out_dir: Path, echo: Callable[[str], None]) -> None:
@@ -194,11 +180,41 @@ def _write_comparison(sc: Scenario, results: list[RunResult], out_dir: Path, ech
     echo(f"results in {out_dir}")
 
 
-def _write_inputs(sc: Scenario, out_dir: Path) -> None:
-    out_dir.mkdir(parents=True, exist_ok=True)
-    (out_dir / "scenario.yaml").write_text(yaml.safe_dump(sc.source or {}, sort_keys=False))
-    (out_dir / "cluster.yaml").write_text(yaml.safe_dump(sc.cluster.to_dict(), sort_keys=False))
-    sc.job.save(out_dir / "job.json")
+def _simulate(sc: Scenario, name: str, engine: str, echo: Callable[[str], None]) -> RunResult:
+    from simulator import simulate
+
+    echo(f"simulating {name} ...")
+    return simulate(sc.job, by_name(name), sc.cluster, policy=sc.policy, engine=engine, progress=echo)
+
+
+def run_scenario(
+    sc: Scenario,
+    out_dir: Path,
+    echo: Callable[[str], None] = print,
+    scale: float | None = None,
+    schedulers: list[str] | None = None,
+) -> list[RunResult]:
+    """Build the cluster once, run the job under each scheduler, write the results directory."""
+    from emulator.runtime import run
+    from emulator.testbed import Testbed
+
+    names = _scheduler_names(sc, schedulers)
+    _write_inputs(sc, out_dir)
+    results = []
+    tb = Testbed(sc.cluster, policy=sc.policy, scale=scale or sc.scale, latency=sc.latency)
+    with tb:
+        echo(f"{sc.name}: {sc.cluster.summary()}")
+        echo(
+            f"  {sc.job!r}; built in {tb.build_seconds:.1f} s; k = {tb.scale.k:g}; "
+            f"policy {tb.policy.name}; latency {tb.latency_mode}"
+        )
+        for name in names:
+            echo(f"running {name} ...")
+            result = run(sc.job, by_name(name), tb, trace=sc.trace, progress=echo, timeout=sc.timeout, strict=sc.strict)
+            results.append(result)
+            _save_run(result, out_dir, name, echo)
+    _write_comparison(sc, results, out_dir, echo)
+    return results
 
 
 def simulate_scenario(
@@ -207,34 +223,15 @@ def simulate_scenario(
     echo: Callable[[str], None] = print,
     schedulers: list[str] | None = None,
     engine: str = "numba",
-    file_name: str = "result.json",
 ) -> list[RunResult]:
-    """The scenario on the flow-level simulator (no root): one result per scheduler.
-
-    Writes the inputs, ``<scheduler>/<file_name>`` and, for a plain simulated
-    run (``file_name`` = ``result.json``), ``summary.txt``, ``comparison.txt``
-    and ``index.json`` as :func:`run_scenario` does."""
-    from simulator import simulate
-
-    names = schedulers or sc.schedulers
-    for i, name in enumerate(names):
-        by_name(name, f"schedulers[{i}]")
+    """The scenario on the flow-level simulator (no root): the same results directory as :func:`run_scenario`."""
+    names = _scheduler_names(sc, schedulers)
     _write_inputs(sc, out_dir)
     results = []
     for name in names:
-        echo(f"simulating {name} ...")
-        result = simulate(sc.job, by_name(name), sc.cluster, policy=sc.policy, engine=engine, progress=echo)
-        results.append(result)
-        run_dir = out_dir / name
-        run_dir.mkdir(exist_ok=True)
-        result.save(run_dir / file_name)
-        if file_name == "result.json":
-            (run_dir / "summary.txt").write_text(result.summary() + "\n")
-            echo(result.summary())
-        else:
-            echo(f"  {name}: makespan {result.makespan:.6g} s simulated in {result.wall_seconds:.2f} s")
-    if file_name == "result.json":
-        _write_comparison(sc, results, out_dir, echo)
+        results.append(_simulate(sc, name, engine, echo))
+        _save_run(results[-1], out_dir, name, echo)
+    _write_comparison(sc, results, out_dir, echo)
     return results
 
 
@@ -253,8 +250,11 @@ def crosscheck_scenario(
     from simulator.crosscheck import compare
 
     emulated = run_scenario(sc, out_dir, echo=echo, scale=scale, schedulers=schedulers)
-    simulated = simulate_scenario(sc, out_dir, echo=echo, schedulers=schedulers, file_name="simulated.json")
-    checks = [compare(e, s) for e, s in zip(emulated, simulated)]
+    checks = []
+    for name, result in zip(_scheduler_names(sc, schedulers), emulated):
+        simulated = _simulate(sc, name, "numba", echo)
+        simulated.save(out_dir / name / "simulated.json")
+        checks.append(compare(result, simulated))
     text = "\n\n".join(c.report() for c in checks)
     (out_dir / "crosscheck.txt").write_text(text + "\n")
     (out_dir / "crosscheck.json").write_text(json.dumps([c.to_dict() for c in checks], indent=1) + "\n")

@@ -32,8 +32,6 @@ class FlowDiff:
     id: str
     emulated: float  # flow completion time (s), end - start
     simulated: float
-    emulated_end: float
-    simulated_end: float
 
     @property
     def rel(self) -> float:
@@ -137,7 +135,7 @@ def compare(emulated: RunResult, simulated: RunResult, margin: float = ORDER_MAR
         if e.dst_server == e.server:
             out.local_flows += 1
             continue
-        out.flows.append(FlowDiff(fid, e.duration, s.duration, e.end, s.end))
+        out.flows.append(FlowDiff(fid, e.duration, s.duration))
         ends.append((fid, s.end, e.end))
     out.order_pairs, out.order_violations = order_violations(ends, margin)
     return out

@@ -38,7 +38,7 @@ class Fabric:
         if route is None:
             hops = self.topology.path(src, dst, spine)
             links = tuple(self.index[(h.node, h.ifname)] for h in hops)
-            route = Route(links, self.topology.spec.fabric.latency * len(links))
+            route = Route(links, self.topology.one_way_latency(src, dst))
             self._routes[key] = route
         return route
 

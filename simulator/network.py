@@ -34,6 +34,14 @@ class NoProgress(RuntimeError):
     """Active flows have no rate and nothing else can happen (a link of capacity 0)."""
 
 
+@njit(cache=True, inline="always")
+def _finish_time(now, rem, rate):  # pragma: no cover - numba
+    """When a flow with ``rem`` bits left at ``rate`` finishes (``now`` if none left, inf if starved)."""
+    if rem <= 0.0:
+        return now
+    return now + rem / rate if rate > 0.0 else np.inf
+
+
 @njit(cache=True)
 def _advance(
     now, t_limit, dirty, link_cap, flow_links, nhops, prio, cap, rem, rates, act, n,
@@ -63,7 +71,7 @@ def _advance(
     t_min = np.inf
     for i in range(n):
         f = act[i]
-        t = now if rem[f] <= 0.0 else (now + rem[f] / rates[f] if rates[f] > 0.0 else np.inf)
+        t = _finish_time(now, rem[f], rates[f])
         if t < t_min:
             t_min = t
     if t_min == np.inf and t_limit == np.inf:
@@ -83,7 +91,7 @@ def _advance(
     keep = 0
     for i in range(n):
         f = act[i]
-        t = now if rem[f] <= 0.0 else (now + rem[f] / rates[f] if rates[f] > 0.0 else np.inf)
+        t = _finish_time(now, rem[f], rates[f])
         if t <= limit:
             moved = max(rem[f], 0.0)
             rem[f] = 0.0
@@ -161,9 +169,6 @@ class NumbaNetwork:
         self.cap[slot] = math.inf if cap is None else cap
         self.dirty = True
 
-    def rate(self, slot: int) -> float:
-        return float(self.rates[slot])
-
     def rates_of_active(self) -> dict[int, float]:
         """Slot -> rate of every active flow (rates of the last ``advance``)."""
         return {int(s): float(self.rates[s]) for s in self.act[: self.n]}
@@ -211,9 +216,6 @@ class ReferenceNetwork:
     def set_cap(self, slot: int, cap: float | None) -> None:
         self.flows[slot]["cap"] = math.inf if cap is None else cap
         self._dirty = True
-
-    def rate(self, slot: int) -> float:
-        return self._rates[slot]
 
     def rates_of_active(self) -> dict[int, float]:
         return {s: self._rates[s] for s in self.flows}

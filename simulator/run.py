@@ -40,7 +40,7 @@ from railbed.spec import ClusterSpec
 from railbed.topology import Topology
 from railbed.units import wire_bytes
 from schedulers.base import Scheduler
-from simulator.fabric import Fabric
+from simulator.fabric import Fabric, Route
 from simulator.network import NumbaNetwork, ReferenceNetwork
 from tc_policies.plan import Policy, policy_by_name
 
@@ -88,7 +88,7 @@ class Simulation:
         self.events = 0
         self.steps = 0
         self.network_seconds = 0.0
-        self._timers: list[tuple[float, int, str | None, StartFlow | None]] = []
+        self._timers: list[tuple[float, int, str | None, tuple[StartFlow, Route] | None]] = []
         self._seq = count()
         self._slot_of: dict[str, int] = {}
         self._flow_at: dict[int, StartFlow] = {}
@@ -130,7 +130,7 @@ class Simulation:
                     self._do(disp.wait_done(key, t))
                 else:
                     assert flow is not None
-                    self._join(flow)
+                    self._join(*flow)
         result = disp.result("simulator")
         result.links = self.fabric.link_stats(self.network.link_bits, self.network.link_peak, result.makespan)
         result.notes.append(MODEL_NOTE)
@@ -144,19 +144,18 @@ class Simulation:
             if isinstance(a, StartWait):
                 heapq.heappush(self._timers, (self.now + a.seconds, next(self._seq), a.key, None))
             elif isinstance(a, StartFlow):
-                latency = self.fabric.route(a.src, a.dst, a.spine).latency
-                if latency > 0:
-                    heapq.heappush(self._timers, (self.now + latency, next(self._seq), None, a))
+                route = self.fabric.route(a.src, a.dst, a.spine)
+                if route.latency > 0:
+                    heapq.heappush(self._timers, (self.now + route.latency, next(self._seq), None, (a, route)))
                 else:
-                    self._join(a)
+                    self._join(a, route)
             elif isinstance(a, SetRate):
                 slot = self._slot_of.get(a.id)
                 if slot is not None:  # else still in its latency: it joins with the dispatcher's current rate
                     self.network.set_cap(slot, a.rate)
 
-    def _join(self, flow: StartFlow) -> None:
+    def _join(self, flow: StartFlow, route: Route) -> None:
         """The flow's first byte has crossed its latency: it starts taking bandwidth."""
-        route = self.fabric.route(flow.src, flow.dst, flow.spine)
         active = self.dispatcher.view.active.get(flow.id)
         rate = active.rate if active is not None else flow.rate
         t0 = time.perf_counter()
