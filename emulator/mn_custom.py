@@ -10,9 +10,9 @@ Unlike ``railbed up``, ``mn`` keeps no run record: after a SIGKILL use
 Mininet's own ``mn -c``.
 """
 
-from emulator.testbed import default_scale
 from emulator.topo import ClusterTopo
 from railbed.spec import ClusterSpec
+from railbed.topology import default_scale
 from railbed.units import RateScale
 from tc_policies.plan import policy_by_name
 

@@ -41,19 +41,16 @@ from emulator.loadtest import _env, python_argv
 from emulator.state import STATE_DIR
 from emulator.testbed import Testbed
 from railbed.dispatch import Action, Dispatcher, SetRate, StartFlow, StartWait
+from railbed.errors import RunFailed
 from railbed.job import Job
 from railbed.results import RunResult
+from railbed.scheduler import Scheduler
 from railbed.topology import spine_mark
 from railbed.units import GOODPUT_FRACTION
-from schedulers.base import Scheduler
 
 AGENT_START_TIMEOUT = 30.0
 PROC_POLL = 0.25
 DEATH_GRACE = 0.5  # s to wait for a peer's death after an agent reports a connection error
-
-
-class RunFailed(RuntimeError):
-    """The run could not complete (an agent died, integrity, timeout); the message says where."""
 
 
 @dataclass

@@ -31,21 +31,12 @@ from emulator.netns import iproute_in
 from emulator.nodes import netns_path
 from emulator.state import RunState, pids_in_netns
 from emulator.topo import ClusterTopo
-from railbed.errors import EnvironmentProblem, SpecError
+from railbed.errors import EnvironmentProblem, Interrupted, SpecError
 from railbed.spec import ClusterSpec
-from railbed.topology import Topology
+from railbed.topology import Topology, default_scale
 from railbed.units import RateScale
 from tc_policies.netlink import PortCounters, read_counters
 from tc_policies.plan import Policy, policy_by_name
-
-
-class Interrupted(BaseException):
-    """The run received SIGTERM or SIGHUP; raised so the clean-up path runs."""
-
-    def __init__(self, signum: int) -> None:
-        self.signum = signum
-        super().__init__(f"interrupted by {signal.Signals(signum).name}")
-
 
 _OWNER_PID = os.getpid()
 
@@ -56,13 +47,6 @@ def _raise_interrupted(signum, _frame):
         os.kill(os.getpid(), signum)
         return
     raise Interrupted(signum)
-
-
-def default_scale(spec: ClusterSpec, topo: Topology | None = None) -> RateScale:
-    topo = topo if topo is not None else Topology(spec)
-    return RateScale.default_for(
-        [p.rate for p in topo.ports.values()], [r for s in spec.servers for r in s.nic_rates], os.cpu_count() or 1
-    )
 
 
 class Testbed:

@@ -29,9 +29,9 @@ from dataclasses import dataclass
 from railbed.errors import SpecError
 from railbed.job import Flow, Item, Job, Location, Placement, Task, attrs_of
 from railbed.results import ItemRecord, RunResult
+from railbed.scheduler import ActiveFlow, Decision, RunView, Scheduler
 from railbed.spec import ClusterSpec
 from railbed.topology import Topology
-from schedulers.base import ActiveFlow, Decision, RunView, Scheduler
 
 
 class SchedulerError(RuntimeError):

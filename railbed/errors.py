@@ -6,6 +6,8 @@ Every validation error in railbed names the field it is about (for example
 
 from __future__ import annotations
 
+import signal
+
 
 class RailbedError(Exception):
     """Base class of errors railbed reports to users."""
@@ -26,3 +28,15 @@ class SpecError(RailbedError, ValueError):
 
 class EnvironmentProblem(RailbedError):
     """The machine cannot do what was asked (not root, no mnexec, a leftover run)."""
+
+
+class RunFailed(RailbedError, RuntimeError):
+    """A run could not complete (an agent died, integrity, timeout); the message says where."""
+
+
+class Interrupted(BaseException):
+    """The run received SIGTERM or SIGHUP; raised so the clean-up path runs."""
+
+    def __init__(self, signum: int) -> None:
+        self.signum = signum
+        super().__init__(f"interrupted by {signal.Signals(signum).name}")

@@ -26,11 +26,13 @@ spines ``spine<p>``. Interface names: ``h<s>-eth<n>`` (NIC *n*),
 from __future__ import annotations
 
 import ipaddress
+import os
 import zlib
 from dataclasses import dataclass
 from functools import cached_property
 
 from railbed.spec import ClusterSpec
+from railbed.units import RateScale
 
 ROUTE_TABLE_BASE = 100
 SPINE_TABLE_BASE = 1000  # table of NIC n pinned to spine p: 1000 + 256 n + p (spines <= 250)
@@ -228,3 +230,11 @@ class Topology:
             leaf = int(port.address.split(".")[1])
             if ipaddress.ip_address(port.address) not in ipaddress.ip_network(leaf_subnet(leaf)):
                 raise AssertionError(f"{port.address} outside {leaf_subnet(leaf)}")
+
+
+def default_scale(spec: ClusterSpec, topo: Topology | None = None) -> RateScale:
+    """The rate scale k this machine uses for ``spec`` by default (:meth:`RateScale.default_for`)."""
+    topo = topo if topo is not None else Topology(spec)
+    return RateScale.default_for(
+        [p.rate for p in topo.ports.values()], [r for s in spec.servers for r in s.nic_rates], os.cpu_count() or 1
+    )

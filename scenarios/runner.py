@@ -41,6 +41,7 @@ from railbed.job import Job
 from railbed.results import RunResult, comparison_table
 from railbed.spec import ClusterSpec
 from schedulers import by_name
+from tc_policies.plan import policy_by_name
 from workloads import generate
 
 KEYS = {"name", "cluster", "job", "schedulers", "policy", "scale", "latency", "trace", "strict", "timeout"}
@@ -110,8 +111,7 @@ class Scenario:
         if len(set(scheds)) != len(scheds):
             raise SpecError("schedulers", "a scheduler is listed twice")
         policy = str(data.get("policy", "dscp-priority"))
-        if policy not in ("dscp-priority", "fifo"):
-            raise SpecError("policy", f"must be dscp-priority or fifo, got {policy!r}")
+        policy_by_name(policy)
         latency = str(data.get("latency", "auto"))
         if latency not in ("auto", "netem", "agents"):
             raise SpecError("latency", f"must be auto, netem or agents, got {latency!r}")

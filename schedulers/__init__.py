@@ -1,4 +1,4 @@
-"""Schedulers: pure algorithms behind the hooks of :mod:`schedulers.base`.
+"""Schedulers: pure algorithms behind the hooks of :mod:`railbed.scheduler`.
 
 Registered by name for scenario files and the CLI (:func:`by_name`).
 """
@@ -6,7 +6,7 @@ Registered by name for scenario files and the CLI (:func:`by_name`).
 from __future__ import annotations
 
 from railbed.errors import SpecError
-from schedulers.base import HOLD, Decision, RunView, Scheduler
+from railbed.scheduler import HOLD, Decision, RunView, Scheduler
 from schedulers.example import SmallFirst
 from schedulers.fifo import Fifo
 from schedulers.tagged import TagPriority

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from railbed.job import Flow
-from schedulers.base import HOLD, Decision, Scheduler, default_placement
+from railbed.scheduler import HOLD, Decision, Scheduler, default_placement
 
 
 class SmallFirst(Scheduler):

@@ -9,7 +9,7 @@ directly, which the cross-checks between backends use.
 from __future__ import annotations
 
 from railbed.job import Flow, Item
-from schedulers.base import Decision, RunView, Scheduler
+from railbed.scheduler import Decision, RunView, Scheduler
 
 
 class TagPriority(Scheduler):

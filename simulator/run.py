@@ -36,10 +36,10 @@ from railbed.dispatch import Dispatcher, SetRate, StartFlow, StartWait
 from railbed.errors import SpecError
 from railbed.job import Job
 from railbed.results import RunResult
+from railbed.scheduler import Scheduler
 from railbed.spec import ClusterSpec
 from railbed.topology import Topology
 from railbed.units import wire_bytes
-from schedulers.base import Scheduler
 from simulator.fabric import Fabric, Route
 from simulator.network import NumbaNetwork, ReferenceNetwork
 from tc_policies.plan import Policy, policy_by_name

@@ -335,10 +335,18 @@ class DscpPriorityPolicy:
 Policy = Union[FifoPolicy, DscpPriorityPolicy]
 
 
-def policy_by_name(name: str, has_prio_qdisc: bool = False) -> Policy:
-    """``fifo`` or ``dscp-priority`` (``prio`` qdisc used when the kernel has it)."""
-    if name == "fifo":
-        return FifoPolicy()
-    if name in ("dscp-priority", "priority"):
+POLICIES: dict[str, type[FifoPolicy] | type[DscpPriorityPolicy]] = {
+    "dscp-priority": DscpPriorityPolicy,
+    "fifo": FifoPolicy,
+}
+"""The registry of tc policies by name: the CLI, the scenario loader and :func:`policy_by_name` read it."""
+
+
+def policy_by_name(name: str, has_prio_qdisc: bool = False, field: str = "policy") -> Policy:
+    """A policy of :data:`POLICIES` by name (``dscp-priority`` uses the ``prio`` qdisc when the kernel has it)."""
+    cls = POLICIES.get(name)
+    if cls is None:
+        raise SpecError(field, f"unknown tc policy {name!r} (known: {', '.join(POLICIES)})")
+    if cls is DscpPriorityPolicy:
         return DscpPriorityPolicy(use_prio_qdisc=has_prio_qdisc)
-    raise SpecError("policy", f"unknown tc policy {name!r} (known: fifo, dscp-priority)")
+    return cls()

@@ -16,19 +16,11 @@ import time
 from pathlib import Path
 
 from railbed.dispatch import RunStalled, SchedulerError
-from railbed.errors import EnvironmentProblem, SpecError
+from railbed.errors import EnvironmentProblem, Interrupted, RunFailed, SpecError
 from railbed.spec import ClusterSpec
+from tc_policies.plan import POLICIES
 
-
-def _run_errors() -> tuple[type[BaseException], ...]:
-    try:
-        from emulator.runtime import RunFailed
-    except ImportError:  # without Mininet the run-time cannot be imported; nothing can fail there
-        return (RunStalled, SchedulerError)
-    return (RunFailed, RunStalled, SchedulerError)
-
-
-RUN_ERRORS = _run_errors()
+RUN_ERRORS = (RunFailed, RunStalled, SchedulerError)
 
 DEFAULT_DEMO_CLUSTER = Path(__file__).resolve().parent.parent / "examples" / "rail-4x4.yaml"
 
@@ -48,8 +40,7 @@ def _scale_arg(value: str) -> float:
 
 
 def cmd_check(args: argparse.Namespace) -> int:
-    from emulator.testbed import default_scale
-    from railbed.topology import Topology
+    from railbed.topology import Topology, default_scale
 
     spec = ClusterSpec.load(args.cluster)
     topo = Topology(spec)
@@ -169,7 +160,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     u = sub.add_parser("up", help="build a cluster and open Mininet's CLI (root)")
     u.add_argument("cluster")
-    u.add_argument("--policy", default="dscp-priority", choices=["dscp-priority", "fifo"])
+    u.add_argument("--policy", default="dscp-priority", choices=list(POLICIES))
     u.add_argument("--scale", type=_scale_arg, default=None, help="k: real rate = model rate / k")
     u.add_argument("--no-cli", action="store_true", help="wait for Ctrl-C instead of opening the CLI")
     u.add_argument("-v", "--verbose", action="store_true")
@@ -205,7 +196,7 @@ def build_parser() -> argparse.ArgumentParser:
     m.add_argument("--scale", type=_scale_arg, default=None)
     m.add_argument("--seconds", type=float, default=3.0, help="measurement window per case")
     m.add_argument("--out", default=None, help="results directory")
-    m.add_argument("--policy", default="dscp-priority", choices=["dscp-priority", "fifo"])
+    m.add_argument("--policy", default="dscp-priority", choices=list(POLICIES))
     m.add_argument("--high-dscp", type=int, default=46, help="DSCP of the high class (0..63)")
     m.add_argument("--low-dscp", type=int, default=0, help="DSCP of the low class (0..63)")
     m.set_defaults(func=cmd_demo)
@@ -231,14 +222,10 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("railbed: interrupted (SIGINT); everything the run created was removed", file=sys.stderr)
         return 130
-    except BaseException as exc:
-        from emulator.testbed import Interrupted
-
-        if isinstance(exc, Interrupted):
-            name = signal.Signals(exc.signum).name
-            print(f"railbed: interrupted ({name}); everything the run created was removed", file=sys.stderr)
-            return 128 + exc.signum
-        raise
+    except Interrupted as exc:
+        name = signal.Signals(exc.signum).name
+        print(f"railbed: interrupted ({name}); everything the run created was removed", file=sys.stderr)
+        return 128 + exc.signum
 
 
 if __name__ == "__main__":
