@@ -18,20 +18,44 @@ Life of an item
     preset; the run notes it).
 
 After every batch of changes to the set of network flows the dispatcher calls
-``on_flows_changed`` and turns its answer into :class:`SetRate` actions.
+``on_flows_changed`` and turns its answer into :class:`SetRate` and
+:class:`SetDscp` actions. After every item's end it calls ``on_done``.
+
+Sub-flows
+    ``on_ready`` may answer :class:`~railbed.scheduler.Split`: the original
+    flows (ready, not started) are replaced by scheduler-made sub-flows,
+    checked to carry each original's bytes from its source to its
+    destination (relays forward what they receive). A sub-flow starts with
+    its own DSCP and cap once its dependencies are done; the original ends
+    with its last sub-flow, and its record keeps the bytes its destination
+    received and the ids of its ``children``.
+
+Wake-ups
+    ``view.wake_at(t)`` becomes a :class:`StartWait` with a key ``/wake/<n>``
+    on server 0 (both backends already time waits); when it is done the
+    scheduler gets ``on_flows_changed`` and its held items are offered again.
+
+Progress
+    A backend sets :attr:`Dispatcher.progress_source` (flow id -> bytes
+    delivered, current rate, model time of the numbers); the view's
+    :class:`~railbed.scheduler.ActiveFlow` s read it on demand.
 """
 
 from __future__ import annotations
 
 from collections import deque
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from functools import cache
 
 from railbed.errors import SpecError
 from railbed.job import Flow, Item, Job, Location, Placement, Task, attrs_of
 from railbed.results import ItemRecord, RunResult
-from railbed.scheduler import ActiveFlow, Decision, RunView, Scheduler
-from railbed.spec import ClusterSpec
+from railbed.scheduler import KEEP, ActiveFlow, Change, Decision, ProgressSource, RunView, Scheduler, Split, SubFlow
+from railbed.spec import ClusterSpec, Server
 from railbed.topology import Topology
+
+WAKE_PREFIX = "/wake/"
 
 
 class SchedulerError(RuntimeError):
@@ -72,26 +96,85 @@ class StartFlow:
 
 @dataclass(frozen=True)
 class SetRate:
+    """Change an active flow's cap (model wire bit/s; ``None``: uncapped)."""
+
     id: str
     rate: float | None
 
 
-Action = StartWait | StartFlow | SetRate
+@dataclass(frozen=True)
+class SetDscp:
+    """Re-mark an active flow: the emulator sets ``IP_TOS`` on its socket, the simulator moves it to that class."""
+
+    id: str
+    dscp: int
+
+
+Action = StartWait | StartFlow | SetRate | SetDscp
+
+
+def server_devices(server: Server) -> list[str]:
+    """Device names an endpoint may be placed on: ``gpu<i>`` (i < gpus), ``cpu``, the intra-host preset's nodes."""
+    names = [f"gpu{g}" for g in range(server.gpus)] + ["cpu"]
+    if server.intra_host is not None:
+        names += [n for n in _preset_nodes(server.intra_host) if n not in names]
+    return names
+
+
+@cache
+def _preset_nodes(preset: str) -> tuple[str, ...]:
+    from hwmodels.graph import load_preset
+
+    return tuple(load_preset(preset).nodes)
+
+
+def server_resources(server: Server) -> dict[str, float]:
+    """What a server offers to endpoint ``demands``: its ``resources``, and ``gpu`` = its GPUs unless given."""
+    return {"gpu": float(server.gpus), **{k: float(v) for k, v in server.resources.items()}}
 
 
 def check_placement(job: Job, cluster: ClusterSpec, placement: Placement) -> None:
+    """Every endpoint placed on an existing server, NIC and device; pins kept; demands within resources.
+
+    A violation by a pinned endpoint is the job's fault (:class:`SpecError`
+    naming the pin); otherwise the scheduler's (:class:`SchedulerError`)."""
+    used: dict[int, dict[str, float]] = {}
     for name, ep in job.endpoints.items():
         loc = placement.locations.get(name)
         if loc is None:
             raise SchedulerError(f"placement: endpoint {name!r} was not placed")
         if ep.pin is not None and loc != ep.pin:
             raise SchedulerError(f"placement: endpoint {name!r} is pinned to {ep.pin}, placed at {loc}")
-        if not 0 <= loc.server < len(cluster.servers):
-            raise SchedulerError(
-                f"placement: endpoint {name!r} on server {loc.server}, cluster has {len(cluster.servers)}"
-            )
-        if not 0 <= loc.nic < cluster.servers[loc.server].nics:
-            raise SchedulerError(f"placement: endpoint {name!r} uses NIC {loc.nic} of a server with fewer NICs")
+        problem = _location_problem(cluster, loc)
+        if problem is None:
+            problem = _demand_problem(ep.demands, cluster.servers[loc.server], used.setdefault(loc.server, {}))
+        if problem is not None:
+            if ep.pin is not None:
+                raise SpecError(f"endpoints.{name}.pin", problem)
+            raise SchedulerError(f"placement: endpoint {name!r}: {problem}")
+
+
+def _location_problem(cluster: ClusterSpec, loc: Location) -> str | None:
+    if not isinstance(loc.server, int) or not 0 <= loc.server < len(cluster.servers):
+        return f"server {loc.server!r} does not exist (the cluster has {len(cluster.servers)})"
+    server = cluster.servers[loc.server]
+    if not isinstance(loc.nic, int) or not 0 <= loc.nic < server.nics:
+        return f"NIC {loc.nic!r} does not exist on server {loc.server} ({server.nics} NICs)"
+    devices = server_devices(server)
+    if loc.device not in devices:
+        shown = ", ".join(devices[:6]) + (", ..." if len(devices) > 6 else "")
+        return f"device {loc.device!r} does not exist on server {loc.server} (it has {shown})"
+    return None
+
+
+def _demand_problem(demands, server: Server, used: dict[str, float]) -> str | None:
+    """Add ``demands`` to the server's ``used`` and say what overflows (resources a server does not list are free)."""
+    offered = server_resources(server)
+    for res, amount in demands.items():
+        used[res] = used.get(res, 0.0) + float(amount)
+        if res in offered and used[res] > offered[res] * (1 + 1e-9):
+            return f"{res} on server {server.name}: {used[res]:g} used, {offered[res]:g} available"
+    return None
 
 
 class Dispatcher:
@@ -105,6 +188,7 @@ class Dispatcher:
         placement = scheduler.place(job.public(), cluster)
         check_placement(job, cluster, placement)
         self.placement = placement
+        self.items: dict[str, Item] = dict(job.items)  # the job's, then sub-flows as schedulers make them
         self.order = {i: k for k, i in enumerate(job.items)}
         self.dependents = job.dependents()
         self.missing = {i: len(it.deps) for i, it in job.items.items()}
@@ -112,17 +196,22 @@ class Dispatcher:
         self.records = {i: self._record(it) for i, it in job.items.items()}
         self.events: list[tuple[float, str, str]] = []
         self.notes: list[str] = []
+        self.progress_source: ProgressSource | None = None
         self._held: list[str] = []
         self._queues: dict[tuple[int, str], deque[str]] = {}
         self._busy: dict[tuple[int, str], int] = {}
-        self._phase: dict[str, str] = {}  # flow id -> "src" | "net" | "dst" | "local"
+        self._phase: dict[str, str] = {}  # flow id -> "src" | "net" | "dst" | "local" | "split"
         self._net: dict[str, StartFlow] = {}
         self._flows_changed = False
         self._next_index = 0
-        self._done = 0
+        self._done = 0  # items of the job (not sub-flows) finished
         self._host_models: dict[str, object] = {}
         self._legs: dict[tuple[str, str], tuple[float, float]] = {}
         self._local_no_model = 0
+        self._sub: dict[str, SubFlow] = {}  # sub-flow id -> how the scheduler made it
+        self._children_left: dict[str, int] = {}  # split original -> sub-flows not yet done
+        self._wakes: dict[str, float] = {}
+        self._calls_on_done = type(scheduler).on_done is not Scheduler.on_done
 
     # ----------------------------------------------------------------- API
     @property
@@ -139,10 +228,14 @@ class Dispatcher:
         return self._settle(now, ready)
 
     def wait_done(self, key: str, now: float) -> list[Action]:
-        """A :class:`StartWait` finished (a task, or a leg of a flow)."""
+        """A :class:`StartWait` finished (a task, a leg of a flow, or a wake-up)."""
         self.view.now = now
+        if key in self._wakes:
+            del self._wakes[key]
+            self._flows_changed = True  # the scheduler asked to look again
+            return self._settle(now, [])
         item_id, _, phase = key.partition("/")
-        item = self.job.items[item_id]
+        item = self.items[item_id]
         if isinstance(item, Task):
             loc = self.placement[item.endpoint]
             dev = (loc.server, loc.device)
@@ -163,7 +256,7 @@ class Dispatcher:
         self._flows_changed = True
         rec = self.records[flow_id]
         rec.received = received if received is not None else rec.size
-        flow = self.job.items[flow_id]
+        flow = self.items[flow_id]
         assert isinstance(flow, Flow)
         opt = self._option(flow)
         if opt is not None and (opt.dst_leg is not None or opt.extra > 0):
@@ -180,7 +273,7 @@ class Dispatcher:
         res = RunResult(
             backend,
             self.job.name,
-            getattr(self.scheduler, "name", type(self.scheduler).__name__),
+            run_label(self.scheduler),
             self.cluster.name,
             scale,
             items=self.records,
@@ -210,6 +303,7 @@ class Dispatcher:
             dst_nic=dst.nic,
             size=item.size,
             attrs=attrs_of(item),
+            parent=item.parent,
         )
 
     def _log(self, now: float, what: str, item_id: str) -> None:
@@ -219,14 +313,36 @@ class Dispatcher:
 
     def _finish(self, item_id: str, now: float) -> list[str]:
         self._log(now, "end", item_id)
-        self._done += 1
         self.view.done.add(item_id)
+        self.view.records[item_id] = rec = self.records[item_id]
+        item = self.items[item_id]
+        if self._calls_on_done:
+            self.scheduler.on_done(self._public(item_id), rec, self.view)
         ready = []
         for j in self.dependents[item_id]:
             self.missing[j] -= 1
             if self.missing[j] == 0:
                 ready.append(j)
+        if item_id in self.job.items:
+            self._done += 1
+        elif isinstance(item, Flow) and item.parent is not None:
+            ready += self._child_done(item.parent, now)
         return ready
+
+    def _child_done(self, parent_id: str, now: float) -> list[str]:
+        self._children_left[parent_id] -= 1
+        if self._children_left[parent_id]:
+            return []
+        parent = self.items[parent_id]
+        rec = self.records[parent_id]
+        rec.received = sum(self.records[c].received or 0 for c in rec.children if self.items[c].dst == parent.dst)
+        if rec.received != rec.size:
+            raise SchedulerError(f"{parent_id}: its sub-flows delivered {rec.received} bytes of {rec.size}")
+        return self._finish(parent_id, now)
+
+    def _public(self, item_id: str) -> Item:
+        """The item as the scheduler may see it (a hidden size stays ``None``)."""
+        return self.view.job.items.get(item_id) or self.items[item_id]
 
     def _option(self, flow: Flow):
         name = self.records[flow.id].option
@@ -266,26 +382,34 @@ class Dispatcher:
         timing = model.leg(HwLeg(leg.src, leg.dst, float(flow.size or 0)))
         return float(timing.duration), float(timing.inject_rate)
 
-    def _offer(self, item_id: str) -> Decision:
-        item = self.job.items[item_id]
-        decision = self.scheduler.on_ready(item, self.view)
+    def _offer(self, item_id: str) -> Decision | Split:
+        decision = self.scheduler.on_ready(self._public(item_id), self.view)
+        if isinstance(decision, Split):
+            return decision
         if not isinstance(decision, Decision):
             raise SchedulerError(f"{self.scheduler.name}.on_ready({item_id}) returned {decision!r}, not a Decision")
-        if decision.start and isinstance(item, Flow):
-            if isinstance(decision.dscp, bool) or not isinstance(decision.dscp, int) or not 0 <= decision.dscp <= 63:
-                raise SchedulerError(f"{self.scheduler.name}: DSCP {decision.dscp!r} for {item_id} is not in 0..63")
-            if decision.rate is not None and not decision.rate > 0:
-                raise SchedulerError(f"{self.scheduler.name}: rate {decision.rate!r} for {item_id} must be positive")
+        if decision.start and isinstance(self.items[item_id], Flow):
+            self._check_dscp(decision.dscp, item_id)
+            self._check_rate(decision.rate, item_id)
         return decision
+
+    def _check_dscp(self, dscp, item_id: str) -> None:
+        if isinstance(dscp, bool) or not isinstance(dscp, int) or not 0 <= dscp <= 63:
+            raise SchedulerError(f"{self.scheduler.name}: DSCP {dscp!r} for {item_id} is not in 0..63")
+
+    def _check_rate(self, rate, item_id: str) -> None:
+        if rate is not None and not rate > 0:
+            raise SchedulerError(f"{self.scheduler.name}: rate {rate!r} for {item_id} must be positive")
 
     def _became_ready(self, item_id: str, now: float) -> None:
         self._log(now, "ready", item_id)
         self.view.ready_at[item_id] = now
-        item = self.job.items[item_id]
+        item = self.items[item_id]
         if isinstance(item, Flow):
-            self.view.job.items[item_id] = item  # the size is revealed now
+            if item.reveal == "on_ready":
+                self.view.job.items[item_id] = item  # the size is revealed now
             if item.options:
-                k = self.scheduler.choose_path(item, self.view)
+                k = self.scheduler.choose_path(self._public(item_id), self.view)
                 if not isinstance(k, int) or not 0 <= k < len(item.options):
                     raise SchedulerError(f"{self.scheduler.name}.choose_path({item_id}) returned {k!r}")
                 self.records[item_id].option = item.options[k].name
@@ -294,33 +418,23 @@ class Dispatcher:
         self, now: float, ready: list[str], freed: list | None = None, start_net: list[str] | None = None
     ) -> list[Action]:
         actions: list[Action] = []
-        for i in sorted(ready, key=self.order.__getitem__):
+        subs = [i for i in ready if i in self._sub]
+        for i in sorted((i for i in ready if i not in self._sub), key=self.order.__getitem__):
             self._became_ready(i, now)
             self._held.append(i)
         for fid in start_net or []:
             actions.append(self._start_net(fid, now))
-        # offer every held item (new ones included) in ready order
-        held, self._held = self._held, []
+        for i in subs:
+            actions.extend(self._start_sub(i, now))
         touched = set(freed or [])
-        for i in held:
-            decision = self._offer(i)
-            if not decision.start:
-                self._held.append(i)
-                continue
-            item = self.job.items[i]
-            if isinstance(item, Task):
-                loc = self.placement[item.endpoint]
-                dev = (loc.server, loc.device)
-                self._queues.setdefault(dev, deque()).append(i)
-                touched.add(dev)
-            else:
-                actions.extend(self._start_flow(item, decision, now))
+        actions.extend(self._offer_held(now, touched))
         for dev in sorted(touched):
             actions.extend(self._run_queue(dev, now))
         self.view.held = list(self._held)
         if self._flows_changed:
             self._flows_changed = False
             actions.extend(self._rerate())
+        actions.extend(self._take_wakes(now))
         if self._held and not actions and not self._in_flight():
             raise RunStalled(
                 f"{self.scheduler.name} holds {len(self._held)} ready items ({', '.join(self._held[:3])}...) "
@@ -328,12 +442,50 @@ class Dispatcher:
             )
         return actions
 
+    def _offer_held(self, now: float, touched: set) -> list[Action]:
+        """Offer every held item (new ones included) in ready order; start what the scheduler lets go."""
+        actions: list[Action] = []
+        held, self._held = self._held, []
+        split_away: set[str] = set()
+        for i in held:
+            if i in split_away:
+                continue
+            decision = self._offer(i)
+            if isinstance(decision, Split):
+                split_away |= self._check_split(decision, i, set(held) - split_away)
+                actions.extend(self._split(decision, now))
+                self._held = [h for h in self._held if h not in split_away]
+                continue
+            if not decision.start:
+                self._held.append(i)
+                continue
+            item = self.items[i]
+            if isinstance(item, Task):
+                loc = self.placement[item.endpoint]
+                dev = (loc.server, loc.device)
+                self._queues.setdefault(dev, deque()).append(i)
+                touched.add(dev)
+            else:
+                actions.extend(self._start_flow(item, decision, now))
+        return actions
+
     def _in_flight(self) -> bool:
         return (
             bool(self.view.active)
+            or bool(self._wakes)
             or any(self._busy.values())
             or any(p in ("src", "dst", "local") for i, p in self._phase.items() if i not in self.view.done)
         )
+
+    def _take_wakes(self, now: float) -> list[Action]:
+        out: list[Action] = []
+        for t in sorted(set(self.view.wakes)):
+            key = f"{WAKE_PREFIX}{len(self._wakes)}-{t!r}"
+            if key not in self._wakes:
+                self._wakes[key] = t
+                out.append(StartWait(key, 0, t - now))
+        self.view.wakes.clear()
+        return out
 
     def _run_queue(self, dev: tuple[int, str], now: float) -> list[Action]:
         out: list[Action] = []
@@ -342,13 +494,99 @@ class Dispatcher:
         while queue and self._busy.get(dev, 0) < cap:
             i = queue.popleft()
             self._busy[dev] = self._busy.get(dev, 0) + 1
-            task = self.job.items[i]
+            task = self.items[i]
             assert isinstance(task, Task)
             self.view.running[i] = task
             self._log(now, "start", i)
             out.append(StartWait(i, dev[0], task.duration))
         return out
 
+    # ------------------------------------------------------------ sub-flows
+    def _check_split(self, split: Split, offered: str, held: set[str]) -> set[str]:
+        """Validate a :class:`Split` (see its docstring); return the originals it replaces."""
+        who = f"{self.scheduler.name}: split of {offered}"
+        if not isinstance(split.parts, Mapping) or offered not in split.parts:
+            raise SchedulerError(f"{who}: its parts must include the offered flow")
+        new_ids: set[str] = set()
+        for orig, subs in split.parts.items():
+            item = self.items.get(orig)
+            if orig not in held or not isinstance(item, Flow):
+                raise SchedulerError(f"{who}: {orig!r} is not a ready, held flow")
+            if item.options:
+                raise SchedulerError(f"{who}: {orig} offers path options; a flow with options cannot be split")
+            for sub in subs:
+                self._check_sub(sub, who, new_ids)
+            _check_conservation(item, [self._sub_ends(sub, item) for sub in subs], who)
+        for subs in split.parts.values():
+            for sub in subs:
+                for d in sub.deps:
+                    if d not in new_ids and d not in self.view.done:
+                        raise SchedulerError(f"{who}: sub-flow {sub.id} depends on {d!r}: not in the split, not done")
+        _check_acyclic(split, who)
+        return set(split.parts)
+
+    def _check_sub(self, sub: SubFlow, who: str, new_ids: set[str]) -> None:
+        if not isinstance(sub, SubFlow):
+            raise SchedulerError(f"{who}: {sub!r} is not a SubFlow")
+        if not isinstance(sub.id, str) or "/" in sub.id or sub.id in self.items or sub.id in new_ids:
+            raise SchedulerError(f"{who}: sub-flow id {sub.id!r} is not new in the run (or contains '/')")
+        new_ids.add(sub.id)
+        if isinstance(sub.size, bool) or not isinstance(sub.size, int) or sub.size < 0:
+            raise SchedulerError(f"{who}: sub-flow {sub.id} size {sub.size!r} is not a byte count")
+        for end in (sub.src, sub.dst):
+            if end is not None and end not in self.job.endpoints:
+                raise SchedulerError(f"{who}: sub-flow {sub.id} names unknown endpoint {end!r}")
+        self._check_dscp(sub.dscp, sub.id)
+        self._check_rate(sub.rate, sub.id)
+
+    @staticmethod
+    def _sub_ends(sub: SubFlow, orig: Flow) -> tuple[str, str, int]:
+        return (sub.src or orig.src, sub.dst or orig.dst, sub.size)
+
+    def _split(self, split: Split, now: float) -> list[Action]:
+        """Replace the originals by their sub-flows; start those without pending deps."""
+        actions: list[Action] = []
+        for orig_id, subs in split.parts.items():
+            orig = self.items[orig_id]
+            assert isinstance(orig, Flow)
+            self._log(now, "start", orig_id)
+            self._phase[orig_id] = "split"
+            self._children_left[orig_id] = len(subs)
+            self.records[orig_id].children = [s.id for s in subs]
+            for sub in subs:
+                src, dst, size = self._sub_ends(sub, orig)
+                flow = replace(orig, id=sub.id, src=src, dst=dst, size=size, deps=tuple(sub.deps), parent=orig_id)
+                flow = replace(flow, reveal="upfront")
+                self.items[sub.id] = flow
+                self._sub[sub.id] = sub
+                self.records[sub.id] = self._record(flow)
+                self.dependents[sub.id] = []
+                self.missing[sub.id] = sum(1 for d in sub.deps if d not in self.view.done)
+                for d in sub.deps:
+                    if d not in self.view.done:
+                        self.dependents[d].append(sub.id)
+        for orig_id, subs in split.parts.items():
+            if not subs:
+                actions.extend(self._settle_empty_split(orig_id, now))
+            for sub in subs:
+                if self.missing[sub.id] == 0:
+                    actions.extend(self._start_sub(sub.id, now))
+        return actions
+
+    def _settle_empty_split(self, orig_id: str, now: float) -> list[Action]:
+        """A zero-byte original split into nothing is done at once."""
+        self._children_left[orig_id] = 1
+        ready = self._child_done(orig_id, now)
+        return self._settle(now, ready)
+
+    def _start_sub(self, sub_id: str, now: float) -> list[Action]:
+        self._log(now, "ready", sub_id)
+        sub = self._sub[sub_id]
+        flow = self.items[sub_id]
+        assert isinstance(flow, Flow)
+        return self._start_flow(flow, Decision(dscp=sub.dscp, rate=sub.rate), now)
+
+    # ---------------------------------------------------------------- flows
     def _start_flow(self, flow: Flow, decision: Decision, now: float) -> list[Action]:
         rec = self.records[flow.id]
         rec.dscp, rec.rate = decision.dscp, decision.rate
@@ -372,7 +610,7 @@ class Dispatcher:
         return [self._start_net(flow.id, now)]
 
     def _start_net(self, flow_id: str, now: float) -> StartFlow:
-        flow = self.job.items[flow_id]
+        flow = self.items[flow_id]
         assert isinstance(flow, Flow)
         rec = self.records[flow_id]
         src, dst = self.placement[flow.src], self.placement[flow.dst]
@@ -396,29 +634,89 @@ class Dispatcher:
             rate,
             self.topology.ecmp_spine((src.server, src_nic), (dst.server, dst_nic), flow_id),
         )
+        rec.spine = action.spine
         self._next_index += 1
         self._net[flow_id] = action
         self.view.active[flow_id] = ActiveFlow(
-            flow,
+            self._public(flow_id),
             Location(src.server, src.device, src_nic),
             Location(dst.server, dst.device, dst_nic),
             action.dscp,
             rate,
             now,
+            self._progress,
         )
         self._flows_changed = True
         return action
 
+    def _progress(self, flow_id: str) -> tuple[int, float, float]:
+        if self.progress_source is None:
+            return 0, 0.0, self.view.now
+        return self.progress_source(flow_id)
+
     def _rerate(self) -> list[Action]:
         answer = self.scheduler.on_flows_changed(self.view) or {}
         out: list[Action] = []
-        for fid, rate in answer.items():
+        for fid, value in answer.items():
             if fid not in self.view.active:
                 raise SchedulerError(f"{self.scheduler.name}.on_flows_changed re-rated {fid!r}, which is not active")
-            if rate is not None and not rate > 0:
-                raise SchedulerError(f"{self.scheduler.name}: rate {rate!r} for {fid} must be positive")
+            change = value if isinstance(value, Change) else Change(rate=value)
             af = self.view.active[fid]
-            if af.rate != rate:
-                self.view.active[fid] = ActiveFlow(af.flow, af.src, af.dst, af.dscp, rate, af.started)
-                out.append(SetRate(fid, rate))
+            if change.rate is not KEEP:
+                self._check_rate(change.rate, fid)
+                if af.rate != change.rate:
+                    af.rate = change.rate
+                    out.append(SetRate(fid, change.rate))
+            if change.dscp is not KEEP:
+                self._check_dscp(change.dscp, fid)
+                if af.dscp != change.dscp:
+                    af.dscp = change.dscp
+                    self.records[fid].remarked = True
+                    out.append(SetDscp(fid, change.dscp))
         return out
+
+
+def run_label(scheduler: Scheduler) -> str:
+    """The name a run goes by in results: the scenario's ``label``, else the scheduler's name."""
+    return getattr(scheduler, "label", None) or getattr(scheduler, "name", type(scheduler).__name__)
+
+
+def _check_conservation(orig: Flow, ends: list[tuple[str, str, int]], who: str) -> None:
+    """The sub-flows carry ``orig.size`` bytes out of its source, into its destination, and relays forward all."""
+    net: dict[str, int] = {}
+    for src, dst, size in ends:
+        if src == dst:
+            raise SchedulerError(f"{who}: a sub-flow of {orig.id} goes from {src} to itself")
+        net[src] = net.get(src, 0) - size
+        net[dst] = net.get(dst, 0) + size
+    want = {orig.src: -(orig.size or 0), orig.dst: orig.size or 0}
+    for ep in set(net) | set(want):
+        if net.get(ep, 0) != want.get(ep, 0):
+            raise SchedulerError(
+                f"{who}: the sub-flows of {orig.id} leave {ep} with {net.get(ep, 0):+d} bytes, "
+                f"expected {want.get(ep, 0):+d} (sizes must carry {orig.size} bytes from {orig.src} to {orig.dst})"
+            )
+
+
+def _check_acyclic(split: Split, who: str) -> None:
+    deps = {sub.id: [d for d in sub.deps] for subs in split.parts.values() for sub in subs}
+    state: dict[str, int] = {}
+
+    def visit(node: str) -> None:
+        stack = [(node, iter(deps.get(node, ())))]
+        state[node] = 1
+        while stack:
+            cur, it = stack[-1]
+            nxt = next(it, None)
+            if nxt is None:
+                state[cur] = 2
+                stack.pop()
+            elif nxt in deps and state.get(nxt) == 1:
+                raise SchedulerError(f"{who}: sub-flow dependencies form a cycle through {nxt}")
+            elif nxt in deps and nxt not in state:
+                state[nxt] = 1
+                stack.append((nxt, iter(deps[nxt])))
+
+    for node in deps:
+        if node not in state:
+            visit(node)

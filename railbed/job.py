@@ -26,6 +26,8 @@ Attributes schedulers read
 Online sizes
     A flow with ``reveal="on_ready"`` hides its size from the scheduler
     until it becomes ready: :meth:`Job.public` is the view ``place`` gets.
+    ``reveal="hidden"`` keeps it hidden for the whole run (non-clairvoyant
+    schedulers): the scheduler sees bytes delivered, never bytes remaining.
 
 Alternative paths
     A flow may offer :class:`PathOption` s (LEO's requests through a CPU or an
@@ -33,10 +35,20 @@ Alternative paths
     server and, optionally, other NICs; the scheduler picks one when the
     flow becomes ready.
 
+Endpoints
+    An endpoint may carry a ``role`` (``store``, ``sampler``, ``worker``,
+    ``ps``, ``expert``, ...: schedulers read it) and resource ``demands``
+    (``{"cpu": 2, "mem": 7, "gpu": 0}``, in the units of the servers'
+    ``resources``); a placement must fit them (:func:`railbed.dispatch.check_placement`).
+
 Placement
     :class:`Placement` maps every endpoint to a :class:`Location` (server
     index, device name, NIC index). Endpoints may be pinned in the job;
     schedulers place the rest.
+
+Sub-flows
+    A scheduler may replace a ready flow by sub-flows (:class:`railbed.scheduler.Split`);
+    each is a :class:`Flow` whose ``parent`` names the original.
 """
 
 from __future__ import annotations
@@ -49,7 +61,7 @@ from typing import Any
 
 from railbed.errors import SpecError
 
-REVEAL_MODES = ("upfront", "on_ready")
+REVEAL_MODES = ("upfront", "on_ready", "hidden")
 
 
 @dataclass(frozen=True)
@@ -65,6 +77,8 @@ class Location:
 class Endpoint:
     name: str
     pin: Location | None = None  # fixed by the job; schedulers must keep it
+    role: str | None = None
+    demands: Mapping[str, float] = field(default_factory=dict)  # resource -> amount on its server
 
 
 @dataclass(frozen=True)
@@ -124,6 +138,7 @@ class Flow(Attributes):
     deps: tuple[str, ...] = ()
     reveal: str = "upfront"
     options: tuple[PathOption, ...] = ()
+    parent: str | None = None  # a sub-flow: the flow it is part of
 
     kind = "flow"
 
@@ -164,11 +179,21 @@ class Job:
         self.default_capacity = default_capacity
 
     # ----------------------------------------------------------------- build
-    def endpoint(self, name: str, pin: Location | None = None) -> str:
+    def endpoint(
+        self,
+        name: str,
+        pin: Location | None = None,
+        role: str | None = None,
+        demands: Mapping[str, float] | None = None,
+    ) -> str:
         if name in self.endpoints:
             raise SpecError(f"endpoints.{name}", "defined twice")
-        self.endpoints[name] = Endpoint(name, pin)
+        self.endpoints[name] = Endpoint(name, pin, role, dict(demands or {}))
         return name
+
+    def endpoints_with(self, role: str) -> list[str]:
+        """Names of the endpoints of ``role``, in job order."""
+        return [e.name for e in self.endpoints.values() if e.role == role]
 
     def _add(self, item: Item) -> str:
         if item.id in self.items:
@@ -237,8 +262,12 @@ class Job:
         for dev, cap in self.capacity.items():
             if not isinstance(cap, int) or cap < 1:
                 raise SpecError(f"capacity.{dev}", f"must be an integer >= 1, got {cap!r}")
+        for name, ep in self.endpoints.items():
+            _check_endpoint(ep, f"endpoints.{name}")
         for i, item in self.items.items():
             where = f"items.{i}"
+            if "/" in i:
+                raise SpecError(where, "an item id cannot contain '/' (the run uses it to name an item's legs)")
             for d in item.deps:
                 if d not in self.items:
                     raise SpecError(f"{where}.deps", f"unknown item {d!r}")
@@ -267,11 +296,11 @@ class Job:
         return self
 
     def public(self) -> Job:
-        """The scheduler's view before the run: sizes with ``reveal="on_ready"`` are ``None``."""
+        """The scheduler's view before the run: sizes revealed ``on_ready`` or ``hidden`` are ``None``."""
         out = Job(self.name, self.capacity, self.default_capacity)
         out.endpoints = dict(self.endpoints)
         out.items = {
-            i: (replace(it, size=None) if isinstance(it, Flow) and it.reveal == "on_ready" else it)
+            i: (replace(it, size=None) if isinstance(it, Flow) and it.reveal != "upfront" else it)
             for i, it in self.items.items()
         }
         return out
@@ -288,9 +317,7 @@ class Job:
             "name": self.name,
             "capacity": self.capacity,
             "default_capacity": self.default_capacity,
-            "endpoints": [
-                {"name": e.name, **({"pin": asdict(e.pin)} if e.pin else {})} for e in self.endpoints.values()
-            ],
+            "endpoints": [_endpoint_dict(e) for e in self.endpoints.values()],
             "items": [item_dict(it) for it in self.items.values()],
         }
 
@@ -302,7 +329,7 @@ class Job:
         for k, e in enumerate(data.get("endpoints") or []):
             try:
                 pin = Location(**e["pin"]) if e.get("pin") else None
-                job.endpoint(str(e["name"]), pin)
+                job.endpoint(str(e["name"]), pin, e.get("role"), e.get("demands"))
             except (KeyError, TypeError) as exc:
                 raise SpecError(f"endpoints[{k}]", f"malformed endpoint: {exc}") from None
         for k, raw in enumerate(data.get("items") or []):
@@ -353,3 +380,25 @@ def attrs_of(item: Item) -> dict[str, Any]:
     """The scheduler-facing attributes of an item (for result records)."""
     values = ((name, getattr(item, name)) for name in _ATTRIBUTE_NAMES)
     return {name: v for name, v in values if v is not None and v != {}}
+
+
+def _endpoint_dict(e: Endpoint) -> dict[str, Any]:
+    out: dict[str, Any] = {"name": e.name}
+    if e.pin:
+        out["pin"] = asdict(e.pin)
+    if e.role is not None:
+        out["role"] = e.role
+    if e.demands:
+        out["demands"] = dict(e.demands)
+    return out
+
+
+def _check_endpoint(ep: Endpoint, where: str) -> None:
+    if ep.role is not None and not isinstance(ep.role, str):
+        raise SpecError(f"{where}.role", f"expected a string, got {type(ep.role).__name__}")
+    if not isinstance(ep.demands, Mapping):
+        raise SpecError(f"{where}.demands", "expected a mapping of resource to amount")
+    for res, amount in ep.demands.items():
+        ok = isinstance(amount, (int, float)) and not isinstance(amount, bool) and 0 <= amount < float("inf")
+        if not ok:
+            raise SpecError(f"{where}.demands.{res}", f"must be a finite number >= 0, got {type(amount).__name__}")

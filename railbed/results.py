@@ -45,6 +45,10 @@ class ItemRecord:
     dscp: int | None = None
     rate: float | None = None  # first rate cap (model bit/s)
     option: str | None = None
+    spine: int | None = None  # the ECMP spine a flow between leaves crossed
+    parent: str | None = None  # a sub-flow: the flow a scheduler split
+    children: list[str] = field(default_factory=list)  # a split flow: its sub-flows
+    remarked: bool = False  # the scheduler changed the flow's DSCP while it ran (``dscp`` is the first)
     attrs: dict[str, Any] = field(default_factory=dict)
 
     @property

@@ -1,37 +1,57 @@
-"""The scheduler interface: hooks the run-time calls, on both backends.
+"""The scheduler contract: the hooks the run core calls, on both backends.
 
-A scheduler is a class with four hooks; the emulated run-time
+A scheduler is a class with a few hooks; the emulated run-time
 (:mod:`emulator.runtime`) and the simulator call them the same way through
 :class:`railbed.dispatch.Dispatcher`, so a scheduler written once runs
-unchanged on both.
+unchanged on both. Policies live in :mod:`schedulers`; this module is the
+core they build on.
 
 ``place(job, cluster) -> Placement``
     Once, before the run. ``job`` is the public view (sizes revealed only on
-    readiness are ``None``); endpoints the job pins keep their pin.
-``on_ready(item, view) -> Decision``
+    readiness are ``None``); endpoints the job pins keep their pin. The
+    placement is checked: servers, NICs and devices exist, and the summed
+    ``demands`` of the endpoints on a server fit its ``resources``.
+``on_ready(item, view) -> Decision | Split``
     When a task or flow's dependencies have all finished, and again after
     every later event while the item is held. Return ``Decision()`` to start
     now (tasks still queue for a device slot), ``HOLD`` to wait, and for
     flows the DSCP (0..63) and an optional rate cap (model wire bit/s).
-``on_flows_changed(view) -> dict[flow id, rate or None]``
-    After the set of active flows changed (flows started or finished). The
-    answer re-caps any active flow (``None`` removes its cap); flows not
-    named keep theirs.
+    For a flow, :class:`Split` replaces it (and any other held flows) with
+    scheduler-made sub-flows: chunks, phases, relays through other
+    endpoints. The original is done when its last sub-flow is.
+``on_flows_changed(view) -> dict[flow id, rate | None | Change]``
+    After the set of active flows changed (flows started or finished), and
+    at every wake-up the scheduler asked for. The answer re-caps any active
+    flow (``None`` removes its cap) or, with :class:`Change`, re-marks its
+    DSCP; flows not named keep theirs.
+``on_done(item, record, view)``
+    After every task and flow (sub-flows included) finished; ``record`` is
+    its :class:`railbed.results.ItemRecord` (ready, start, end, where, path).
 ``choose_path(flow, view) -> int``
     For a flow that offers alternative paths (``flow.options``), when it
     becomes ready, before ``on_ready``: the index of the option to use.
 
-:class:`Scheduler` implements all four with the system default behaviour
+The view (:class:`RunView`) is what a scheduler may read: model time, the
+active flows with their progress (bytes delivered and remaining, current
+rate, and how old those numbers are), running tasks, held and finished
+items with their records. ``view.wake_at(t)`` asks for a wake-up at model
+time ``t``: the scheduler then gets ``on_flows_changed`` and its held items
+are offered again.
+
+:class:`Scheduler` implements every hook with the system default behaviour
 (pins, then round-robin placement; start at once; DSCP 0; no caps; first
 option); subclasses override what they decide.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import math
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from railbed.job import Flow, Item, Job, Location, Placement, Task
+from railbed.results import ItemRecord
 from railbed.spec import ClusterSpec
 from railbed.topology import Topology
 
@@ -49,13 +69,102 @@ HOLD = Decision(start=False)
 
 
 @dataclass(frozen=True)
+class SubFlow:
+    """A scheduler-made piece of a flow: ``size`` bytes from endpoint ``src`` to ``dst``.
+
+    ``id`` must be new in the run. ``deps`` name other sub-flows of the same
+    :class:`Split` (or any finished item); a sub-flow starts, with its own
+    ``dscp`` and ``rate`` cap, as soon as they are done (``on_ready`` is not
+    asked again). ``src``/``dst`` default to the original's endpoints."""
+
+    id: str
+    size: int
+    src: str | None = None
+    dst: str | None = None
+    deps: tuple[str, ...] = ()
+    dscp: int = 0
+    rate: float | None = None
+
+
+@dataclass(frozen=True)
+class Split:
+    """Replace ready flows by sub-flows: ``{original flow id: [SubFlow, ...]}``.
+
+    Every original must be ready and not started (the item being offered,
+    or one the scheduler holds). Per original, the sub-flows must carry its
+    bytes from its source to its destination: the sizes leaving the source
+    and arriving at the destination each add up to the original's size, and
+    every other endpoint forwards what it receives (a relay). The original
+    counts as done when its last sub-flow is; the run checks, per byte, that
+    its destination received its size."""
+
+    parts: Mapping[str, Sequence[SubFlow]]
+
+
+class _Keep:
+    def __repr__(self) -> str:
+        return "KEEP"
+
+
+KEEP: Any = _Keep()
+"""Leave this property of an active flow as it is (see :class:`Change`)."""
+
+
+@dataclass(frozen=True)
+class Change:
+    """An answer of ``on_flows_changed`` for one active flow: a new cap and/or a new DSCP."""
+
+    rate: float | None = KEEP
+    dscp: int = KEEP
+
+
+ProgressSource = Callable[[str], "tuple[int, float, float]"]
+"""flow id -> (payload bytes delivered, current model wire bit/s, model time of these numbers)."""
+
+
+@dataclass(eq=False)
 class ActiveFlow:
+    """A flow in the network (or in its latency), as a scheduler sees it.
+
+    ``rate`` is the cap (``None``: uncapped). Progress is read on demand from
+    the backend: the simulator knows it exactly; the emulator's agents
+    report received bytes periodically, and ``as_of`` says when they last
+    did (model seconds)."""
+
     flow: Flow
     src: Location
     dst: Location
     dscp: int
     rate: float | None
     started: float  # model seconds
+    progress_source: ProgressSource | None = field(default=None, repr=False)
+
+    def _progress(self) -> tuple[int, float, float]:
+        if self.progress_source is None:
+            return 0, 0.0, self.started
+        return self.progress_source(self.flow.id)
+
+    @property
+    def delivered(self) -> int:
+        """Payload bytes the receiver has (as of :attr:`as_of`)."""
+        return self._progress()[0]
+
+    @property
+    def remaining(self) -> int | None:
+        """Payload bytes still to deliver; ``None`` while the flow's size is hidden (``reveal="hidden"``)."""
+        if self.flow.size is None:
+            return None
+        return max(0, self.flow.size - self._progress()[0])
+
+    @property
+    def current_rate(self) -> float:
+        """The flow's rate now (model wire bit/s); 0 while it waits for its latency."""
+        return self._progress()[1]
+
+    @property
+    def as_of(self) -> float:
+        """Model time of the progress numbers (``view.now`` on the simulator)."""
+        return self._progress()[2]
 
 
 @dataclass
@@ -64,7 +173,8 @@ class RunView:
 
     ``now`` is model time. ``active`` are flows in the network, ``running``
     tasks holding a device slot, ``held`` the ids the scheduler held, ``done``
-    finished ids, ``ready_at`` the time each item became ready.
+    finished ids and ``records`` their :class:`~railbed.results.ItemRecord`,
+    ``ready_at`` the time each item became ready.
     """
 
     job: Job
@@ -76,10 +186,18 @@ class RunView:
     running: dict[str, Task] = field(default_factory=dict)
     held: list[str] = field(default_factory=list)
     done: set[str] = field(default_factory=set)
+    records: dict[str, ItemRecord] = field(default_factory=dict)
     ready_at: dict[str, float] = field(default_factory=dict)
+    wakes: list[float] = field(default_factory=list)
 
     def location(self, endpoint: str) -> Location:
         return self.placement[endpoint]
+
+    def wake_at(self, t: float) -> None:
+        """Be woken at model time ``t`` (``on_flows_changed``, then held items offered again)."""
+        if not isinstance(t, (int, float)) or isinstance(t, bool) or not math.isfinite(t):
+            raise ValueError(f"wake_at needs a finite model time, got {t!r}")
+        self.wakes.append(max(float(t), self.now))
 
 
 class Scheduler:
@@ -90,11 +208,14 @@ class Scheduler:
     def place(self, job: Job, cluster: ClusterSpec) -> Placement:
         return default_placement(job, cluster)
 
-    def on_ready(self, item: Item, view: RunView) -> Decision:
+    def on_ready(self, item: Item, view: RunView) -> Decision | Split:
         return Decision()
 
-    def on_flows_changed(self, view: RunView) -> Mapping[str, float | None]:
+    def on_flows_changed(self, view: RunView) -> Mapping[str, float | None | Change]:
         return {}
+
+    def on_done(self, item: Item, record: ItemRecord, view: RunView) -> None:
+        return None
 
     def choose_path(self, flow: Flow, view: RunView) -> int:
         return 0

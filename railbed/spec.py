@@ -2,19 +2,20 @@
 
 A spec is written in YAML (or built in Python) and validated on load; every
 error names the field (``servers[1].nic_rate: rate must be positive``) and
-unknown keys are errors. Example (the DGTP testbed of seed 000, section VI:
-four servers, two with 50 Gbit/s NICs and two limited to 10 Gbit/s)::
+unknown keys are errors. Example (the DGTP testbed of seed 000, section VI-A:
+four servers with two GPUs, 8 cores and 48 GB each; two with 50 Gbit/s NICs
+and two limited to 10 Gbit/s)::
 
     name: dgtp-testbed
     servers:
       - count: 2
-        gpus: 1
+        gpus: 2
         nic_rate: 50Gbit
-        resources: {cpu: 16, gpu: 1, mem: 64}
+        resources: {cpu: 8, gpu: 2, mem: 48}
       - count: 2
-        gpus: 1
+        gpus: 2
         nic_rate: 10Gbit
-        resources: {cpu: 16, gpu: 1, mem: 64}
+        resources: {cpu: 8, gpu: 2, mem: 48}
     fabric:
       type: single_switch
 
