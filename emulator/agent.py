@@ -19,13 +19,17 @@ lines. Commands (controller -> agent):
     for the receiver to close.
 ``{"op": "rate", "id": f, "pace": bytes/s or 0}``
     change the pacing rate of a live flow.
+``{"op": "tos", "id": f, "tos": x}``
+    re-mark a live flow (``IP_TOS`` on its socket: packets sent from now on).
 ``{"op": "quit"}``
 
 Events (agent -> controller): ``hello`` (data listener ready), ``waited``,
 ``recv`` (the receiver got every byte of flow ``n``, or the connection
 ended early: ``bytes`` says how many), ``integrity`` (more bytes arrived
-after completion), ``error``. The receiver counts payload bytes and, with
-``--trace``, samples ``(t, bytes)`` for the run's traces. All times are
+after completion), ``error``, and with ``--progress P`` a ``progress``
+event (``n``, ``bytes``, ``t``) at most every ``P`` seconds per flow while
+it receives (schedulers read it as the flow's progress). The receiver counts
+payload bytes and, with ``--trace``, samples ``(t, bytes)`` for the run's traces. All times are
 ``time.monotonic()``, one clock for every process on the machine.
 """
 
@@ -63,11 +67,12 @@ def _zero_file() -> int:
 
 
 class Agent:
-    def __init__(self, server: int, control: str, port: int, trace: float) -> None:
+    def __init__(self, server: int, control: str, port: int, trace: float, progress: float = 0.0) -> None:
         self.server = server
         self.control = control
         self.port = port
         self.trace = trace
+        self.progress = progress
         self.live: dict[str, socket.socket] = {}
         self.writer: asyncio.StreamWriter | None = None
         self.zeros = _zero_file()
@@ -103,9 +108,9 @@ class Agent:
             buf = bytearray(RECV_BUFFER)
             count, reported = 0, False
             trace: list[tuple[float, int]] = []
-            last = 0.0
+            last = last_progress = time.monotonic()
             if self.trace:
-                trace.append((time.monotonic(), 0))
+                trace.append((last, 0))
             while True:
                 if count >= size and not reported:
                     self.emit(ev="recv", n=n, bytes=count, t=time.monotonic(), trace=trace)
@@ -114,11 +119,14 @@ class Agent:
                 if got == 0:
                     break
                 count += got
-                if self.trace:
+                if self.trace or self.progress:
                     now = time.monotonic()
-                    if now - last >= self.trace:
+                    if self.trace and now - last >= self.trace:
                         trace.append((now, count))
                         last = now
+                    if self.progress and now - last_progress >= self.progress and count < size:
+                        self.emit(ev="progress", n=n, bytes=count, t=now)
+                        last_progress = now
             if not reported:
                 self.emit(ev="recv", n=n, bytes=count, t=time.monotonic(), trace=trace)
             elif count != size:
@@ -171,6 +179,14 @@ class Agent:
             except OSError:
                 pass  # the flow just ended
 
+    def set_tos(self, fid: str, tos: int) -> None:
+        sock = self.live.get(fid)
+        if sock is not None:
+            try:
+                sock.setsockopt(socket.IPPROTO_IP, socket.IP_TOS, tos)
+            except OSError:
+                pass  # the flow just ended
+
     async def wait_until(self, key: str, until: float) -> None:
         delay = until - time.monotonic()
         if delay > 0:
@@ -201,6 +217,8 @@ class Agent:
                 self.spawn(self.send(cmd))
             elif op == "rate":
                 self.set_rate(cmd["id"], cmd["pace"])
+            elif op == "tos":
+                self.set_tos(cmd["id"], int(cmd["tos"]))
             elif op == "quit":
                 await self.writer.drain()
                 return 0
@@ -213,8 +231,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--control", required=True, help="the controller's Unix socket")
     p.add_argument("--port", type=int, default=DATA_PORT)
     p.add_argument("--trace", type=float, default=0.0, help="sample received bytes every TRACE seconds (0: off)")
+    p.add_argument("--progress", type=float, default=0.0, help="report received bytes every PROGRESS s (0: off)")
     args = p.parse_args(argv)
-    return asyncio.run(Agent(args.server, args.control, args.port, args.trace).main())
+    return asyncio.run(Agent(args.server, args.control, args.port, args.trace, args.progress).main())
 
 
 if __name__ == "__main__":

@@ -40,7 +40,7 @@ from emulator.fidelity import LinkSampler, fidelity_report, nic_groups
 from emulator.loadtest import _env, python_argv
 from emulator.state import STATE_DIR
 from emulator.testbed import Testbed
-from railbed.dispatch import Action, Dispatcher, SetRate, StartFlow, StartWait
+from railbed.dispatch import Action, Dispatcher, SetDscp, SetRate, StartFlow, StartWait
 from railbed.errors import RunFailed
 from railbed.job import Job
 from railbed.results import RunResult
@@ -83,6 +83,7 @@ def run(
     sample_interval: float = 0.5,
     faults: Faults | None = None,
     on_agents: Callable[[dict[int, int]], None] | None = None,
+    flow_progress: float = 0.01,
 ) -> RunResult:
     """Run ``job`` under ``scheduler`` on the started testbed ``tb``.
 
@@ -91,15 +92,18 @@ def run(
     every ``progress_every`` s. ``timeout``: real seconds before
     :class:`RunFailed`. ``strict``: a broken fidelity report raises
     :class:`RunFailed`. ``on_agents``: called with ``{server: agent pid}``
-    once the agents are up (tests use it to kill one).
+    once the agents are up (tests use it to kill one). ``flow_progress``:
+    model seconds between the receivers' reports of each flow's bytes (what
+    schedulers read as ``ActiveFlow.delivered``; 0: never).
     """
-    return _Run(job, scheduler, tb, trace, progress, progress_every, timeout, sample_interval, faults).go(
-        strict, on_agents
-    )
+    r = _Run(job, scheduler, tb, trace, progress, progress_every, timeout, sample_interval, faults, flow_progress)
+    return r.go(strict, on_agents)
 
 
 class _Run:
-    def __init__(self, job, scheduler, tb, trace, progress, progress_every, timeout, sample_interval, faults):
+    def __init__(
+        self, job, scheduler, tb, trace, progress, progress_every, timeout, sample_interval, faults, flow_progress
+    ):
         if tb.net is None:
             raise RuntimeError("the testbed is not running (use it as a context manager)")
         self.tb = tb
@@ -116,6 +120,9 @@ class _Run:
         self.by_index: dict[int, StartFlow] = {}
         self.traces: dict[str, list[tuple[float, int]]] = {}
         self.rerated: set[str] = set()
+        self.flow_progress = flow_progress
+        self.reports: dict[str, tuple[int, float, float]] = {}  # flow id -> (bytes, model t, wire bit/s)
+        self.dispatcher.progress_source = self._progress_of
         self.t0 = 0.0
         self.now = 0.0
         self.ctl_path = STATE_DIR / f"ctl-{tb.run_id}.sock"
@@ -188,6 +195,8 @@ class _Run:
             argv = ["--server", str(s), "--control", str(self.ctl_path)]
             if self.trace:
                 argv += ["--trace", str(self.trace)]
+            if self.flow_progress:
+                argv += ["--progress", str(self.flow_progress * self.k)]
             with open(log, "w") as err:
                 proc = self.tb.popen(
                     host,
@@ -311,6 +320,10 @@ class _Run:
                 if flow is not None:
                     self.rerated.add(a.id)
                     self._send(flow.src[0], {"op": "rate", "id": a.id, "pace": self._pace(a.rate)})
+            elif isinstance(a, SetDscp):
+                flow = self.dispatcher.active_flow(a.id)
+                if flow is not None:
+                    self._send(flow.src[0], {"op": "tos", "id": a.id, "tos": a.dscp << 2})
 
     def _pace(self, model_rate: float | None) -> int:
         """SO_MAX_PACING_RATE (bytes/s) for a model wire rate: the kernel paces payload
@@ -319,9 +332,24 @@ class _Run:
             return 0
         return max(1, int(self.tb.scale.real_rate(model_rate) * GOODPUT_FRACTION / 8))
 
+    def _progress_of(self, flow_id: str) -> tuple[int, float, float]:
+        """The receiver's last report of a flow: (bytes, wire bit/s between its last two reports, model time)."""
+        nbytes, t, rate = self.reports.get(flow_id, (0, self.dispatcher.records[flow_id].start or 0.0, 0.0))
+        return nbytes, rate, t
+
+    def _report(self, flow: StartFlow, nbytes: int, t_real: float) -> None:
+        t = (t_real - self.t0) / self.k
+        before, t_before, _ = self.reports.get(flow.id, (0, self.dispatcher.records[flow.id].start or 0.0, 0.0))
+        rate = 8 * (nbytes - before) / GOODPUT_FRACTION / (t - t_before) if t > t_before else 0.0
+        self.reports[flow.id] = (nbytes, t, rate)
+
     def _handle(self, agent: _AgentConn, msg: dict) -> None:
         ev = msg.get("ev")
-        if ev == "waited":
+        if ev == "progress":
+            flow = self.by_index[msg["n"]]
+            if self.dispatcher.active_flow(flow.id) is not None:
+                self._report(flow, msg["bytes"], msg["t"])
+        elif ev == "waited":
             self.now = self._model(msg["t"])
             self._do(self.dispatcher.wait_done(msg["key"], self.now))
         elif ev == "recv":
@@ -334,6 +362,7 @@ class _Run:
             self.now = self._model(msg["t"])
             if msg.get("trace"):
                 self.traces[flow.id] = [((t - self.t0) / self.k, b) for t, b in msg["trace"]]
+            self.reports.pop(flow.id, None)
             self._do(self.dispatcher.flow_done(flow.id, self.now, msg["bytes"]))
         elif ev == "integrity":
             flow = self.by_index[msg["n"]]

@@ -204,6 +204,7 @@ class Scheduler:
     """Base class with the system-default behaviour for every hook (see module doc)."""
 
     name = "base"
+    label: str | None = None  # a scenario's label for this instance; results name the run by it
 
     def place(self, job: Job, cluster: ClusterSpec) -> Placement:
         return default_placement(job, cluster)

@@ -8,21 +8,24 @@ A scenario is YAML (``railbed run scenario.yaml``)::
       generator: hybrid_parallel
       args: {dp: 4, pp: 2, microbatches: 2, gradient: 16MB, activation: 4MB, fwd: 1ms, bwd: 2ms}
     # job: {file: saved-job.json}      # ... or a saved job (replay)
-    schedulers: [fifo, tag-priority]
-    policy: dscp-priority              # tc policy: dscp-priority | fifo
+    schedulers:                        # names, or {name, args, label}: one scheduler, several settings
+      - fifo
+      - {name: small-first, args: {limit: 2}, label: small-first-2}
+    policy: dscp-priority              # tc policy (tc_policies.plan.POLICIES): dscp-priority | fifo
     scale: 400                         # k; default: chosen for this machine
     latency: auto                      # auto | netem | agents
     trace: 0                           # s between received-bytes samples per flow (0: off)
     strict: false                      # a broken fidelity report fails the run
     timeout: 600                       # real seconds per scheduler run
+    flow_progress: 0.01                # model s between the emulator's reports of flow bytes (0: off)
 
 ``railbed run`` runs each scheduler on the same emulated cluster (built
 once), one after the other; ``railbed simulate`` runs them on the
 flow-level simulator (:func:`simulate_scenario`, no root) and ``railbed
 crosscheck`` on both (:func:`crosscheck_scenario`). The results directory gets ``scenario.yaml``, ``cluster.yaml``,
-``job.json`` (replayable), ``<scheduler>/result.json`` and
-``<scheduler>/summary.txt`` per run, ``comparison.txt`` and ``index.json``
-(makespan per scheduler).
+``job.json`` (replayable), ``<label>/result.json`` and
+``<label>/summary.txt`` per run (a scheduler's label is its name unless the
+scenario gives one), ``comparison.txt`` and ``index.json`` (makespan per run).
 """
 
 from __future__ import annotations
@@ -40,11 +43,13 @@ from railbed.errors import SpecError
 from railbed.job import Job
 from railbed.results import RunResult, comparison_table
 from railbed.spec import ClusterSpec
-from schedulers import by_name
+from schedulers import SchedulerSpec, by_name, make, scheduler_spec
 from tc_policies.plan import policy_by_name
 from workloads import generate
 
-KEYS = {"name", "cluster", "job", "schedulers", "policy", "scale", "latency", "trace", "strict", "timeout"}
+KEYS = {
+    "name", "cluster", "job", "schedulers", "policy", "scale", "latency", "trace", "strict", "timeout", "flow_progress"
+}  # fmt: skip
 
 
 @dataclass
@@ -52,13 +57,14 @@ class Scenario:
     name: str
     cluster: ClusterSpec
     job: Job
-    schedulers: list[str]
+    schedulers: list[SchedulerSpec]
     policy: str = "dscp-priority"
     scale: float | None = None
     latency: str = "auto"
     trace: float = 0.0
     strict: bool = False
     timeout: float | None = None
+    flow_progress: float = 0.01
     source: dict[str, Any] | None = None
 
     @classmethod
@@ -101,15 +107,7 @@ class Scenario:
             job = generate(str(job_raw["generator"]), job_raw.get("args") or {}, "job")
         else:
             raise SpecError("job", "needs 'generator' or 'file'")
-        scheds = data["schedulers"]
-        if isinstance(scheds, str):
-            scheds = [scheds]
-        if not isinstance(scheds, list) or not scheds:
-            raise SpecError("schedulers", "expected a non-empty list of scheduler names")
-        for i, name in enumerate(scheds):
-            by_name(str(name), f"schedulers[{i}]")
-        if len(set(scheds)) != len(scheds):
-            raise SpecError("schedulers", "a scheduler is listed twice")
+        specs = _scheduler_specs(data["schedulers"])
         policy = str(data.get("policy", "dscp-priority"))
         policy_by_name(policy)
         latency = str(data.get("latency", "auto"))
@@ -119,13 +117,14 @@ class Scenario:
             name=str(data.get("name", "scenario")),
             cluster=cluster,
             job=job,
-            schedulers=[str(s) for s in scheds],
+            schedulers=specs,
             policy=policy,
             scale=_positive(data.get("scale"), "scale"),
             latency=latency,
             trace=_positive(data.get("trace"), "trace", allow_zero=True) or 0.0,
             strict=_bool(data.get("strict", False), "strict"),
             timeout=_positive(data.get("timeout"), "timeout"),
+            flow_progress=_positive(data.get("flow_progress", 0.01), "flow_progress", allow_zero=True) or 0.0,
             source=data,
         )
 
@@ -146,11 +145,36 @@ def _bool(value: Any, field: str) -> bool:
     return value
 
 
-def _scheduler_names(sc: Scenario, schedulers: list[str] | None) -> list[str]:
-    names = schedulers or sc.schedulers
-    for i, name in enumerate(names):
-        by_name(name, f"schedulers[{i}]")
-    return names
+def _scheduler_specs(raw: Any) -> list[SchedulerSpec]:
+    """The ``schedulers`` list: each entry read and instantiated once (arguments checked), labels unique."""
+    if isinstance(raw, str):
+        raw = [raw]
+    if not isinstance(raw, list) or not raw:
+        raise SpecError("schedulers", "expected a non-empty list of scheduler names or {name, args, label}")
+    specs, seen = [], set()
+    for i, entry in enumerate(raw):
+        spec = scheduler_spec(entry, f"schedulers[{i}]")
+        make(spec, f"schedulers[{i}]")
+        if spec.run_label in seen:
+            raise SpecError(f"schedulers[{i}]", f"{spec.run_label!r} is listed twice (give one a label)")
+        seen.add(spec.run_label)
+        specs.append(spec)
+    return specs
+
+
+def _selected(sc: Scenario, labels: list[str] | None) -> list[SchedulerSpec]:
+    """The scenario's schedulers, or those of them named by ``--scheduler`` (label or registered name)."""
+    if not labels:
+        return sc.schedulers
+    known = {s.run_label: s for s in sc.schedulers}
+    out = []
+    for i, label in enumerate(labels):
+        if label in known:
+            out.append(known[label])
+        else:
+            by_name(label, f"--scheduler[{i}]")  # a registered name the scenario does not list: default args
+            out.append(SchedulerSpec(label))
+    return out
 
 
 def _write_inputs(sc: Scenario, out_dir: Path) -> None:
@@ -180,11 +204,11 @@ def _write_comparison(sc: Scenario, results: list[RunResult], out_dir: Path, ech
     echo(f"results in {out_dir}")
 
 
-def _simulate(sc: Scenario, name: str, engine: str, echo: Callable[[str], None]) -> RunResult:
+def _simulate(sc: Scenario, spec: SchedulerSpec, engine: str, echo: Callable[[str], None]) -> RunResult:
     from simulator import simulate
 
-    echo(f"simulating {name} ...")
-    return simulate(sc.job, by_name(name), sc.cluster, policy=sc.policy, engine=engine, progress=echo)
+    echo(f"simulating {spec.run_label} ...")
+    return simulate(sc.job, make(spec), sc.cluster, policy=sc.policy, engine=engine, progress=echo)
 
 
 def run_scenario(
@@ -198,7 +222,7 @@ def run_scenario(
     from emulator.runtime import run
     from emulator.testbed import Testbed
 
-    names = _scheduler_names(sc, schedulers)
+    specs = _selected(sc, schedulers)
     _write_inputs(sc, out_dir)
     results = []
     tb = Testbed(sc.cluster, policy=sc.policy, scale=scale or sc.scale, latency=sc.latency)
@@ -208,11 +232,20 @@ def run_scenario(
             f"  {sc.job!r}; built in {tb.build_seconds:.1f} s; k = {tb.scale.k:g}; "
             f"policy {tb.policy.name}; latency {tb.latency_mode}"
         )
-        for name in names:
-            echo(f"running {name} ...")
-            result = run(sc.job, by_name(name), tb, trace=sc.trace, progress=echo, timeout=sc.timeout, strict=sc.strict)
+        for spec in specs:
+            echo(f"running {spec.run_label} ...")
+            result = run(
+                sc.job,
+                make(spec),
+                tb,
+                trace=sc.trace,
+                progress=echo,
+                timeout=sc.timeout,
+                strict=sc.strict,
+                flow_progress=sc.flow_progress,
+            )
             results.append(result)
-            _save_run(result, out_dir, name, echo)
+            _save_run(result, out_dir, spec.run_label, echo)
     _write_comparison(sc, results, out_dir, echo)
     return results
 
@@ -225,12 +258,12 @@ def simulate_scenario(
     engine: str = "numba",
 ) -> list[RunResult]:
     """The scenario on the flow-level simulator (no root): the same results directory as :func:`run_scenario`."""
-    names = _scheduler_names(sc, schedulers)
+    specs = _selected(sc, schedulers)
     _write_inputs(sc, out_dir)
     results = []
-    for name in names:
-        results.append(_simulate(sc, name, engine, echo))
-        _save_run(results[-1], out_dir, name, echo)
+    for spec in specs:
+        results.append(_simulate(sc, spec, engine, echo))
+        _save_run(results[-1], out_dir, spec.run_label, echo)
     _write_comparison(sc, results, out_dir, echo)
     return results
 
@@ -251,9 +284,9 @@ def crosscheck_scenario(
 
     emulated = run_scenario(sc, out_dir, echo=echo, scale=scale, schedulers=schedulers)
     checks = []
-    for name, result in zip(_scheduler_names(sc, schedulers), emulated):
-        simulated = _simulate(sc, name, "numba", echo)
-        simulated.save(out_dir / name / "simulated.json")
+    for spec, result in zip(_selected(sc, schedulers), emulated):
+        simulated = _simulate(sc, spec, "numba", echo)
+        simulated.save(out_dir / spec.run_label / "simulated.json")
         checks.append(compare(result, simulated))
     text = "\n\n".join(c.report() for c in checks)
     (out_dir / "crosscheck.txt").write_text(text + "\n")

@@ -1,9 +1,21 @@
-"""Schedulers: pure algorithms behind the hooks of :mod:`railbed.scheduler`.
+"""Schedulers: policies behind the hooks of :mod:`railbed.scheduler`.
 
-Registered by name for scenario files and the CLI (:func:`by_name`).
+Registered by name for scenario files and the CLI. A scenario names a
+scheduler as a string or as ``{name: NAME, args: {...}, label: LABEL}``
+(:func:`scheduler_spec`); :func:`make` checks ``args`` against the
+constructor's signature (unknown names, wrong types, and the constructor's
+own :class:`~railbed.errors.SpecError` s all name ``schedulers[i].args.<arg>``)
+and gives the instance its ``label``, which names the run in results.
 """
 
 from __future__ import annotations
+
+import inspect
+import math
+import typing
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
 
 from railbed.errors import SpecError
 from railbed.scheduler import HOLD, Decision, RunView, Scheduler
@@ -14,12 +26,101 @@ from schedulers.tagged import TagPriority
 REGISTRY: dict[str, type[Scheduler]] = {"fifo": Fifo, "tag-priority": TagPriority, "small-first": SmallFirst}
 
 
-def by_name(name: str, field: str = "scheduler") -> Scheduler:
-    """A fresh scheduler instance by its registered name."""
-    cls = REGISTRY.get(name)
+@dataclass(frozen=True)
+class SchedulerSpec:
+    """A scheduler as a scenario names it: registered ``name``, constructor ``args``, run ``label``."""
+
+    name: str
+    args: Mapping[str, Any] = field(default_factory=dict)
+    label: str | None = None
+
+    @property
+    def run_label(self) -> str:
+        return self.label or self.name
+
+
+def scheduler_spec(entry: Any, where: str) -> SchedulerSpec:
+    """Read one entry of a scenario's ``schedulers`` list (a name, or a mapping)."""
+    if isinstance(entry, str):
+        return SchedulerSpec(entry)
+    if not isinstance(entry, Mapping):
+        raise SpecError(where, f"expected a scheduler name or {{name, args, label}}, got {type(entry).__name__}")
+    unknown = set(entry) - {"name", "args", "label"}
+    if unknown:
+        raise SpecError(f"{where}.{sorted(map(str, unknown))[0]}", "unknown key (known: name, args, label)")
+    name, args, label = entry.get("name"), entry.get("args") or {}, entry.get("label")
+    if not isinstance(name, str):
+        raise SpecError(f"{where}.name", "expected a scheduler name")
+    if not isinstance(args, Mapping):
+        raise SpecError(f"{where}.args", f"expected a mapping of argument to value, got {type(args).__name__}")
+    if label is not None and (not isinstance(label, str) or not label or "/" in label):
+        raise SpecError(f"{where}.label", "expected a non-empty name without '/'")
+    return SchedulerSpec(name, dict(args), label)
+
+
+def make(spec: SchedulerSpec, where: str = "scheduler") -> Scheduler:
+    """A fresh scheduler instance of ``spec`` (see the module docstring)."""
+    cls = REGISTRY.get(spec.name)
     if cls is None:
-        raise SpecError(field, f"unknown scheduler {name!r} (known: {', '.join(sorted(REGISTRY))})")
-    return cls()
+        raise SpecError(where, f"unknown scheduler {spec.name!r} (known: {', '.join(sorted(REGISTRY))})")
+    params = _parameters(cls)
+    for key, value in spec.args.items():
+        if key not in params:
+            known = ", ".join(params) or "none"
+            raise SpecError(f"{where}.args.{key}", f"{spec.name} takes no argument {key!r} (known: {known})")
+        _check_type(value, params[key], f"{where}.args.{key}")
+    try:
+        sched = cls(**spec.args)
+    except SpecError as exc:
+        raise SpecError(f"{where}.args.{exc.field}", exc.message) from None
+    except TypeError as exc:  # a required argument missing
+        raise SpecError(f"{where}.args", str(exc)) from None
+    sched.label = spec.label
+    return sched
 
 
-__all__ = ["HOLD", "Decision", "Fifo", "REGISTRY", "RunView", "Scheduler", "SmallFirst", "TagPriority", "by_name"]
+def by_name(name: str, field: str = "scheduler") -> Scheduler:
+    """A fresh scheduler instance by its registered name, default arguments."""
+    return make(SchedulerSpec(name), field)
+
+
+def _parameters(cls: type) -> dict[str, Any]:
+    """Constructor argument -> its annotation (``Any`` when unannotated or unresolvable)."""
+    sig = inspect.signature(cls.__init__)
+    try:
+        hints = typing.get_type_hints(cls.__init__)
+    except Exception:  # noqa: BLE001 - an unresolvable annotation is simply not checked
+        hints = {}
+    return {
+        n: hints.get(n, Any)
+        for n, p in sig.parameters.items()
+        if n != "self" and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
+    }
+
+
+def _check_type(value: Any, hint: Any, where: str) -> None:
+    """Plain ``int``/``float``/``bool``/``str`` annotations are enforced; others are the constructor's business."""
+    ok = {
+        int: lambda v: isinstance(v, int) and not isinstance(v, bool),
+        float: lambda v: isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v),
+        bool: lambda v: isinstance(v, bool),
+        str: lambda v: isinstance(v, str),
+    }.get(hint)
+    if ok is not None and not ok(value):
+        raise SpecError(where, f"expected {'a finite number' if hint is float else hint.__name__}, got {value!r:.40}")
+
+
+__all__ = [
+    "HOLD",
+    "Decision",
+    "Fifo",
+    "REGISTRY",
+    "RunView",
+    "Scheduler",
+    "SchedulerSpec",
+    "SmallFirst",
+    "TagPriority",
+    "by_name",
+    "make",
+    "scheduler_spec",
+]

@@ -2,18 +2,23 @@
 
 from __future__ import annotations
 
+from railbed.errors import SpecError
 from railbed.job import Flow
-from railbed.scheduler import HOLD, Decision, Scheduler, default_placement
+from railbed.scheduler import HOLD, Change, Decision, Scheduler, Split, SubFlow, default_placement
 
 
 class SmallFirst(Scheduler):
-    """Smaller flows in higher DSCP classes; at most ``limit`` flows per source NIC;
-    background flows capped to half a NIC while urgent ones run; the "acc" path if offered."""
+    """Smaller flows in higher DSCP classes, demoted to 0 once half delivered; at most ``limit``
+    flows per source NIC; flows over ``chunk`` bytes cut into chunks sent in turn; background
+    capped to half a NIC while urgent flows run; the "acc" path if offered; completion times kept."""
 
     name = "small-first"
 
-    def __init__(self, limit: int = 4) -> None:
-        self.limit = limit
+    def __init__(self, limit: int = 4, chunk: int = 1 << 30) -> None:
+        if limit < 1:
+            raise SpecError("limit", f"must be at least 1, got {limit}")
+        self.limit, self.chunk = limit, chunk
+        self.times: dict[str, float] = {}  # flow id -> completion time, from on_done
 
     def place(self, job, cluster):
         return default_placement(job, cluster)  # pins, then round-robin over servers
@@ -21,21 +26,33 @@ class SmallFirst(Scheduler):
     def on_ready(self, item, view):
         if not isinstance(item, Flow):
             return Decision()  # tasks start at once (and queue for a device slot)
+        if item.size is not None and item.size > self.chunk:  # chunks in turn, each after the last
+            n = -(-item.size // self.chunk)
+            size = [min(self.chunk, item.size - k * self.chunk) for k in range(n)]
+            after = [(f"{item.id}.c{k - 1}",) if k else () for k in range(n)]
+            return Split({item.id: [SubFlow(f"{item.id}.c{k}", size[k], deps=after[k]) for k in range(n)]})
         src = view.location(item.src)
         busy = sum(1 for f in view.active.values() if (f.src.server, f.src.nic) == (src.server, src.nic))
         if busy >= self.limit:
-            return HOLD  # offered again after the next event
-        cls = 7 if item.size < 1 << 20 else 4 if item.size < 64 << 20 else 0
+            view.wake_at(view.now + 1e-3)  # offered again after the next event, or in 1 ms at the latest
+            return HOLD
+        cls = 7 if item.size is not None and item.size < 1 << 20 else 4 if (item.size or 0) < 64 << 20 else 0
         return Decision(dscp=cls << 3)
 
     def on_flows_changed(self, view):
         urgent = any(f.dscp >= 56 for f in view.active.values())
         servers = view.cluster.servers
-        return {
-            fid: servers[f.src.server].nic_rates[f.src.nic] / 2 if urgent else None
-            for fid, f in view.active.items()
-            if f.dscp == 0
-        }
+        out = {}
+        for fid, f in view.active.items():
+            if f.dscp == 0:
+                out[fid] = servers[f.src.server].nic_rates[f.src.nic] / 2 if urgent else None
+            elif f.remaining is not None and 2 * f.remaining < f.flow.size:  # half delivered: demote
+                out[fid] = Change(dscp=0)
+        return out
+
+    def on_done(self, item, record, view):
+        if isinstance(item, Flow):
+            self.times[item.id] = record.end - record.start
 
     def choose_path(self, flow, view):
         names = [o.name for o in flow.options]

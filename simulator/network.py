@@ -122,6 +122,7 @@ class NumbaNetwork:
         self._alloc(slots)
         self.n = 0
         self.dirty = False
+        self._fresh = False  # rates computed for progress() since the flow set last changed
         self._free: list[int] = list(range(slots - 1, -1, -1))
 
     def _alloc(self, slots: int) -> None:
@@ -163,15 +164,34 @@ class NumbaNetwork:
         self.act[self.n] = slot
         self.n += 1
         self.dirty = True
+        self._fresh = False
         return slot
 
     def set_cap(self, slot: int, cap: float | None) -> None:
         self.cap[slot] = math.inf if cap is None else cap
         self.dirty = True
+        self._fresh = False
+
+    def set_class(self, slot: int, prio: int) -> None:
+        """Move an active flow to another priority class (a re-marked DSCP)."""
+        self.prio[slot] = prio
+        self.dirty = True
+        self._fresh = False
 
     def rates_of_active(self) -> dict[int, float]:
         """Slot -> rate of every active flow (rates of the last ``advance``)."""
         return {int(s): float(self.rates[s]) for s in self.act[: self.n]}
+
+    def progress(self, slot: int) -> tuple[float, float]:
+        """(bits left, rate now) of an active flow. Rates are recomputed if the flow set changed
+        since the last advance; that changes nothing the next advance computes."""
+        if self.dirty and not self._fresh:
+            _maxmin(
+                self.link_cap, self.flow_links, self.nhops, self.prio, self.cap, self.act, self.n, self.rates,
+                self.left, self.count, self.state,
+            )  # fmt: skip
+            self._fresh = True
+        return float(self.rem[slot]), float(self.rates[slot])
 
     def advance(self, now: float, t_limit: float) -> tuple[float, list[int]]:
         if self.n == 0:
@@ -184,6 +204,7 @@ class NumbaNetwork:
         if t == math.inf:
             raise NoProgress(f"{self.n} active flows have no rate and nothing else is pending")
         self.dirty = nfin > 0
+        self._fresh = False
         self.n = n
         done = [int(s) for s in self.finished[:nfin]]
         self._free.extend(done)
@@ -217,8 +238,21 @@ class ReferenceNetwork:
         self.flows[slot]["cap"] = math.inf if cap is None else cap
         self._dirty = True
 
+    def set_class(self, slot: int, prio: int) -> None:
+        self.flows[slot]["prio"] = prio
+        self._dirty = True
+
     def rates_of_active(self) -> dict[int, float]:
         return {s: self._rates[s] for s in self.flows}
+
+    def progress(self, slot: int) -> tuple[float, float]:
+        if self._dirty:
+            fl = list(self.flows.values())
+            rates = maxmin_reference(
+                self.capacity, [f["links"] for f in fl], [f["prio"] for f in fl], [f["cap"] for f in fl]
+            )
+            return self.flows[slot]["rem"], rates[list(self.flows).index(slot)]
+        return self.flows[slot]["rem"], self._rates[slot]
 
     def _compute_rates(self) -> None:
         slots = list(self.flows)

@@ -9,7 +9,10 @@ intra-host legs); the simulator only replaces the agents and the wires:
   emulator's agents do), then joins the fluid network with
   ``wire_bytes(size)`` bits to carry over its route, in the priority class
   the tc policy gives its DSCP, capped at its rate;
-* a :class:`~railbed.dispatch.SetRate` changes a flow's cap.
+* a :class:`~railbed.dispatch.SetRate` changes a flow's cap, a
+  :class:`~railbed.dispatch.SetDscp` its priority class;
+* a scheduler reading a flow's progress gets it exact, at the current time
+  (:meth:`Simulation.flow_progress`).
 
 The discrete-event loop: advance the network to the earliest of its next
 flow finish and the next timer; report what finished to the dispatcher;
@@ -32,7 +35,7 @@ import time
 from collections.abc import Callable
 from itertools import count
 
-from railbed.dispatch import Dispatcher, SetRate, StartFlow, StartWait
+from railbed.dispatch import Dispatcher, SetDscp, SetRate, StartFlow, StartWait
 from railbed.errors import SpecError
 from railbed.job import Job
 from railbed.results import RunResult
@@ -92,6 +95,8 @@ class Simulation:
         self._seq = count()
         self._slot_of: dict[str, int] = {}
         self._flow_at: dict[int, StartFlow] = {}
+        self._bits: dict[str, float] = {}  # flow id -> wire bits it carries
+        self.dispatcher.progress_source = self.flow_progress
 
     # ------------------------------------------------------------------ run
     def run(self) -> RunResult:
@@ -119,6 +124,7 @@ class Simulation:
                 flows = [self._flow_at.pop(slot) for slot in finished]  # before a new flow reuses a slot
                 for flow in flows:
                     del self._slot_of[flow.id]
+                    del self._bits[flow.id]
                 for flow in flows:
                     self.events += 1
                     self._do(disp.flow_done(flow.id, t))
@@ -149,20 +155,37 @@ class Simulation:
                     heapq.heappush(self._timers, (self.now + route.latency, next(self._seq), None, (a, route)))
                 else:
                     self._join(a, route)
-            elif isinstance(a, SetRate):
+            elif isinstance(a, (SetRate, SetDscp)):
                 slot = self._slot_of.get(a.id)
-                if slot is not None:  # else still in its latency: it joins with the dispatcher's current rate
+                if slot is None:  # still in its latency: it joins with the view's current cap and DSCP
+                    continue
+                if isinstance(a, SetRate):
                     self.network.set_cap(slot, a.rate)
+                else:
+                    self.network.set_class(slot, self.classes[a.dscp])
 
     def _join(self, flow: StartFlow, route: Route) -> None:
         """The flow's first byte has crossed its latency: it starts taking bandwidth."""
         active = self.dispatcher.view.active.get(flow.id)
-        rate = active.rate if active is not None else flow.rate
+        rate, dscp = (active.rate, active.dscp) if active is not None else (flow.rate, flow.dscp)
+        bits = 8.0 * wire_bytes(flow.size)
         t0 = time.perf_counter()
-        slot = self.network.add(route.links, self.classes[flow.dscp], rate, 8.0 * wire_bytes(flow.size))
+        slot = self.network.add(route.links, self.classes[dscp], rate, bits)
         self.network_seconds += time.perf_counter() - t0
         self._slot_of[flow.id] = slot
         self._flow_at[slot] = flow
+        self._bits[flow.id] = bits
+
+    def flow_progress(self, flow_id: str) -> tuple[int, float, float]:
+        """(payload bytes delivered, wire bit/s now, now) of an active flow: exact."""
+        slot = self._slot_of.get(flow_id)
+        if slot is None:
+            return 0, 0.0, self.now  # still crossing its latency
+        rem, rate = self.network.progress(slot)
+        size = self.dispatcher.records[flow_id].size or 0
+        bits = self._bits[flow_id]
+        delivered = size if bits <= 0 else int(size * max(0.0, bits - rem) / bits)
+        return delivered, rate, self.now
 
 
 def simulate(

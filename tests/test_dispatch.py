@@ -214,7 +214,7 @@ def test_example_scheduler_uses_every_hook_and_matches_the_architecture_doc():
     doc = (Path(__file__).resolve().parent.parent / "ARCHITECTURE.md").read_text()
     block = re.search(r"```python\n(class SmallFirst.*?)```", doc, re.S)
     assert block and block.group(1).strip() == inspect.getsource(SmallFirst).strip()
-    assert len(block.group(1).strip().splitlines()) <= 40
+    assert len(block.group(1).strip().splitlines()) <= 60
 
     job = Job()
     job.endpoint("a", Location(0, "gpu0", 0))
