@@ -245,6 +245,8 @@ class Dispatcher:
             return self._settle(now, ready, freed=[dev])
         if phase == "src":
             return self._settle(now, [], start_net=[item_id])
+        if phase == "local":
+            self.records[item_id].received = self.records[item_id].size  # the host model moved every byte
         ready = self._finish(item_id, now)  # "dst" leg or a local (same-server) flow
         return self._settle(now, ready)
 
@@ -446,6 +448,7 @@ class Dispatcher:
         """Offer every held item (new ones included) in ready order; start what the scheduler lets go."""
         actions: list[Action] = []
         held, self._held = self._held, []
+        self.view.held = list(held)  # while offering, the scheduler sees every held item, this one included
         split_away: set[str] = set()
         for i in held:
             if i in split_away:
@@ -690,7 +693,7 @@ def _check_conservation(orig: Flow, ends: list[tuple[str, str, int]], who: str) 
         net[src] = net.get(src, 0) - size
         net[dst] = net.get(dst, 0) + size
     want = {orig.src: -(orig.size or 0), orig.dst: orig.size or 0}
-    for ep in set(net) | set(want):
+    for ep in [orig.src, orig.dst, *sorted(set(net) - set(want))]:
         if net.get(ep, 0) != want.get(ep, 0):
             raise SchedulerError(
                 f"{who}: the sub-flows of {orig.id} leave {ep} with {net.get(ep, 0):+d} bytes, "

@@ -8,10 +8,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from railbed.job import Job, Leg, Location, PathOption
+from railbed.scheduler import Change, Split, SubFlow
 from railbed.spec import ClusterSpec
 from railbed.topology import Topology
 from railbed.units import wire_bytes
-from schedulers import Decision, Scheduler, by_name
+from schedulers import Decision, Scheduler, SmallFirst, by_name
 from simulator import Simulation, maxmin, maxmin_reference, simulate
 from simulator.fabric import Fabric
 from simulator.network import NumbaNetwork, ReferenceNetwork
@@ -221,10 +222,14 @@ def random_job(rng: random.Random) -> tuple[Job, ClusterSpec]:
 def test_numba_and_reference_runs_end_every_item_at_the_same_time(seed):
     rng = random.Random(1000 + seed)
     job, spec = random_job(rng)
-    sched = by_name(rng.choice(["fifo", "tag-priority", "small-first"]))
+    choice = rng.choice(["fifo", "tag-priority", "small-first", "small-first-chunks"])
     policy = rng.choice(["fifo", "dscp-priority"])
-    fast = simulate(job, sched, spec, policy=policy, engine="numba")
-    slow = simulate(job, sched, spec, policy=policy, engine="reference")
+
+    def sched():  # chunks: splits, wake-ups, progress reads and re-marks (interface v2) on both engines
+        return SmallFirst(limit=2, chunk=1 << 20) if choice == "small-first-chunks" else by_name(choice)
+
+    fast = simulate(job, sched(), spec, policy=policy, engine="numba")
+    slow = simulate(job, sched(), spec, policy=policy, engine="reference")
     assert ends(fast) == pytest.approx(ends(slow), rel=1e-9, abs=1e-15)
     for name, stats in slow.links.items():
         assert fast.links[name]["bytes"] == stats["bytes"]
@@ -351,3 +356,53 @@ def test_the_numba_network_grows_its_slot_arrays():
         ends_s.update(dict.fromkeys(done_s, now_s))
     assert len(fast.rem) >= 9
     assert sorted(ends_f.values()) == pytest.approx(sorted(ends_s.values()), rel=1e-9)
+
+
+class Chaos(Scheduler):
+    """Every v2 hook at random (seeded): splits flows into chunks with their own DSCP, wakes at random
+    times, re-marks and re-caps active flows there, reads their progress. Both engines must agree."""
+
+    name = "chaos"
+
+    def __init__(self, seed: int) -> None:
+        self.rng = random.Random(seed)
+        self.read = 0
+
+    def on_ready(self, item, view):
+        view.wake_at(view.now + self.rng.uniform(0, 2e-3))
+        if item.kind == "flow" and item.size and self.rng.random() < 0.5:
+            n = self.rng.randint(1, 3)
+            cut = [item.size * k // n for k in range(n + 1)]
+            ids = [f"{item.id}.{k}" for k in range(n)]
+            dscp = [self.rng.choice([0, 10, 46]) for _ in range(n)]
+            return Split(
+                {
+                    item.id: [
+                        SubFlow(ids[k], cut[k + 1] - cut[k], deps=tuple(ids[:k][-1:]), dscp=dscp[k]) for k in range(n)
+                    ]
+                }
+            )
+        return Decision(dscp=self.rng.choice([0, 10, 46]))
+
+    def on_flows_changed(self, view):
+        out = {}
+        for fid, f in sorted(view.active.items()):
+            self.read += f.delivered >= 0
+            r = self.rng.random()
+            if r < 0.2:
+                out[fid] = Change(dscp=self.rng.choice([0, 10, 46, 56]))
+            elif r < 0.3:
+                out[fid] = self.rng.choice([None, 1e9])
+        return out
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_interface_v2_runs_agree_on_both_engines(seed):
+    job, spec = random_job(random.Random(2000 + seed))
+    policy = "dscp-priority" if seed % 3 else "fifo"
+    fast = simulate(job, Chaos(seed), spec, policy=policy, engine="numba")
+    slow = simulate(job, Chaos(seed), spec, policy=policy, engine="reference")
+    assert ends(fast) == pytest.approx(ends(slow), rel=1e-9, abs=1e-15)
+    assert any(r.children for r in fast.items.values()) or not job.flows
+    for name, stats in slow.links.items():
+        assert fast.links[name]["bytes"] == stats["bytes"]
