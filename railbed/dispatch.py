@@ -230,8 +230,8 @@ class Dispatcher:
     def wait_done(self, key: str, now: float) -> list[Action]:
         """A :class:`StartWait` finished (a task, a leg of a flow, or a wake-up)."""
         self.view.now = now
-        if key in self._wakes:
-            del self._wakes[key]
+        if key in self._wakes:  # never before the time asked for (real clocks round)
+            self.view.now = now = max(now, self._wakes.pop(key))
             self._flows_changed = True  # the scheduler asked to look again
             return self._settle(now, [])
         item_id, _, phase = key.partition("/")

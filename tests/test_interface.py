@@ -358,3 +358,14 @@ def test_remark_action_and_bad_dscp():
 
     actions = Dispatcher(job, Good(), SPEC).begin()
     assert isinstance(actions[0], StartFlow) and SetDscp("a", 46) in actions
+
+
+def test_a_wake_up_reported_a_hair_early_still_happens_at_its_time():
+    """Real clocks round: (t0 + k t - t0) / k can be a little below t. The scheduler must see t."""
+    job = pinned_job(2)
+    job.flow("f", "w0", "w1", S)
+    d = Dispatcher(job, Later(1e-3), SPEC)
+    (wake,) = d.begin(0.0)
+    assert wake.key.startswith("/wake/") and wake.seconds == pytest.approx(1e-3)
+    actions = d.wait_done(wake.key, 1e-3 * (1 - 1e-15))
+    assert d.view.now == 1e-3 and [a.id for a in actions if isinstance(a, StartFlow)] == ["f"]
