@@ -48,6 +48,11 @@ TOS_WORD_SHIFT = 16  # the TOS byte is bits 16..23 of the IPv4 header's first wo
 DS_MASK = 0xFC
 PRIORITY_CLASSES = 8
 LEAF_MIN_RATE = 1000  # bytes/s: the "tiny" guaranteed rate of a priority leaf (8 kbit/s)
+# The burst of a leaf's own tiny rate: one frame. HTB stores burst / rate as a 32-bit tick count,
+# so the link's 1 ms burst at 1000 B/s overflowed it above ~34 Gbit/s real (struct.error in pyroute2
+# building examples/dgtp-testbed.yaml at k = 1); a frame is 1.5 s of tokens. Leaves borrow up to
+# the link rate with ``cburst`` (the link's burst), which is what shapes them.
+LEAF_BURST = FRAME
 MAX_QUANTUM = 200_000
 
 
@@ -226,11 +231,16 @@ def aligned_blocks(values: set[int], width: int = 6) -> list[tuple[int, int]]:
     return out
 
 
-def ack_class(root: int, top: int, leaf_rate: int, rate: int, burst: int, quantum: int, queue: int) -> list[TcItem]:
+def leaf_class(classid: int, parent: int, rate: int, burst: int, quantum: int, prio: int) -> HtbClass:
+    """An HTB leaf: a tiny guaranteed rate (burst of one frame) borrowing up to the link ``rate``."""
+    return HtbClass(classid, parent, min(LEAF_MIN_RATE, rate), rate, LEAF_BURST, burst, quantum, prio=prio)
+
+
+def ack_class(root: int, top: int, rate: int, burst: int, quantum: int, queue: int) -> list[TcItem]:
     """The HTB leaf for pure TCP ACKs (served first) and its filter."""
     ack = handle(1, ACK_CLASS_MINOR)
     return [
-        HtbClass(ack, top, leaf_rate, rate, burst, burst, quantum, prio=0),
+        leaf_class(ack, top, rate, burst, quantum, prio=0),
         Qdisc("pfifo", handle(ACK_QDISC_MAJOR), ack, {"limit": queue}),
         U32Match(root, ACK_FILTER_PRIO, SMALL_TCP_KEYS, ack),
     ]
@@ -251,14 +261,13 @@ class FifoPolicy:
         rate, burst, quantum, queue = shaping_params(rate_bps)
         queue = queue_packets or queue
         root, top, data = handle(1), handle(1, 1), handle(1, 0x10)
-        leaf_rate = min(LEAF_MIN_RATE, rate)
         return TcPlan(
             (
                 Qdisc("htb", root, None, {"default": 0x10}),
                 HtbClass(top, root, rate, rate, burst, burst, quantum),
-                HtbClass(data, top, leaf_rate, rate, burst, burst, quantum, prio=1),
+                leaf_class(data, top, rate, burst, quantum, prio=1),
                 leaf_queue(handle(0x10), data, queue, rate, delay_s),
-                *ack_class(root, top, leaf_rate, rate, burst, quantum, queue),
+                *ack_class(root, top, rate, burst, quantum, queue),
             ),
             self.name,
             rate_bps,
@@ -320,14 +329,11 @@ class DscpPriorityPolicy:
             items += self.filters(prio, target)
             return TcPlan(tuple(items), self.name + "/prio", rate_bps, target)
         target = {c: handle(1, 0x10 + c) for c in range(PRIORITY_CLASSES)}
-        leaf_rate = min(LEAF_MIN_RATE, rate)
         items = [Qdisc("htb", root, None, {"default": 0x10}), HtbClass(top, root, rate, rate, burst, burst, quantum)]
         for c in range(PRIORITY_CLASSES):
-            items.append(
-                HtbClass(target[c], top, leaf_rate, rate, burst, burst, quantum, prio=PRIORITY_CLASSES - 1 - c)
-            )
+            items.append(leaf_class(target[c], top, rate, burst, quantum, prio=PRIORITY_CLASSES - 1 - c))
             items.append(leaf_queue(handle(0x10 + c), target[c], queue, rate, delay_s))
-        items += ack_class(root, top, leaf_rate, rate, burst, quantum, queue)
+        items += ack_class(root, top, rate, burst, quantum, queue)
         items += self.filters(root, target)
         return TcPlan(tuple(items), self.name + "/htb", rate_bps, target)
 

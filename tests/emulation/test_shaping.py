@@ -27,3 +27,21 @@ def test_wire_rate_and_goodput(rate):
         assert abs(p.error) <= 0.02, f"wire {p.wire_bps / 1e6:.3f} Mbit/s vs {rate / 1e6} configured"
         ratio = m.goodput_bps[0] / p.wire_bps
         assert ratio == pytest.approx(GOODPUT_FRACTION, rel=0.01), f"goodput/wire = {ratio:.4f}"
+
+
+def test_rates_above_32_bits_of_bytes_per_second_are_configured_exactly():
+    """HTB's rate field is 32-bit bytes/s (34 Gbit/s): above it pyroute2 sends the 64-bit
+    attributes. The DGTP testbed at k = 1 (50 Gbit/s NICs) once failed to build: a leaf's burst
+    over its tiny rate overflowed the 32-bit buffer field. The kernel must read back 50 Gbit/s."""
+    import re
+    import subprocess
+    from pathlib import Path
+
+    spec = ClusterSpec.load(Path(__file__).resolve().parents[2] / "examples" / "dgtp-testbed.yaml")
+    with Testbed(spec, scale=1) as tb:
+        out = tb.popen("h0", ["tc", "class", "show", "dev", "h0-eth0"], stdout=subprocess.PIPE, text=True)
+        text = out.communicate(timeout=30)[0]
+    classes = {m[0]: (m[1], m[2]) for m in re.findall(r"class htb (\S+) .*?rate (\S+) ceil (\S+)", text)}
+    assert classes["1:1"] == ("50Gbit", "50Gbit")  # the link, read back from the kernel
+    leaves = [c for c in classes if c != "1:1"]
+    assert len(leaves) == 9 and all(classes[c][1] == "50Gbit" for c in leaves)  # 8 classes + ACKs borrow it all
