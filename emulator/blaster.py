@@ -5,7 +5,8 @@
           as JSON on stdout when it ends (after ``--seconds`` or SIGTERM).
 ``send``  opens one TCP connection from ``--bind`` to ``--to``:``--port``,
           marks it with ``IP_TOS = dscp << 2``, optionally paces it with
-          ``SO_MAX_PACING_RATE``, and sends for ``--seconds`` (or ``--bytes``).
+          ``SO_MAX_PACING_RATE``, prints a ``connected`` line, and sends for
+          ``--seconds`` from then (or ``--bytes``); its byte count is the last line.
 
 Used by the platform demo and the shaping/priority tests; the traffic
 agents of the run-time build on the same socket options.
@@ -50,6 +51,7 @@ def open_flow(
 
 def send(args: argparse.Namespace) -> dict:
     sock = open_flow(args.bind, args.to, args.port, args.dscp, args.pace)
+    print(json.dumps({"role": "send", "connected": True}), flush=True)  # measure() starts its warm-up now
     buf = b"\0" * CHUNK
     sent = 0
     start = time.time()

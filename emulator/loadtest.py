@@ -110,7 +110,7 @@ def measure(
 ) -> Measurement:
     """Run ``flows`` saturating for warmup + window + 0.5 s and measure (see module doc)."""
     topo = tb.topology
-    total = warmup + window + 0.5
+    total = warmup + window + 1.0  # senders count from their own connect; the window starts after the last
     sinks = {}
     order: dict[int, tuple[tuple[int, int], int]] = {}
     for i, f in enumerate(flows):
@@ -164,6 +164,10 @@ def measure(
                 env=_env(),
             )
         )
+    for proc in senders:  # a sender's start-up (a cold Python) must not eat into the window
+        line = proc.stdout.readline()
+        if '"connected"' not in line:
+            raise RuntimeError(f"traffic sender did not connect: {line!r}")
     for w in watch:
         _timed_read(tb, w)  # load what a first read loads, outside the window
     time.sleep(warmup)
