@@ -219,7 +219,8 @@ def describe(value: object, limit: int = DESCRIBE_CHARS) -> str:
         text = text[: limit - 3] + "..."
     kind = type(value).__name__
     try:
-        kind += f" of {len(value)} {'chars' if isinstance(value, str) else 'items'}"  # type: ignore[arg-type]
+        n = len(value)  # type: ignore[arg-type]
+        kind += f" of {n} {'char' if isinstance(value, str) else 'item'}{'' if n == 1 else 's'}"
     except TypeError:
         pass
     return f"{text} ({kind})"

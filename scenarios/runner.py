@@ -39,9 +39,10 @@ import yaml
 from railbed.errors import SpecError
 from railbed.job import Job
 from railbed.results import RunResult, comparison_table
+from railbed.safeload import describe, key_name, load_yaml_file
 from railbed.spec import ClusterSpec
 from schedulers import by_name
-from tc_policies.plan import policy_by_name
+from tc_policies.plan import POLICIES
 from workloads import generate
 
 KEYS = {"name", "cluster", "job", "schedulers", "policy", "scale", "latency", "trace", "strict", "timeout"}
@@ -64,43 +65,20 @@ class Scenario:
     @classmethod
     def load(cls, path: str | Path) -> Scenario:
         path = Path(path)
-        try:
-            data = yaml.safe_load(path.read_text())
-        except OSError as exc:
-            raise SpecError("scenario", f"cannot read {path}: {exc.strerror}") from None
-        except yaml.YAMLError as exc:
-            mark = getattr(exc, "problem_mark", None)
-            where = f" (line {mark.line + 1})" if mark else ""
-            raise SpecError("scenario", f"{path} is not valid YAML{where}") from None
-        return cls.from_dict(data, base=path.parent)
+        return cls.from_dict(load_yaml_file(path, str(path)), base=path.parent)
 
     @classmethod
     def from_dict(cls, data: Any, base: Path = Path(".")) -> Scenario:
         if not isinstance(data, dict):
-            raise SpecError("scenario", "expected a mapping at the top level")
-        unknown = set(data) - KEYS
-        if unknown:
-            raise SpecError(sorted(unknown)[0], f"unknown key (known: {', '.join(sorted(KEYS))})")
+            raise SpecError("scenario", f"expected a mapping at the top level, got {describe(data)}")
+        for key in data:
+            if key not in KEYS:
+                raise SpecError(key_name(key), f"unknown key (known: {', '.join(sorted(KEYS))})")
         for key in ("cluster", "job", "schedulers"):
             if key not in data:
                 raise SpecError(key, "missing")
-        cluster_raw = data["cluster"]
-        if isinstance(cluster_raw, str):
-            cluster = ClusterSpec.load(base / cluster_raw)
-        else:
-            cluster = ClusterSpec.from_dict(cluster_raw)
-        job_raw = data["job"]
-        if not isinstance(job_raw, dict):
-            raise SpecError("job", "expected {generator: NAME, args: {...}} or {file: PATH}")
-        if "file" in job_raw:
-            job = Job.load(base / str(job_raw["file"]))
-        elif "generator" in job_raw:
-            extra = set(job_raw) - {"generator", "args"}
-            if extra:
-                raise SpecError(f"job.{sorted(extra)[0]}", "unknown key (known: generator, args)")
-            job = generate(str(job_raw["generator"]), job_raw.get("args") or {}, "job")
-        else:
-            raise SpecError("job", "needs 'generator' or 'file'")
+        cluster = _cluster(data["cluster"], base)
+        job = _job(data["job"], base)
         scheds = data["schedulers"]
         if isinstance(scheds, str):
             scheds = [scheds]
@@ -110,13 +88,10 @@ class Scenario:
             by_name(str(name), f"schedulers[{i}]")
         if len(set(scheds)) != len(scheds):
             raise SpecError("schedulers", "a scheduler is listed twice")
-        policy = str(data.get("policy", "dscp-priority"))
-        policy_by_name(policy)
-        latency = str(data.get("latency", "auto"))
-        if latency not in ("auto", "netem", "agents"):
-            raise SpecError("latency", f"must be auto, netem or agents, got {latency!r}")
+        policy = _choice(data.get("policy", "dscp-priority"), "policy", tuple(POLICIES))
+        latency = _choice(data.get("latency", "auto"), "latency", ("auto", "netem", "agents"))
         return cls(
-            name=str(data.get("name", "scenario")),
+            name=_name(data.get("name", "scenario")),
             cluster=cluster,
             job=job,
             schedulers=[str(s) for s in scheds],
@@ -130,19 +105,68 @@ class Scenario:
         )
 
 
+def _cluster(value: Any, base: Path) -> ClusterSpec:
+    """``cluster:``: a path relative to the scenario file, or an inline mapping (errors
+    then name ``cluster.<field>``)."""
+    if isinstance(value, str):
+        if not value or len(value) > 4096 or not value.isprintable():
+            raise SpecError("cluster", f"expected a file path, got {describe(value)}")
+        return ClusterSpec.load(base / value)
+    if not isinstance(value, dict):
+        raise SpecError("cluster", f"expected a file path or a mapping, got {describe(value)}")
+    try:
+        return ClusterSpec.from_dict(value)
+    except SpecError as exc:
+        raise SpecError(f"cluster.{exc.field}", exc.message) from None
+
+
+def _job(value: Any, base: Path) -> Job:
+    """``job:``: ``{generator: NAME, args: {...}}`` or ``{file: PATH}`` (a saved job)."""
+    if not isinstance(value, dict) or not ({"file", "generator"} & set(value)):
+        raise SpecError("job", f"expected {{generator: NAME, args: {{...}}}} or {{file: PATH}}, got {describe(value)}")
+    allowed = {"file"} if "file" in value else {"generator", "args"}
+    for key in value:
+        if key not in allowed:
+            raise SpecError(f"job.{key_name(key)}", f"unknown key (known: {', '.join(sorted(allowed))})")
+    if "file" in value:
+        path = value["file"]
+        if not isinstance(path, str) or not path or not path.isprintable():
+            raise SpecError("job.file", f"expected a file path, got {describe(path)}")
+        try:
+            return Job.load(base / path)
+        except SpecError as exc:
+            raise SpecError(f"job.{exc.field}" if exc.field != "job" else "job.file", exc.message) from None
+    return generate(value["generator"], value.get("args"), "job")
+
+
+def _name(value: Any) -> str:
+    """The scenario's name: it names the results directory, so one plain path component."""
+    ok = isinstance(value, str) and 0 < len(value) <= 100 and value.isprintable()
+    if not ok or "/" in value or value.startswith("."):
+        raise SpecError("name", f"expected a file-name-safe string of 1..100 characters, got {describe(value)}")
+    return value
+
+
+def _choice(value: Any, field: str, choices: tuple[str, ...]) -> str:
+    if not isinstance(value, str) or value not in choices:
+        raise SpecError(field, f"must be one of {', '.join(choices)}, got {describe(value)}")
+    return value
+
+
 def _positive(value: Any, field: str, allow_zero: bool = False) -> float | None:
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        raise SpecError(field, f"expected a number, got {value!r}")
+        hint = " (write numbers without quotes: 1e12, 400)" if isinstance(value, str) else ""
+        raise SpecError(field, f"expected a finite number, got {describe(value)}{hint}")
     if value < 0 or (value == 0 and not allow_zero):
-        raise SpecError(field, f"must be {'>= 0' if allow_zero else 'positive'}, got {value!r}")
+        raise SpecError(field, f"must be {'>= 0' if allow_zero else 'positive'}, got {describe(value)}")
     return float(value)
 
 
 def _bool(value: Any, field: str) -> bool:
     if not isinstance(value, bool):
-        raise SpecError(field, f"expected true or false, got {value!r}")
+        raise SpecError(field, f"expected true or false, got {describe(value)}")
     return value
 
 
