@@ -27,8 +27,10 @@ crosscheck`` on both (:func:`crosscheck_scenario`). The results directory gets `
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,11 +38,15 @@ from typing import Any
 
 import yaml
 
+from railbed.dispatch import SchedulerError, check_placement
 from railbed.errors import SpecError
 from railbed.job import Job
+from railbed.machine import check_emulable
 from railbed.results import RunResult, comparison_table
 from railbed.safeload import describe, key_name, load_yaml_file
 from railbed.spec import ClusterSpec
+from railbed.topology import Topology, default_scale
+from railbed.units import RateScale
 from schedulers import by_name
 from tc_policies.plan import POLICIES
 from workloads import generate
@@ -177,11 +183,76 @@ def _scheduler_names(sc: Scenario, schedulers: list[str] | None) -> list[str]:
     return names
 
 
-def _write_inputs(sc: Scenario, out_dir: Path) -> None:
+# ---------------------------------------------------------------- pre-flight
+def check_pins(job: Job, cluster: ClusterSpec) -> None:
+    """Every pinned endpoint on a server and NIC the cluster has."""
+    servers = cluster.servers
+    for name, ep in job.endpoints.items():
+        if ep.pin is None:
+            continue
+        where = f"job.endpoints.{name}.pin"
+        if not 0 <= ep.pin.server < len(servers):
+            raise SpecError(
+                f"{where}.server", f"server {ep.pin.server}, but the cluster has {len(servers)} (0..{len(servers) - 1})"
+            )
+        nics = servers[ep.pin.server].nics
+        if not 0 <= ep.pin.nic < nics:
+            raise SpecError(f"{where}.nic", f"NIC {ep.pin.nic}, but server {ep.pin.server} has {nics} (0..{nics - 1})")
+
+
+def preflight(sc: Scenario, names: list[str], out_dir: Path, scale: float | None = None, emulate: bool = True):
+    """Everything a run can know before it starts, checked before anything is built or
+    written; each problem is a :class:`SpecError` naming the field (exit 2).
+
+    Pins against the cluster; per scheduler: its own ``check`` of the job (tags
+    it reads), its placement (``place`` on the public job, then
+    ``check_placement``); the results directory; and, for the emulator, what
+    this machine can emulate at the scale the run will use
+    (:mod:`railbed.machine`). Returns that scale (None when not emulating)."""
+    check_pins(sc.job, sc.cluster)
+    for i, name in enumerate(names):
+        sched = by_name(name, f"schedulers[{i}]")
+        try:
+            sched.check(sc.job, sc.cluster)
+        except SpecError as exc:
+            raise SpecError(f"job.{exc.field}", f"{exc.message} (read by {name})") from None
+        try:
+            check_placement(sc.job, sc.cluster, sched.place(sc.job.public(), sc.cluster))
+        except SchedulerError as exc:
+            raise SpecError(f"schedulers[{i}]", f"{name} cannot place this job: {exc}") from None
+    if out_dir.exists() and not out_dir.is_dir():
+        raise SpecError("--out", f"{describe(str(out_dir))} exists and is not a directory")
+    if not emulate:
+        return None
+    topo = Topology(sc.cluster)
+    k = RateScale(scale) if scale is not None else default_scale(sc.cluster, topo)
+    check_emulable(sc.cluster, topo, k)
+    return k
+
+
+# ------------------------------------------------------------- results files
+PARTIAL = "PARTIAL"
+
+
+@contextlib.contextmanager
+def results_dir(sc: Scenario, out_dir: Path, write_inputs: bool = True):
+    """The results directory of a run that has started: the inputs are written on
+    entry with a ``PARTIAL`` marker, removed when the block ends normally; if it
+    raises, the marker says why the directory is incomplete."""
     out_dir.mkdir(parents=True, exist_ok=True)
-    (out_dir / "scenario.yaml").write_text(yaml.safe_dump(sc.source or {}, sort_keys=False))
-    (out_dir / "cluster.yaml").write_text(yaml.safe_dump(sc.cluster.to_dict(), sort_keys=False))
-    sc.job.save(out_dir / "job.json")
+    marker = out_dir / PARTIAL
+    marker.write_text(f"run started {time.strftime('%Y-%m-%d %H:%M:%S')}; not finished\n")
+    if write_inputs:
+        (out_dir / "scenario.yaml").write_text(yaml.safe_dump(sc.source or {}, sort_keys=False))
+        (out_dir / "cluster.yaml").write_text(yaml.safe_dump(sc.cluster.to_dict(), sort_keys=False))
+        sc.job.save(out_dir / "job.json")
+    try:
+        yield out_dir
+    except BaseException as exc:
+        why = str(exc) or type(exc).__name__
+        marker.write_text(f"this run did not finish: {type(exc).__name__}: {why[:2000]}\n")
+        raise
+    marker.unlink(missing_ok=True)
 
 
 def _save_run(result: RunResult, out_dir: Path, name: str, echo: Callable[[str], None]) -> None:
@@ -223,10 +294,10 @@ def run_scenario(
     from emulator.testbed import Testbed
 
     names = _scheduler_names(sc, schedulers)
-    _write_inputs(sc, out_dir)
+    k = preflight(sc, names, out_dir, scale or sc.scale)
     results = []
-    tb = Testbed(sc.cluster, policy=sc.policy, scale=scale or sc.scale, latency=sc.latency)
-    with tb:
+    tb = Testbed(sc.cluster, policy=sc.policy, scale=k, latency=sc.latency)
+    with tb, results_dir(sc, out_dir):  # the lock and the cluster first: a refused run writes nothing
         echo(f"{sc.name}: {sc.cluster.summary()}")
         echo(
             f"  {sc.job!r}; built in {tb.build_seconds:.1f} s; k = {tb.scale.k:g}; "
@@ -237,7 +308,7 @@ def run_scenario(
             result = run(sc.job, by_name(name), tb, trace=sc.trace, progress=echo, timeout=sc.timeout, strict=sc.strict)
             results.append(result)
             _save_run(result, out_dir, name, echo)
-    _write_comparison(sc, results, out_dir, echo)
+        _write_comparison(sc, results, out_dir, echo)
     return results
 
 
@@ -250,12 +321,13 @@ def simulate_scenario(
 ) -> list[RunResult]:
     """The scenario on the flow-level simulator (no root): the same results directory as :func:`run_scenario`."""
     names = _scheduler_names(sc, schedulers)
-    _write_inputs(sc, out_dir)
+    preflight(sc, names, out_dir, emulate=False)
     results = []
-    for name in names:
-        results.append(_simulate(sc, name, engine, echo))
-        _save_run(results[-1], out_dir, name, echo)
-    _write_comparison(sc, results, out_dir, echo)
+    with results_dir(sc, out_dir):
+        for name in names:
+            results.append(_simulate(sc, name, engine, echo))
+            _save_run(results[-1], out_dir, name, echo)
+        _write_comparison(sc, results, out_dir, echo)
     return results
 
 
@@ -275,13 +347,14 @@ def crosscheck_scenario(
 
     emulated = run_scenario(sc, out_dir, echo=echo, scale=scale, schedulers=schedulers)
     checks = []
-    for name, result in zip(_scheduler_names(sc, schedulers), emulated):
-        simulated = _simulate(sc, name, "numba", echo)
-        simulated.save(out_dir / name / "simulated.json")
-        checks.append(compare(result, simulated))
-    text = "\n\n".join(c.report() for c in checks)
-    (out_dir / "crosscheck.txt").write_text(text + "\n")
-    (out_dir / "crosscheck.json").write_text(json.dumps([c.to_dict() for c in checks], indent=1) + "\n")
+    with results_dir(sc, out_dir, write_inputs=False):
+        for name, result in zip(_scheduler_names(sc, schedulers), emulated):
+            simulated = _simulate(sc, name, "numba", echo)
+            simulated.save(out_dir / name / "simulated.json")
+            checks.append(compare(result, simulated))
+        text = "\n\n".join(c.report() for c in checks)
+        (out_dir / "crosscheck.txt").write_text(text + "\n")
+        (out_dir / "crosscheck.json").write_text(json.dumps([c.to_dict() for c in checks], indent=1) + "\n")
     echo("")
     echo("emulator vs simulator")
     echo(text)

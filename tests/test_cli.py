@@ -79,7 +79,10 @@ SCENARIO_CASES = {
     "bad-generator-arg": ("job: {generator: all_to_all, args: {size: lots}}", "job.args.size"),
     "negative-scale": ("scale: -4", "scale"),
     "unknown-key": ("colour: blue", "colour"),
-    "bad-cluster": ("cluster: {servers: [{nic_rate: -1}], fabric: {type: single_switch}}", "cluster.servers[0].nic_rate"),
+    "bad-cluster": (
+        "cluster: {servers: [{nic_rate: -1}], fabric: {type: single_switch}}",
+        "cluster.servers[0].nic_rate",
+    ),
 }
 GOOD_SCENARIO = {
     "cluster": "cluster: {servers: [{count: 2, nic_rate: 1Gbit}], fabric: {type: single_switch}}",
