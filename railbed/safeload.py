@@ -41,7 +41,7 @@ import yaml
 
 from railbed.errors import SpecError
 
-MAX_YAML_BYTES = 1 << 20  # a cluster or scenario file; the largest example is < 2 KB
+MAX_YAML_BYTES = 256 << 10  # a cluster or scenario file: the largest example is < 2 KB; PyYAML reads ~75 KB/s
 MAX_JSON_BYTES = 1 << 30  # a saved job: the 8192-GPU benchmark job is a few hundred MB
 MAX_DEPTH = 64
 MAX_VALUES = 1_000_000  # expanded values of a YAML file (aliases counted as often as they are used)
@@ -82,8 +82,24 @@ def decode(data: bytes, field: str) -> str:
 
 
 # --------------------------------------------------------------------- YAML
+class _TooDeep(Exception):
+    pass
+
+
 class _Loader(yaml.SafeLoader):
-    """SafeLoader that reads ``1e12`` as a float (YAML 1.2), not as a string."""
+    """SafeLoader that reads ``1e12`` as a float (YAML 1.2), not as a string, and stops
+    composing at :data:`MAX_DEPTH` levels (PyYAML's composer recurses per level)."""
+
+    _depth = 0
+
+    def compose_node(self, parent, index):  # noqa: D102
+        self._depth += 1
+        try:
+            if self._depth > MAX_DEPTH:
+                raise _TooDeep
+            return super().compose_node(parent, index)
+        finally:
+            self._depth -= 1
 
 
 _FLOAT = "tag:yaml.org,2002:float"
@@ -115,7 +131,7 @@ def load_yaml(text: str, field: str) -> object:
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
         problem = getattr(exc, "problem", None) or "syntax error"
         raise SpecError(field, f"malformed YAML{where}: {problem}") from None
-    except RecursionError:
+    except (RecursionError, _TooDeep):
         raise SpecError(field, f"nested deeper than {MAX_DEPTH} levels") from None
     except (ValueError, OverflowError) as exc:  # a date like 2001-13-45, an int of 5000 digits
         raise SpecError(field, f"malformed YAML: a value cannot be read ({describe(str(exc))})") from None
@@ -238,6 +254,6 @@ def repr_short(value: object) -> str:
 
 def key_name(key: object) -> str:
     """A mapping key as part of a field path: a short string as is, anything else described."""
-    if isinstance(key, str) and len(key) <= MAX_KEY_CHARS and key.isprintable():
+    if isinstance(key, str) and 0 < len(key) <= MAX_KEY_CHARS and key.isprintable():
         return key
     return describe(key, MAX_KEY_CHARS)
