@@ -23,6 +23,11 @@ crosscheck`` on both (:func:`crosscheck_scenario`). The results directory gets `
 ``job.json`` (replayable), ``<scheduler>/result.json`` and
 ``<scheduler>/summary.txt`` per run, ``comparison.txt`` and ``index.json``
 (makespan per scheduler).
+
+Nothing is built or written before :func:`preflight` has checked all a run
+can know in advance; the results directory is created only once the run
+has started (for the emulator: the testbed is up), and carries a
+``PARTIAL`` marker until the run ends (:func:`results_dir`).
 """
 
 from __future__ import annotations
