@@ -123,3 +123,12 @@ def test_simulate_writes_a_results_directory_without_root(tmp_path):
     assert res.makespan == pytest.approx(wire_bytes(10**6) * 8 / 1e9, rel=1e-9)
     assert "small-first" in (tmp_path / "out" / "comparison.txt").read_text()
     assert "n/a (simulated)" in proc.stdout
+
+
+def test_check_notes_a_cluster_this_machine_cannot_emulate(tmp_path):
+    path = tmp_path / "big.yaml"
+    path.write_text("servers: [{count: 10000, nic_rate: 100Gbit}]\nfabric: {type: single_switch}\n")
+    result = railbed("check", str(path))
+    assert result.returncode == 0, result.stderr
+    assert "10001 namespaces" in result.stdout and "note: railbed run and up would refuse" in result.stdout
+    assert "note:" not in railbed("check", str(ROOT / "examples" / "rail-4x4.yaml")).stdout
