@@ -27,7 +27,6 @@ connects. The run records which in ``result.notes``.
 from __future__ import annotations
 
 import json
-import os
 import selectors
 import socket
 import subprocess
@@ -38,7 +37,7 @@ from pathlib import Path
 
 from emulator.fidelity import LinkSampler, fidelity_report, nic_groups
 from emulator.loadtest import _env, python_argv
-from emulator.state import STATE_DIR
+from emulator.state import STATE_DIR, RunState
 from emulator.testbed import Testbed
 from railbed.dispatch import Action, Dispatcher, SetDscp, SetRate, StartFlow, StartWait
 from railbed.errors import RunFailed
@@ -425,12 +424,4 @@ class _Run:
 
 def cleanup_stale_control_files() -> int:
     """Remove control sockets and agent logs no live run owns (used by ``railbed clean``)."""
-    n = 0
-    for pattern in ("ctl-*.sock", "agent-*.log"):
-        for path in STATE_DIR.glob(pattern):
-            try:
-                os.unlink(path)
-                n += 1
-            except OSError:
-                pass
-    return n
+    return RunState(STATE_DIR).remove_stale_files()

@@ -10,6 +10,10 @@ creates them:
   node exists;
 * ``pids.jsonl``: processes the run started inside its nodes.
 
+The run-time adds the control socket ``ctl-<run>.sock`` and the agents'
+logs ``agent-<run>-<host>.log``; a new run that takes the lock removes those
+of dead runs (:meth:`RunState.remove_stale_files`).
+
 :func:`clean` removes exactly these: every process still inside a recorded
 namespace (which makes the namespace, and its veths and qdiscs, go away),
 recorded processes, and planned interface names left in the root
@@ -30,6 +34,7 @@ from pathlib import Path
 from railbed.errors import EnvironmentProblem
 
 STATE_DIR = Path(os.environ.get("RAILBED_STATE_DIR", "/run/railbed"))
+STALE_PATTERNS = ("ctl-*.sock", "agent-*.log")  # a run's control socket and its agents' stderr
 
 
 def netns_inode(pid: int) -> int | None:
@@ -84,9 +89,24 @@ class RunState:
             )
         for name in ("nodes.jsonl", "pids.jsonl"):
             (self.directory / name).unlink(missing_ok=True)
+        self.remove_stale_files()
         # Names that already exist belong to someone else: never ours to delete.
         ours = sorted(set(planned_ifnames) - root_interfaces())
         self._write("run.json", {"run_id": run_id, "pid": os.getpid(), "started": time.time(), "planned_ifnames": ours})
+
+    def remove_stale_files(self) -> int:
+        """Remove control sockets and agent logs of dead runs (``ctl-*.sock``,
+        ``agent-*.log``). Called with the lock held, when no run lives: none of
+        them can belong to a live run. Returns how many were removed."""
+        n = 0
+        for pattern in STALE_PATTERNS:
+            for path in self.directory.glob(pattern):
+                try:
+                    path.unlink()
+                    n += 1
+                except OSError:
+                    pass
+        return n
 
     @property
     def held(self) -> bool:

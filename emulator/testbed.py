@@ -32,6 +32,7 @@ from emulator.nodes import netns_path
 from emulator.state import RunState, pids_in_netns
 from emulator.topo import ClusterTopo
 from railbed.errors import EnvironmentProblem, Interrupted, SpecError
+from railbed.machine import check_emulable
 from railbed.spec import ClusterSpec
 from railbed.topology import Topology, default_scale
 from railbed.units import RateScale
@@ -95,6 +96,7 @@ class Testbed:
 
     # -------------------------------------------------------------- lifecycle
     def start(self) -> Testbed:
+        check_emulable(self.spec, self.topology, self.scale)  # before anything exists
         if os.geteuid() != 0:
             raise EnvironmentProblem("building an emulated cluster needs root (use sudo)")
         t0 = time.monotonic()

@@ -11,24 +11,20 @@ from mininet.topo import Topo
 
 from emulator.nodes import IfaceConfig, NamespaceBridge, NodeConfig, RouteTable, ServerHost, SpineRouter
 from railbed.errors import SpecError
+from railbed.machine import rate_problems
 from railbed.spec import ClusterSpec
 from railbed.topology import Topology, leaf_subnet
-from railbed.units import MIN_REAL_LINK_RATE, RateScale, format_rate
+from railbed.units import RateScale
 from tc_policies.plan import Policy
 
 HOST_QUEUE_PACKETS = 1000  # the kernel's default txqueuelen (see tc_policies.plan)
 
 
 def check_real_rates(topology: Topology, scale: RateScale) -> None:
-    """Every shaped rate must be one this machine's HTB can hold (>= 1 Mbit/s real)."""
-    slowest = min(p.rate for p in topology.ports.values())
-    if scale.real_rate(slowest) < MIN_REAL_LINK_RATE:
-        raise SpecError(
-            "scale",
-            f"scale {scale.k:g} makes the slowest link {format_rate(slowest)} "
-            f"{format_rate(scale.real_rate(slowest))} real, below "
-            f"{format_rate(MIN_REAL_LINK_RATE)}; use a smaller --scale",
-        )
+    """Every shaped rate must be one this machine's HTB can hold (:func:`railbed.machine.rate_problems`)."""
+    found = rate_problems(topology, scale)
+    if found:
+        raise SpecError(*found[0])
 
 
 class ClusterTopo(Topo):

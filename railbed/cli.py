@@ -9,12 +9,14 @@ not add up, a scheduler error); 2 bad input (one line naming the field); 130 and
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import signal
 import sys
 import time
 from pathlib import Path
 
+from railbed import machine
 from railbed.dispatch import RunStalled, SchedulerError
 from railbed.errors import EnvironmentProblem, Interrupted, RunFailed, SpecError
 from railbed.spec import ClusterSpec
@@ -34,13 +36,24 @@ def _scale_arg(value: str) -> float:
         k = float(value)
     except ValueError:
         raise argparse.ArgumentTypeError(f"scale: expected a number, got {value!r}") from None
-    if not k > 0:
-        raise argparse.ArgumentTypeError(f"scale: must be positive, got {value}")
+    if not 0 < k < math.inf:
+        raise argparse.ArgumentTypeError(f"scale: must be a positive finite number, got {value}")
     return k
+
+
+def _seconds_arg(value: str) -> float:
+    try:
+        seconds = float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"seconds: expected a number, got {value!r}") from None
+    if not 0 < seconds <= 3600:
+        raise argparse.ArgumentTypeError(f"seconds: must be in (0, 3600], got {value}")
+    return seconds
 
 
 def cmd_check(args: argparse.Namespace) -> int:
     from railbed.topology import Topology, default_scale
+    from railbed.units import RateScale
 
     spec = ClusterSpec.load(args.cluster)
     topo = Topology(spec)
@@ -48,8 +61,11 @@ def cmd_check(args: argparse.Namespace) -> int:
     _say(
         f"  {len(topo.hosts)} hosts, {len(topo.switches)} switches, {len(topo.spines)} spines, {len(topo.links)} links"
     )
-    k = args.scale if args.scale is not None else default_scale(spec, topo).k
-    _say(f"  rate scale k = {k:g} ({'given' if args.scale is not None else 'default for this machine'})")
+    k = RateScale(args.scale) if args.scale is not None else default_scale(spec, topo)
+    _say(f"  rate scale k = {k.k:g} ({'given' if args.scale is not None else 'default for this machine'})")
+    _say(f"  {machine.cost(spec, topo).summary()}")
+    for field, reason in machine.problems(spec, topo, k):
+        _say(f"  note: railbed run and up would refuse this cluster here: {field}: {reason}")
     return 0
 
 
@@ -194,7 +210,7 @@ def build_parser() -> argparse.ArgumentParser:
     m = sub.add_parser("demo", help="two DSCP classes through one rail switch port (root)")
     m.add_argument("--cluster", default=str(DEFAULT_DEMO_CLUSTER))
     m.add_argument("--scale", type=_scale_arg, default=None)
-    m.add_argument("--seconds", type=float, default=3.0, help="measurement window per case")
+    m.add_argument("--seconds", type=_seconds_arg, default=3.0, help="measurement window per case")
     m.add_argument("--out", default=None, help="results directory")
     m.add_argument("--policy", default="dscp-priority", choices=list(POLICIES))
     m.add_argument("--high-dscp", type=int, default=46, help="DSCP of the high class (0..63)")

@@ -17,13 +17,25 @@ class SpecError(RailbedError, ValueError):
     """Invalid user input: a field of a spec, a flag or a file.
 
     ``field`` is a dotted path into the input (``fabric.spines``); the message
-    says what is wrong with it.
+    says what is wrong with it. Both are kept to one line and cut to
+    :data:`MAX_FIELD_CHARS` and :data:`MAX_MESSAGE_CHARS`, whatever the
+    input held (values enter messages through :func:`railbed.safeload.describe`;
+    this is the last guard).
     """
 
     def __init__(self, field: str, message: str) -> None:
-        self.field = field
-        self.message = message
-        super().__init__(f"{field}: {message}" if field else message)
+        self.field = _one_line(field, MAX_FIELD_CHARS)
+        self.message = _one_line(message, MAX_MESSAGE_CHARS)
+        super().__init__(f"{self.field}: {self.message}" if self.field else self.message)
+
+
+MAX_FIELD_CHARS = 200
+MAX_MESSAGE_CHARS = 400
+
+
+def _one_line(text: str, limit: int) -> str:
+    text = " ".join(str(text).split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 class EnvironmentProblem(RailbedError):

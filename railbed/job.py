@@ -60,6 +60,8 @@ from pathlib import Path
 from typing import Any
 
 from railbed.errors import SpecError
+from railbed.safeload import check_bounds, describe, key_name, load_json_file
+from railbed.units import parse_duration, parse_size
 
 REVEAL_MODES = ("upfront", "on_ready", "hidden")
 
@@ -257,40 +259,40 @@ class Job:
 
     def validate(self) -> Job:
         """Check names, values and acyclicity; errors name the field."""
-        if self.default_capacity < 1:
-            raise SpecError("default_capacity", "must be at least 1")
+        _text(self.name, "name")
+        _count(self.default_capacity, "default_capacity", 1)
         for dev, cap in self.capacity.items():
-            if not isinstance(cap, int) or cap < 1:
-                raise SpecError(f"capacity.{dev}", f"must be an integer >= 1, got {cap!r}")
+            _count(cap, f"capacity.{key_name(dev)}", 1)
         for name, ep in self.endpoints.items():
-            _check_endpoint(ep, f"endpoints.{name}")
+            _check_endpoint(ep, f"endpoints.{key_name(name)}")
         for i, item in self.items.items():
             where = f"items.{i}"
             if "/" in i:
                 raise SpecError(where, "an item id cannot contain '/' (the run uses it to name an item's legs)")
             for d in item.deps:
                 if d not in self.items:
-                    raise SpecError(f"{where}.deps", f"unknown item {d!r}")
+                    raise SpecError(f"{where}.deps", f"unknown item {describe(d)}")
                 if d == i:
                     raise SpecError(f"{where}.deps", "an item cannot depend on itself")
             if isinstance(item, Task):
                 if item.endpoint not in self.endpoints:
-                    raise SpecError(f"{where}.endpoint", f"unknown endpoint {item.endpoint!r}")
-                if not item.duration >= 0 or item.duration == float("inf"):
-                    raise SpecError(f"{where}.duration", f"must be a finite duration >= 0, got {item.duration!r}")
+                    raise SpecError(f"{where}.endpoint", f"unknown endpoint {describe(item.endpoint)}")
+                d = item.duration
+                if isinstance(d, bool) or not isinstance(d, (int, float)) or not 0 <= d < float("inf"):
+                    raise SpecError(f"{where}.duration", f"must be a finite duration >= 0, got {describe(d)}")
             else:
                 for end in ("src", "dst"):
                     if getattr(item, end) not in self.endpoints:
-                        raise SpecError(f"{where}.{end}", f"unknown endpoint {getattr(item, end)!r}")
-                if item.size is None or item.size < 0:
-                    raise SpecError(f"{where}.size", f"must be a byte count >= 0, got {item.size!r}")
+                        raise SpecError(f"{where}.{end}", f"unknown endpoint {describe(getattr(item, end))}")
+                if isinstance(item.size, bool) or not isinstance(item.size, int) or item.size < 0:
+                    raise SpecError(f"{where}.size", f"must be a byte count >= 0, got {describe(item.size)}")
                 if item.reveal not in REVEAL_MODES:
                     raise SpecError(f"{where}.reveal", f"must be one of {', '.join(REVEAL_MODES)}")
                 names = [o.name for o in item.options]
                 if len(set(names)) != len(names):
                     raise SpecError(f"{where}.options", "option names must be unique")
                 for o in item.options:
-                    if o.extra < 0:
+                    if not o.extra >= 0:
                         raise SpecError(f"{where}.options.{o.name}.extra", "must be >= 0")
         self.topological_order()
         return self
@@ -322,38 +324,21 @@ class Job:
         }
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> Job:
-        if not isinstance(data, Mapping):
-            raise SpecError("job", "expected a mapping")
-        job = cls(str(data.get("name", "job")), dict(data.get("capacity") or {}), int(data.get("default_capacity", 1)))
-        for k, e in enumerate(data.get("endpoints") or []):
-            try:
-                pin = Location(**e["pin"]) if e.get("pin") else None
-                job.endpoint(str(e["name"]), pin, e.get("role"), e.get("demands"))
-            except (KeyError, TypeError) as exc:
-                raise SpecError(f"endpoints[{k}]", f"malformed endpoint: {exc}") from None
-        for k, raw in enumerate(data.get("items") or []):
-            try:
-                d = dict(raw)
-                kind = d.pop("kind")
-                d["deps"] = tuple(d.get("deps") or ())
-                d["tags"] = dict(d.get("tags") or {})
-                if kind == "task":
-                    job._add(Task(**d))
-                elif kind == "flow":
-                    opts = []
-                    for o in d.get("options") or ():
-                        o = dict(o)
-                        for leg in ("src_leg", "dst_leg"):
-                            if o.get(leg):
-                                o[leg] = Leg(**o[leg])
-                        opts.append(PathOption(**o))
-                    d["options"] = tuple(opts)
-                    job._add(Flow(**d))
-                else:
-                    raise SpecError(f"items[{k}].kind", f"must be task or flow, got {kind!r}")
-            except (KeyError, TypeError) as exc:
-                raise SpecError(f"items[{k}]", f"malformed item: {exc}") from None
+    def from_dict(cls, data: object) -> Job:
+        """A job from its JSON form (:meth:`to_dict`), every field type-checked; errors
+        name the field (``items[3].size``). Sizes and durations may be strings
+        (``"2MB"``, ``"1ms"``)."""
+        doc = _fields(data, "job", _JOB_KEYS)
+        job = cls(
+            _text(doc.get("name", "job"), "name"),
+            _capacities(doc.get("capacity"), "capacity"),
+            _count(doc.get("default_capacity", 1), "default_capacity", 1),
+        )
+        for k, e in enumerate(_list(doc.get("endpoints"), "endpoints")):
+            ep = _endpoint(e, f"endpoints[{k}]")
+            job.endpoint(ep.name, ep.pin, ep.role, ep.demands)
+        for k, raw in enumerate(_list(doc.get("items"), "items")):
+            job._add(_item(raw, f"items[{k}]"))
         return job.validate()
 
     def save(self, path: str | Path) -> None:
@@ -361,13 +346,8 @@ class Job:
 
     @classmethod
     def load(cls, path: str | Path) -> Job:
-        try:
-            data = json.loads(Path(path).read_text())
-        except OSError as exc:
-            raise SpecError("job", f"cannot read {path}: {exc.strerror}") from None
-        except json.JSONDecodeError as exc:
-            raise SpecError("job", f"{path} is not valid JSON: {exc.msg} (line {exc.lineno})") from None
-        return cls.from_dict(data)
+        """Read a saved job (JSON, through :mod:`railbed.safeload`) and validate it."""
+        return cls.from_dict(load_json_file(path, "job"))
 
     def __len__(self) -> int:
         return len(self.items)
@@ -395,10 +375,183 @@ def _endpoint_dict(e: Endpoint) -> dict[str, Any]:
 
 def _check_endpoint(ep: Endpoint, where: str) -> None:
     if ep.role is not None and not isinstance(ep.role, str):
-        raise SpecError(f"{where}.role", f"expected a string, got {type(ep.role).__name__}")
+        raise SpecError(f"{where}.role", f"expected a string, got {describe(ep.role)}")
     if not isinstance(ep.demands, Mapping):
-        raise SpecError(f"{where}.demands", "expected a mapping of resource to amount")
+        raise SpecError(f"{where}.demands", f"expected a mapping of resource to amount, got {describe(ep.demands)}")
     for res, amount in ep.demands.items():
         ok = isinstance(amount, (int, float)) and not isinstance(amount, bool) and 0 <= amount < float("inf")
         if not ok:
-            raise SpecError(f"{where}.demands.{res}", f"must be a finite number >= 0, got {type(amount).__name__}")
+            raise SpecError(f"{where}.demands.{key_name(res)}", f"must be a finite number >= 0, got {describe(amount)}")
+
+
+# ------------------------------------------------------------ JSON reading
+_JOB_KEYS = {"name", "capacity", "default_capacity", "endpoints", "items"}
+_ENDPOINT_KEYS = {"name", "pin", "role", "demands"}
+_LOCATION_KEYS = {"server", "device", "nic"}
+_ATTRIBUTE_KEYS = set(_ATTRIBUTE_NAMES)
+_TASK_KEYS = {"kind", "id", "endpoint", "duration", "deps"} | _ATTRIBUTE_KEYS
+_FLOW_KEYS = {"kind", "id", "src", "dst", "size", "deps", "reveal", "options", "parent"} | _ATTRIBUTE_KEYS
+_OPTION_KEYS = {"name", "src_leg", "dst_leg", "src_nic", "dst_nic", "extra"}
+_LEG_KEYS = {"src", "dst", "duration"}
+MAX_TEXT_CHARS = 200
+MAX_TAG_VALUES = 1000
+MAX_TAG_DEPTH = 8
+
+
+def _fields(value: object, where: str, allowed: set[str], required: tuple[str, ...] = ()) -> dict:
+    if not isinstance(value, dict):
+        raise SpecError(where, f"expected a mapping, got {describe(value)}")
+    for key in value:
+        if key not in allowed:
+            raise SpecError(f"{where}.{key_name(key)}", f"unknown key (allowed: {', '.join(sorted(allowed))})")
+    for key in required:
+        if key not in value:
+            raise SpecError(f"{where}.{key}", "missing")
+    return value
+
+
+def _list(value: object, where: str) -> list:
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise SpecError(where, f"expected a list, got {describe(value)}")
+    return value
+
+
+def _text(value: object, where: str) -> str:
+    if not isinstance(value, str) or not value or len(value) > MAX_TEXT_CHARS or not value.isprintable():
+        raise SpecError(where, f"expected a printable string of 1..{MAX_TEXT_CHARS} characters, got {describe(value)}")
+    return value
+
+
+def _count(value: object, where: str, minimum: int = 0) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum or value > 2**62:
+        raise SpecError(where, f"expected a whole number >= {minimum}, got {describe(value)}")
+    return value
+
+
+def _optional(value: object, where: str, read):
+    return None if value is None else read(value, where)
+
+
+def _capacities(value: object, where: str) -> dict[str, int]:
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise SpecError(where, f"expected a mapping of device to parallel tasks, got {describe(value)}")
+    return {_text(dev, f"{where}.{key_name(dev)}"): _count(cap, f"{where}.{dev}", 1) for dev, cap in value.items()}
+
+
+def _location(value: object, where: str) -> Location:
+    doc = _fields(value, where, _LOCATION_KEYS, required=("server",))
+    return Location(
+        _count(doc["server"], f"{where}.server"),
+        _text(doc.get("device", "gpu0"), f"{where}.device"),
+        _count(doc.get("nic", 0), f"{where}.nic"),
+    )
+
+
+def _endpoint(value: object, where: str) -> Endpoint:
+    doc = _fields(value, where, _ENDPOINT_KEYS, required=("name",))
+    demands = doc.get("demands") or {}
+    if not isinstance(demands, dict):
+        raise SpecError(f"{where}.demands", f"expected a mapping of resource to amount, got {describe(demands)}")
+    return Endpoint(
+        _text(doc["name"], f"{where}.name"),
+        _optional(doc.get("pin"), f"{where}.pin", _location),
+        _optional(doc.get("role"), f"{where}.role", _text),
+        {_text(k, f"{where}.demands.{key_name(k)}"): v for k, v in demands.items()},
+    )
+
+
+def _tags(value: object, where: str) -> dict[str, Any]:
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise SpecError(where, f"expected a mapping, got {describe(value)}")
+    check_bounds(value, where, MAX_TAG_VALUES, MAX_TAG_DEPTH)
+    for key in value:
+        _text(key, f"{where}.{key_name(key)}")
+    return dict(value)
+
+
+def _attributes(doc: dict, where: str) -> dict[str, Any]:
+    """The scheduler-facing attributes of an item (see :class:`Attributes`)."""
+    out: dict[str, Any] = {"iteration": _count(doc.get("iteration", 0), f"{where}.iteration")}
+    for key in ("coflow", "coflow_type"):
+        out[key] = _optional(doc.get(key), f"{where}.{key}", _text)
+    for key in ("microbatch", "layer"):
+        out[key] = _optional(doc.get(key), f"{where}.{key}", _count)
+    out["tags"] = _tags(doc.get("tags"), f"{where}.tags")
+    return out
+
+
+def _deps(value: object, where: str) -> tuple[str, ...]:
+    return tuple(_text(d, f"{where}[{i}]") for i, d in enumerate(_list(value, where)))
+
+
+def _size(value: object, where: str) -> int:
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if isinstance(value, float):
+        raise SpecError(where, f"expected a whole number of bytes, got {describe(value)}")
+    return parse_size(value, where)
+
+
+def _leg(value: object, where: str) -> Leg:
+    doc = _fields(value, where, _LEG_KEYS, required=("src", "dst"))
+    duration = _optional(doc.get("duration"), f"{where}.duration", parse_duration)
+    return Leg(_text(doc["src"], f"{where}.src"), _text(doc["dst"], f"{where}.dst"), duration)
+
+
+def _option(value: object, where: str) -> PathOption:
+    doc = _fields(value, where, _OPTION_KEYS, required=("name",))
+    return PathOption(
+        _text(doc["name"], f"{where}.name"),
+        _optional(doc.get("src_leg"), f"{where}.src_leg", _leg),
+        _optional(doc.get("dst_leg"), f"{where}.dst_leg", _leg),
+        _optional(doc.get("src_nic"), f"{where}.src_nic", _count),
+        _optional(doc.get("dst_nic"), f"{where}.dst_nic", _count),
+        parse_duration(doc.get("extra", 0.0), f"{where}.extra"),
+    )
+
+
+def _options(value: object, where: str) -> tuple[PathOption, ...]:
+    return tuple(_option(o, f"{where}[{i}]") for i, o in enumerate(_list(value, where)))
+
+
+def _item(value: object, where: str) -> Item:
+    kind = value.get("kind") if isinstance(value, dict) else None
+    if kind not in ("task", "flow"):
+        if isinstance(value, dict) and "kind" in value:
+            raise SpecError(f"{where}.kind", f"must be task or flow, got {describe(kind)}")
+        raise SpecError(where, f"expected a mapping with kind task or flow, got {describe(value)}")
+    if kind == "task":
+        doc = _fields(value, where, _TASK_KEYS, required=("id", "endpoint", "duration"))
+        return Task(
+            id=_text(doc["id"], f"{where}.id"),
+            endpoint=_text(doc["endpoint"], f"{where}.endpoint"),
+            duration=parse_duration(doc["duration"], f"{where}.duration"),
+            deps=_deps(doc.get("deps"), f"{where}.deps"),
+            **_attributes(doc, where),
+        )
+    doc = _fields(value, where, _FLOW_KEYS, required=("id", "src", "dst", "size"))
+    return Flow(
+        id=_text(doc["id"], f"{where}.id"),
+        src=_text(doc["src"], f"{where}.src"),
+        dst=_text(doc["dst"], f"{where}.dst"),
+        size=_size(doc["size"], f"{where}.size"),
+        deps=_deps(doc.get("deps"), f"{where}.deps"),
+        reveal=_choice(doc.get("reveal", "upfront"), f"{where}.reveal", REVEAL_MODES),
+        options=tuple(
+            _option(o, f"{where}.options[{i}]") for i, o in enumerate(_list(doc.get("options"), f"{where}.options"))
+        ),
+        parent=_optional(doc.get("parent"), f"{where}.parent", _text),
+        **_attributes(doc, where),
+    )
+
+
+def _choice(value: object, where: str, choices: tuple[str, ...]) -> str:
+    if not isinstance(value, str) or value not in choices:
+        raise SpecError(where, f"must be one of {', '.join(choices)}, got {describe(value)}")
+    return value

@@ -221,6 +221,11 @@ class Scheduler:
     def choose_path(self, flow: Flow, view: RunView) -> int:
         return 0
 
+    def check(self, job: Job, cluster: ClusterSpec) -> None:
+        """Before anything is built: reject a job this scheduler cannot run (a tag it
+        reads that is out of range, say) by raising :class:`railbed.errors.SpecError`
+        naming the field (``items.<id>.tags.dscp``). Default: accept everything."""
+
 
 def default_placement(job: Job, cluster: ClusterSpec) -> Placement:
     """Pins first; the other endpoints round-robin over servers, then GPUs.

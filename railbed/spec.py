@@ -37,14 +37,15 @@ numbers (``100e9``) and strings (``"100Gbit"``).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from railbed.errors import SpecError
+from railbed.safeload import MAX_YAML_BYTES as _MAX_BYTES
+from railbed.safeload import describe, key_name, load_yaml, read_text
 from railbed.units import format_rate, parse_duration, parse_rate
 
 FABRIC_KINDS = ("single_switch", "leaf_spine", "rail_optimized")
@@ -93,32 +94,19 @@ class ClusterSpec:
     # ------------------------------------------------------------------ loading
     @classmethod
     def load(cls, path: str | Path) -> ClusterSpec:
-        """Read and validate a YAML file."""
-        path = Path(path)
-        try:
-            text = path.read_text()
-        except OSError as exc:
-            raise SpecError(str(path), f"cannot read file: {exc.strerror}") from None
-        return cls.from_yaml(text, source=str(path))
+        """Read and validate a YAML file (through :mod:`railbed.safeload`: bounded size,
+        aliases and depth; binary files refused)."""
+        return cls.from_yaml(read_text(path, _MAX_BYTES, str(path)), source=str(path))
 
     @classmethod
     def from_yaml(cls, text: str, source: str = "<yaml>") -> ClusterSpec:
-        try:
-            data = yaml.safe_load(text)
-        except yaml.YAMLError as exc:
-            mark = getattr(exc, "problem_mark", None)
-            where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-            problem = getattr(exc, "problem", None) or "syntax error"
-            raise SpecError(source, f"malformed YAML{where}: {problem}") from None
-        return cls.from_dict(data)
+        return cls.from_dict(load_yaml(text, source))
 
     @classmethod
     def from_dict(cls, data: object) -> ClusterSpec:
         """Validate a parsed document (see the module docstring for the schema)."""
         doc = _mapping(data, "", {"name", "servers", "fabric"}, required={"servers", "fabric"})
-        name = doc.get("name", "cluster")
-        if not isinstance(name, str) or not name:
-            raise SpecError("name", "must be a non-empty string")
+        name = _name(doc.get("name", "cluster"), "name")
         servers = _servers(doc["servers"])
         fabric = _fabric(doc["fabric"], servers)
         return cls(name=name, servers=servers, fabric=fabric)
@@ -215,10 +203,10 @@ class ClusterSpec:
 # ---------------------------------------------------------------- validation
 def _mapping(value: object, where: str, allowed: set[str], required: set[str] = frozenset()) -> dict:
     if not isinstance(value, dict):
-        raise SpecError(where or "document", f"expected a mapping, got {type(value).__name__}")
+        raise SpecError(where or "document", f"expected a mapping, got {describe(value)}")
     for key in value:
         if key not in allowed:
-            raise SpecError(_join(where, str(key)), f"unknown key (allowed: {', '.join(sorted(allowed))})")
+            raise SpecError(_join(where, key_name(key)), f"unknown key (allowed: {', '.join(sorted(allowed))})")
     for key in sorted(required):
         if key not in value:
             raise SpecError(_join(where, key), "missing")
@@ -229,9 +217,19 @@ def _join(where: str, key: str) -> str:
     return f"{where}.{key}" if where else key
 
 
+MAX_NAME_CHARS = 100
+
+
+def _name(value: object, where: str) -> str:
+    """A name that goes into file names and messages: a short printable string."""
+    if not isinstance(value, str) or not value or len(value) > MAX_NAME_CHARS or not value.isprintable():
+        raise SpecError(where, f"must be a printable string of 1..{MAX_NAME_CHARS} characters, got {describe(value)}")
+    return value
+
+
 def _int(value: object, where: str, minimum: int, maximum: int | None = None) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
-        raise SpecError(where, f"expected a whole number, got {value!r}")
+        raise SpecError(where, f"expected a whole number, got {describe(value)}")
     if value < minimum or (maximum is not None and value > maximum):
         bound = f">= {minimum}" if maximum is None else f"in {minimum}..{maximum}"
         raise SpecError(where, f"must be {bound}, got {value}")
@@ -261,28 +259,41 @@ def _servers(value: object) -> tuple[Server, ...]:
         else:
             nics = _int(group.get("nics", 1), f"{where}.nics", 1, MAX_NICS_PER_SERVER)
             rates = (parse_rate(raw_rate, f"{where}.nic_rate"),) * nics
-        resources_raw = group.get("resources", {}) or {}
-        if not isinstance(resources_raw, dict):
-            raise SpecError(f"{where}.resources", "expected a mapping of name to capacity")
-        resources: dict[str, float] = {}
-        for key, cap in resources_raw.items():
-            if isinstance(cap, bool) or not isinstance(cap, (int, float)) or cap < 0:
-                raise SpecError(f"{where}.resources.{key}", f"capacity must be a number >= 0, got {cap!r}")
-            resources[str(key)] = float(cap)
-        intra = group.get("intra_host")
-        if intra is not None:
-            from hwmodels.graph import load_preset, presets  # pure data; imported late to keep spec light
-
-            if not isinstance(intra, str) or intra not in presets():
-                raise SpecError(f"{where}.intra_host", f"unknown preset {intra!r} (known: {', '.join(presets())})")
-            preset_gpus = len(load_preset(intra).gpus)
-            if preset_gpus != gpus:
-                raise SpecError(f"{where}.gpus", f"{gpus} GPUs but intra_host {intra} has {preset_gpus}")
+        resources = _resources(group.get("resources", {}), f"{where}.resources")
+        intra = _intra_host(group.get("intra_host"), gpus, where)
         for _ in range(count):
             servers.append(Server(f"h{len(servers)}", gpus, rates, resources, intra))
-    if len(servers) > 65000:
-        raise SpecError("servers", f"at most 65000 servers, got {len(servers)}")
+        if len(servers) > 65000:
+            raise SpecError("servers", f"at most 65000 servers, got more (group {g} reaches {len(servers)})")
     return tuple(servers)
+
+
+def _resources(value: object, where: str) -> dict[str, float]:
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise SpecError(where, f"expected a mapping of name to capacity, got {describe(value)}")
+    resources: dict[str, float] = {}
+    for key, cap in value.items():
+        if not isinstance(key, str) or not key or len(key) > MAX_NAME_CHARS:
+            raise SpecError(f"{where}.{key_name(key)}", "a resource name must be a short string")
+        if isinstance(cap, bool) or not isinstance(cap, (int, float)) or not 0 <= cap < math.inf:
+            raise SpecError(f"{where}.{key}", f"capacity must be a finite number >= 0, got {describe(cap)}")
+        resources[key] = float(cap)
+    return resources
+
+
+def _intra_host(intra: object, gpus: int, where: str) -> str | None:
+    if intra is None:
+        return None
+    from hwmodels.graph import load_preset, presets  # pure data; imported late to keep spec light
+
+    if not isinstance(intra, str) or intra not in presets():
+        raise SpecError(f"{where}.intra_host", f"unknown preset {describe(intra)} (known: {', '.join(presets())})")
+    preset_gpus = len(load_preset(intra).gpus)
+    if preset_gpus != gpus:
+        raise SpecError(f"{where}.gpus", f"{gpus} GPUs but intra_host {intra} has {preset_gpus}")
+    return intra
 
 
 _FABRIC_KEYS = {"type", "spines", "uplink_rate", "latency", "servers_per_leaf", "rails"}
@@ -291,8 +302,8 @@ _FABRIC_KEYS = {"type", "spines", "uplink_rate", "latency", "servers_per_leaf", 
 def _fabric(value: object, servers: tuple[Server, ...]) -> Fabric:
     doc = _mapping(value, "fabric", _FABRIC_KEYS, required={"type"})
     kind = doc["type"]
-    if kind not in FABRIC_KINDS:
-        raise SpecError("fabric.type", f"unknown fabric {kind!r} (known: {', '.join(FABRIC_KINDS)})")
+    if not isinstance(kind, str) or kind not in FABRIC_KINDS:
+        raise SpecError("fabric.type", f"unknown fabric {describe(kind)} (known: {', '.join(FABRIC_KINDS)})")
     latency = parse_duration(doc.get("latency", 0), "fabric.latency")
     max_nic = max(max(s.nic_rates) for s in servers)
     uplink = parse_rate(doc["uplink_rate"], "fabric.uplink_rate") if "uplink_rate" in doc else max_nic

@@ -29,6 +29,7 @@ import re
 from dataclasses import dataclass
 
 from railbed.errors import SpecError
+from railbed.safeload import describe
 
 MTU = 1500
 ETH_HEADER = 14
@@ -38,84 +39,123 @@ FRAME = MTU + ETH_HEADER  # 1514 bytes on the wire per full-size packet
 MSS = MTU - IP_HEADER - TCP_HEADER  # 1448 payload bytes per full-size packet
 GOODPUT_FRACTION = MSS / FRAME
 
-_RATE_UNITS = {
-    "": 1.0,
-    "bit": 1.0,
-    "bps": 1.0,
-    "k": 1e3,
-    "kbit": 1e3,
-    "kbps": 1e3,
-    "m": 1e6,
-    "mbit": 1e6,
-    "mbps": 1e6,
-    "g": 1e9,
-    "gbit": 1e9,
-    "gbps": 1e9,
-    "t": 1e12,
-    "tbit": 1e12,
-    "tbps": 1e12,
-}
-_SIZE_UNITS = {
-    "": 1.0,
-    "b": 1.0,
-    "kb": 1e3,
-    "mb": 1e6,
-    "gb": 1e9,
-    "kib": 1024.0,
-    "mib": 1024.0**2,
-    "gib": 1024.0**3,
-}
-_TIME_UNITS = {"": 1.0, "s": 1.0, "ms": 1e-3, "us": 1e-6, "ns": 1e-9}
-_QUANTITY = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*([a-zA-Z]*)\s*$")
+# Units are read case-sensitively where case carries meaning: ``b`` is a bit,
+# ``B`` a byte. ``bit`` is unambiguous in any case (tc's ``mbit``, ``Gbit``).
+# tc reads ``bps`` as *bytes* per second and networking papers as *bits*: railbed
+# takes the papers' convention (``100Gbps`` = 100 Gbit/s) only with an upper-case
+# prefix and refuses the all-lower-case forms tc uses (``gbps``, ``mbps``,
+# ``kbps``, ``bps``), as it refuses ``mb``, ``gb`` (megabits or megabytes?).
+_PREFIXES = {"": 1.0, "k": 1e3, "K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12}
+_BINARY = {"Ki": 1024.0, "Mi": 1024.0**2, "Gi": 1024.0**3, "Ti": 1024.0**4}
+_TC_LOWER = {"m": 1e6, "g": 1e9, "t": 1e12}  # tc's mbit, gbit, tbit
+_BIT_SUFFIXES = ("bit", "bit/s", "b/s", "bps", "b")
+_BYTE_SUFFIXES = ("B", "B/s", "Bps")
 
 
-def _parse(value: object, units: dict[str, float], field: str, what: str) -> float:
+def _unit_table() -> dict[str, tuple[float, str]]:
+    """Every accepted unit -> (factor, "bit", "byte" or "bare")."""
+    table: dict[str, tuple[float, str]] = {"": (1.0, "bare")}
+    for prefix, factor in {**_PREFIXES, **_BINARY}.items():
+        for suffix in _BIT_SUFFIXES:
+            table[prefix + suffix] = (factor, "bit")
+        for suffix in _BYTE_SUFFIXES:
+            table[prefix + suffix] = (factor, "byte")
+        if prefix and not prefix.endswith("i"):
+            table[prefix] = (factor, "bare")  # "1.5M": a bare prefix
+    for prefix, factor in {**_TC_LOWER, **{p.lower(): f for p, f in _BINARY.items()}}.items():
+        table[prefix + "bit"] = (factor, "bit")
+    return table
+
+
+_UNITS = _unit_table()
+_AMBIGUOUS = {p + s for p in ("k", "m", "g", "t") for s in ("bps", "b", "b/s")} | {"bps"}
+_TIME_UNITS = {"": 1.0, "s": 1.0, "ms": 1e-3, "us": 1e-6, "\u00b5s": 1e-6, "ns": 1e-9}
+_QUANTITY = re.compile(r"^\s*([-+]?[0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*([a-zA-Z/\u00b5]*)\s*$")
+MAX_QUANTITY_CHARS = 40
+MAX_MODEL_RATE = 1e15  # 1 Pbit/s: beyond any link railbed models
+MAX_SIZE_BYTES = 1e18  # an exabyte; byte counts stay exact 64-bit integers
+
+
+def _split(value: object, field: str, what: str) -> tuple[float, str]:
+    """(number, unit text) of a number or a string like ``"2.5 Gbit"``."""
     if isinstance(value, bool):
         raise SpecError(field, f"expected a {what}, got {value!r}")
     if isinstance(value, (int, float)):
-        number = float(value)
-    elif isinstance(value, str):
-        match = _QUANTITY.match(value)
-        if not match or match.group(2).lower() not in units:
-            raise SpecError(field, f"cannot read {value!r} as a {what}")
-        number = float(match.group(1)) * units[match.group(2).lower()]
+        try:
+            number, unit = float(value), ""
+        except OverflowError:
+            raise SpecError(field, f"{what} is too large") from None
+    elif isinstance(value, str) and len(value) <= MAX_QUANTITY_CHARS and (match := _QUANTITY.match(value)):
+        number, unit = float(match.group(1)), match.group(2)
     else:
-        raise SpecError(field, f"expected a {what}, got {value!r}")
+        raise SpecError(field, f"cannot read {describe(value)} as a {what}")
     if not math.isfinite(number):
-        raise SpecError(field, f"{what} must be finite, got {value!r}")
-    return number
+        raise SpecError(field, f"{what} must be finite, got {describe(value)}")
+    return number, unit
+
+
+def _scaled(value: object, field: str, what: str, hint: str) -> tuple[float, str]:
+    """(number x unit prefix, kind of unit: "bit", "byte" or "bare")."""
+    number, unit = _split(value, field, what)
+    if unit in _AMBIGUOUS:
+        raise SpecError(
+            field,
+            f"{describe(value)} is ambiguous: {unit!r} could be bits or bytes (tc reads bps as bytes/s); "
+            f"write b or bit for bits, B for bytes ({hint})",
+        )
+    if unit not in _UNITS:
+        raise SpecError(field, f"cannot read {describe(value)} as a {what} (unknown unit {unit!r}; {hint})")
+    factor, kind = _UNITS[unit]
+    return number * factor, kind
 
 
 def parse_rate(value: object, field: str) -> float:
-    """Read a rate in bit/s: a number (``100e9``) or a string (``"100Gbit"``).
+    """Read a rate in bit/s: a number (``100e9``) or a string: ``"100Gbit"``,
+    ``"100Gbps"``, ``"100G"`` (bits), ``"12.5GB/s"``, ``"12.5GBps"`` (bytes: 100 Gbit/s).
 
-    Raises :class:`SpecError` naming ``field`` unless the rate is positive.
+    Case matters: ``b`` is a bit, ``B`` a byte. All-lower-case ``gbps``,
+    ``mbps``, ``kbps``, ``bps``, ``gb`` (bytes to tc, bits to papers) are
+    refused as ambiguous. Raises :class:`SpecError` naming ``field`` unless
+    0 < rate <= :data:`MAX_MODEL_RATE`.
     """
-    rate = _parse(value, _RATE_UNITS, field, "rate")
+    number, kind = _scaled(value, field, "rate", "e.g. 100Gbit, 100Gbps, 12.5GB/s")
+    rate = number * 8 if kind == "byte" else number
     if rate <= 0:
-        raise SpecError(field, f"rate must be positive, got {value!r}")
+        raise SpecError(field, f"rate must be positive, got {describe(value)}")
+    if rate > MAX_MODEL_RATE:
+        raise SpecError(field, f"rate must be at most {format_rate(MAX_MODEL_RATE)}, got {describe(value)}")
     return rate
 
 
 def parse_duration(value: object, field: str) -> float:
-    """Read a duration in seconds: a number or a string (``"2us"``); >= 0."""
-    seconds = _parse(value, _TIME_UNITS, field, "duration")
+    """Read a duration in seconds: a number or a string (``"2us"``, ``"1.5ms"``); >= 0."""
+    number, unit = _split(value, field, "duration")
+    if unit.lower() not in _TIME_UNITS:
+        raise SpecError(field, f"cannot read {describe(value)} as a duration (units: s, ms, us, ns)")
+    seconds = number * _TIME_UNITS[unit.lower()]
     if seconds < 0:
-        raise SpecError(field, f"duration must not be negative, got {value!r}")
+        raise SpecError(field, f"duration must not be negative, got {describe(value)}")
     return seconds
 
 
 def parse_size(value: object, field: str) -> int:
-    """Read a byte count: a number or a string (``"64MB"``, ``"4MiB"``); >= 0, whole bytes."""
-    nbytes = _parse(value, _SIZE_UNITS, field, "size in bytes")
+    """Read a byte count: a number (bytes) or a string: ``"64MB"``, ``"4MiB"`` (bytes),
+    ``"4Mb"``, ``"4Mbit"`` (bits: 500000 bytes). ``mb``, ``gb`` and a bare prefix
+    (``"4M"``) are refused as ambiguous. >= 0, rounded to whole bytes."""
+    number, kind = _scaled(value, field, "size in bytes", "e.g. 64MB, 4MiB, 4Mbit")
+    if kind == "bare" and number != _split(value, field, "size")[0]:
+        raise SpecError(field, f"{describe(value)} is ambiguous: write MB for bytes or Mbit for bits")
+    nbytes = number / 8 if kind == "bit" else number
     if nbytes < 0:
-        raise SpecError(field, f"size must not be negative, got {value!r}")
+        raise SpecError(field, f"size must not be negative, got {describe(value)}")
+    if nbytes > MAX_SIZE_BYTES:
+        raise SpecError(field, f"size must be at most {MAX_SIZE_BYTES:.0e} bytes, got {describe(value)}")
     return int(round(nbytes))
 
 
 def format_rate(bps: float) -> str:
     """Human form of a rate in bit/s (``"100 Gbit/s"``)."""
-    for unit, scale in (("Tbit/s", 1e12), ("Gbit/s", 1e9), ("Mbit/s", 1e6), ("kbit/s", 1e3)):
+    for unit, scale in (("Pbit/s", 1e15), ("Tbit/s", 1e12), ("Gbit/s", 1e9), ("Mbit/s", 1e6), ("kbit/s", 1e3)):
         if abs(bps) >= scale:
             return f"{bps / scale:.4g} {unit}"
     return f"{bps:.4g} bit/s"

@@ -26,12 +26,19 @@ crosscheck`` on both (:func:`crosscheck_scenario`). The results directory gets `
 ``job.json`` (replayable), ``<label>/result.json`` and
 ``<label>/summary.txt`` per run (a scheduler's label is its name unless the
 scenario gives one), ``comparison.txt`` and ``index.json`` (makespan per run).
+
+Nothing is built or written before :func:`preflight` has checked all a run
+can know in advance; the results directory is created only once the run
+has started (for the emulator: the testbed is up), and carries a
+``PARTIAL`` marker until the run ends (:func:`results_dir`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -39,12 +46,17 @@ from typing import Any
 
 import yaml
 
+from railbed.dispatch import SchedulerError, check_placement
 from railbed.errors import SpecError
 from railbed.job import Job
+from railbed.machine import check_emulable
 from railbed.results import RunResult, comparison_table
+from railbed.safeload import describe, key_name, load_yaml_file
 from railbed.spec import ClusterSpec
+from railbed.topology import Topology, default_scale
+from railbed.units import RateScale
 from schedulers import SchedulerSpec, by_name, make, scheduler_spec
-from tc_policies.plan import policy_by_name
+from tc_policies.plan import POLICIES
 from workloads import generate
 
 KEYS = {
@@ -70,51 +82,25 @@ class Scenario:
     @classmethod
     def load(cls, path: str | Path) -> Scenario:
         path = Path(path)
-        try:
-            data = yaml.safe_load(path.read_text())
-        except OSError as exc:
-            raise SpecError("scenario", f"cannot read {path}: {exc.strerror}") from None
-        except yaml.YAMLError as exc:
-            mark = getattr(exc, "problem_mark", None)
-            where = f" (line {mark.line + 1})" if mark else ""
-            raise SpecError("scenario", f"{path} is not valid YAML{where}") from None
-        return cls.from_dict(data, base=path.parent)
+        return cls.from_dict(load_yaml_file(path, str(path)), base=path.parent)
 
     @classmethod
     def from_dict(cls, data: Any, base: Path = Path(".")) -> Scenario:
         if not isinstance(data, dict):
-            raise SpecError("scenario", "expected a mapping at the top level")
-        unknown = set(data) - KEYS
-        if unknown:
-            raise SpecError(sorted(unknown)[0], f"unknown key (known: {', '.join(sorted(KEYS))})")
+            raise SpecError("scenario", f"expected a mapping at the top level, got {describe(data)}")
+        for key in data:
+            if key not in KEYS:
+                raise SpecError(key_name(key), f"unknown key (known: {', '.join(sorted(KEYS))})")
         for key in ("cluster", "job", "schedulers"):
             if key not in data:
                 raise SpecError(key, "missing")
-        cluster_raw = data["cluster"]
-        if isinstance(cluster_raw, str):
-            cluster = ClusterSpec.load(base / cluster_raw)
-        else:
-            cluster = ClusterSpec.from_dict(cluster_raw)
-        job_raw = data["job"]
-        if not isinstance(job_raw, dict):
-            raise SpecError("job", "expected {generator: NAME, args: {...}} or {file: PATH}")
-        if "file" in job_raw:
-            job = Job.load(base / str(job_raw["file"]))
-        elif "generator" in job_raw:
-            extra = set(job_raw) - {"generator", "args"}
-            if extra:
-                raise SpecError(f"job.{sorted(extra)[0]}", "unknown key (known: generator, args)")
-            job = generate(str(job_raw["generator"]), job_raw.get("args") or {}, "job")
-        else:
-            raise SpecError("job", "needs 'generator' or 'file'")
+        cluster = _cluster(data["cluster"], base)
+        job = _job(data["job"], base)
         specs = _scheduler_specs(data["schedulers"])
-        policy = str(data.get("policy", "dscp-priority"))
-        policy_by_name(policy)
-        latency = str(data.get("latency", "auto"))
-        if latency not in ("auto", "netem", "agents"):
-            raise SpecError("latency", f"must be auto, netem or agents, got {latency!r}")
+        policy = _choice(data.get("policy", "dscp-priority"), "policy", tuple(POLICIES))
+        latency = _choice(data.get("latency", "auto"), "latency", ("auto", "netem", "agents"))
         return cls(
-            name=str(data.get("name", "scenario")),
+            name=_name(data.get("name", "scenario")),
             cluster=cluster,
             job=job,
             schedulers=specs,
@@ -129,19 +115,68 @@ class Scenario:
         )
 
 
+def _cluster(value: Any, base: Path) -> ClusterSpec:
+    """``cluster:``: a path relative to the scenario file, or an inline mapping (errors
+    then name ``cluster.<field>``)."""
+    if isinstance(value, str):
+        if not value or len(value) > 4096 or not value.isprintable():
+            raise SpecError("cluster", f"expected a file path, got {describe(value)}")
+        return ClusterSpec.load(base / value)
+    if not isinstance(value, dict):
+        raise SpecError("cluster", f"expected a file path or a mapping, got {describe(value)}")
+    try:
+        return ClusterSpec.from_dict(value)
+    except SpecError as exc:
+        raise SpecError(f"cluster.{exc.field}", exc.message) from None
+
+
+def _job(value: Any, base: Path) -> Job:
+    """``job:``: ``{generator: NAME, args: {...}}`` or ``{file: PATH}`` (a saved job)."""
+    if not isinstance(value, dict) or not ({"file", "generator"} & set(value)):
+        raise SpecError("job", f"expected {{generator: NAME, args: {{...}}}} or {{file: PATH}}, got {describe(value)}")
+    allowed = {"file"} if "file" in value else {"generator", "args"}
+    for key in value:
+        if key not in allowed:
+            raise SpecError(f"job.{key_name(key)}", f"unknown key (known: {', '.join(sorted(allowed))})")
+    if "file" in value:
+        path = value["file"]
+        if not isinstance(path, str) or not path or not path.isprintable():
+            raise SpecError("job.file", f"expected a file path, got {describe(path)}")
+        try:
+            return Job.load(base / path)
+        except SpecError as exc:
+            raise SpecError(f"job.{exc.field}" if exc.field != "job" else "job.file", exc.message) from None
+    return generate(value["generator"], value.get("args"), "job")
+
+
+def _name(value: Any) -> str:
+    """The scenario's name: it names the results directory, so one plain path component."""
+    ok = isinstance(value, str) and 0 < len(value) <= 100 and value.isprintable()
+    if not ok or "/" in value or value.startswith("."):
+        raise SpecError("name", f"expected a file-name-safe string of 1..100 characters, got {describe(value)}")
+    return value
+
+
+def _choice(value: Any, field: str, choices: tuple[str, ...]) -> str:
+    if not isinstance(value, str) or value not in choices:
+        raise SpecError(field, f"must be one of {', '.join(choices)}, got {describe(value)}")
+    return value
+
+
 def _positive(value: Any, field: str, allow_zero: bool = False) -> float | None:
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        raise SpecError(field, f"expected a number, got {value!r}")
+        hint = " (write numbers without quotes: 1e12, 400)" if isinstance(value, str) else ""
+        raise SpecError(field, f"expected a finite number, got {describe(value)}{hint}")
     if value < 0 or (value == 0 and not allow_zero):
-        raise SpecError(field, f"must be {'>= 0' if allow_zero else 'positive'}, got {value!r}")
+        raise SpecError(field, f"must be {'>= 0' if allow_zero else 'positive'}, got {describe(value)}")
     return float(value)
 
 
 def _bool(value: Any, field: str) -> bool:
     if not isinstance(value, bool):
-        raise SpecError(field, f"expected true or false, got {value!r}")
+        raise SpecError(field, f"expected true or false, got {describe(value)}")
     return value
 
 
@@ -177,11 +212,78 @@ def _selected(sc: Scenario, labels: list[str] | None) -> list[SchedulerSpec]:
     return out
 
 
-def _write_inputs(sc: Scenario, out_dir: Path) -> None:
+# ---------------------------------------------------------------- pre-flight
+def check_pins(job: Job, cluster: ClusterSpec) -> None:
+    """Every pinned endpoint on a server and NIC the cluster has."""
+    servers = cluster.servers
+    for name, ep in job.endpoints.items():
+        if ep.pin is None:
+            continue
+        where = f"job.endpoints.{name}.pin"
+        if not 0 <= ep.pin.server < len(servers):
+            raise SpecError(
+                f"{where}.server", f"server {ep.pin.server}, but the cluster has {len(servers)} (0..{len(servers) - 1})"
+            )
+        nics = servers[ep.pin.server].nics
+        if not 0 <= ep.pin.nic < nics:
+            raise SpecError(f"{where}.nic", f"NIC {ep.pin.nic}, but server {ep.pin.server} has {nics} (0..{nics - 1})")
+
+
+def preflight(
+    sc: Scenario, specs: list[SchedulerSpec], out_dir: Path, scale: float | None = None, emulate: bool = True
+):
+    """Everything a run can know before it starts, checked before anything is built or
+    written; each problem is a :class:`SpecError` naming the field (exit 2).
+
+    Pins against the cluster; per scheduler: its own ``check`` of the job (tags
+    it reads), its placement (``place`` on the public job, then
+    ``check_placement``); the results directory; and, for the emulator, what
+    this machine can emulate at the scale the run will use
+    (:mod:`railbed.machine`). Returns that scale (None when not emulating)."""
+    check_pins(sc.job, sc.cluster)
+    for i, spec in enumerate(specs):
+        sched, name = make(spec, f"schedulers[{i}]"), spec.run_label
+        try:
+            sched.check(sc.job, sc.cluster)
+        except SpecError as exc:
+            raise SpecError(f"job.{exc.field}", f"{exc.message} (read by {name})") from None
+        try:
+            check_placement(sc.job, sc.cluster, sched.place(sc.job.public(), sc.cluster))
+        except SchedulerError as exc:
+            raise SpecError(f"schedulers[{i}]", f"{name} cannot place this job: {exc}") from None
+    if out_dir.exists() and not out_dir.is_dir():
+        raise SpecError("--out", f"{describe(str(out_dir))} exists and is not a directory")
+    if not emulate:
+        return None
+    topo = Topology(sc.cluster)
+    k = RateScale(scale) if scale is not None else default_scale(sc.cluster, topo)
+    check_emulable(sc.cluster, topo, k)
+    return k
+
+
+# ------------------------------------------------------------- results files
+PARTIAL = "PARTIAL"
+
+
+@contextlib.contextmanager
+def results_dir(sc: Scenario, out_dir: Path, write_inputs: bool = True):
+    """The results directory of a run that has started: the inputs are written on
+    entry with a ``PARTIAL`` marker, removed when the block ends normally; if it
+    raises, the marker says why the directory is incomplete."""
     out_dir.mkdir(parents=True, exist_ok=True)
-    (out_dir / "scenario.yaml").write_text(yaml.safe_dump(sc.source or {}, sort_keys=False))
-    (out_dir / "cluster.yaml").write_text(yaml.safe_dump(sc.cluster.to_dict(), sort_keys=False))
-    sc.job.save(out_dir / "job.json")
+    marker = out_dir / PARTIAL
+    marker.write_text(f"run started {time.strftime('%Y-%m-%d %H:%M:%S')}; not finished\n")
+    if write_inputs:
+        (out_dir / "scenario.yaml").write_text(yaml.safe_dump(sc.source or {}, sort_keys=False))
+        (out_dir / "cluster.yaml").write_text(yaml.safe_dump(sc.cluster.to_dict(), sort_keys=False))
+        sc.job.save(out_dir / "job.json")
+    try:
+        yield out_dir
+    except BaseException as exc:
+        why = str(exc) or type(exc).__name__
+        marker.write_text(f"this run did not finish: {type(exc).__name__}: {why[:2000]}\n")
+        raise
+    marker.unlink(missing_ok=True)
 
 
 def _save_run(result: RunResult, out_dir: Path, name: str, echo: Callable[[str], None]) -> None:
@@ -223,10 +325,10 @@ def run_scenario(
     from emulator.testbed import Testbed
 
     specs = _selected(sc, schedulers)
-    _write_inputs(sc, out_dir)
+    k = preflight(sc, specs, out_dir, scale or sc.scale)
     results = []
-    tb = Testbed(sc.cluster, policy=sc.policy, scale=scale or sc.scale, latency=sc.latency)
-    with tb:
+    tb = Testbed(sc.cluster, policy=sc.policy, scale=k, latency=sc.latency)
+    with tb, results_dir(sc, out_dir):  # the lock and the cluster first: a refused run writes nothing
         echo(f"{sc.name}: {sc.cluster.summary()}")
         echo(
             f"  {sc.job!r}; built in {tb.build_seconds:.1f} s; k = {tb.scale.k:g}; "
@@ -246,7 +348,7 @@ def run_scenario(
             )
             results.append(result)
             _save_run(result, out_dir, spec.run_label, echo)
-    _write_comparison(sc, results, out_dir, echo)
+        _write_comparison(sc, results, out_dir, echo)
     return results
 
 
@@ -259,12 +361,13 @@ def simulate_scenario(
 ) -> list[RunResult]:
     """The scenario on the flow-level simulator (no root): the same results directory as :func:`run_scenario`."""
     specs = _selected(sc, schedulers)
-    _write_inputs(sc, out_dir)
+    preflight(sc, specs, out_dir, emulate=False)
     results = []
-    for spec in specs:
-        results.append(_simulate(sc, spec, engine, echo))
-        _save_run(results[-1], out_dir, spec.run_label, echo)
-    _write_comparison(sc, results, out_dir, echo)
+    with results_dir(sc, out_dir):
+        for spec in specs:
+            results.append(_simulate(sc, spec, engine, echo))
+            _save_run(results[-1], out_dir, spec.run_label, echo)
+        _write_comparison(sc, results, out_dir, echo)
     return results
 
 
@@ -277,20 +380,21 @@ def crosscheck_scenario(
 ) -> list:
     """Run the scenario on the emulator and on the simulator; compare each scheduler's two results.
 
-    Writes everything :func:`run_scenario` writes, ``<scheduler>/simulated.json``,
+    Writes everything :func:`run_scenario` writes, ``<label>/simulated.json``,
     ``crosscheck.txt`` and ``crosscheck.json``; returns the
     :class:`simulator.crosscheck.Crosscheck` per scheduler."""
     from simulator.crosscheck import compare
 
     emulated = run_scenario(sc, out_dir, echo=echo, scale=scale, schedulers=schedulers)
     checks = []
-    for spec, result in zip(_selected(sc, schedulers), emulated):
-        simulated = _simulate(sc, spec, "numba", echo)
-        simulated.save(out_dir / spec.run_label / "simulated.json")
-        checks.append(compare(result, simulated))
-    text = "\n\n".join(c.report() for c in checks)
-    (out_dir / "crosscheck.txt").write_text(text + "\n")
-    (out_dir / "crosscheck.json").write_text(json.dumps([c.to_dict() for c in checks], indent=1) + "\n")
+    with results_dir(sc, out_dir, write_inputs=False):
+        for spec, result in zip(_selected(sc, schedulers), emulated):
+            simulated = _simulate(sc, spec, "numba", echo)
+            simulated.save(out_dir / spec.run_label / "simulated.json")
+            checks.append(compare(result, simulated))
+        text = "\n\n".join(c.report() for c in checks)
+        (out_dir / "crosscheck.txt").write_text(text + "\n")
+        (out_dir / "crosscheck.json").write_text(json.dumps([c.to_dict() for c in checks], indent=1) + "\n")
     echo("")
     echo("emulator vs simulator")
     echo(text)

@@ -48,10 +48,12 @@ TOS_WORD_SHIFT = 16  # the TOS byte is bits 16..23 of the IPv4 header's first wo
 DS_MASK = 0xFC
 PRIORITY_CLASSES = 8
 LEAF_MIN_RATE = 1000  # bytes/s: the "tiny" guaranteed rate of a priority leaf (8 kbit/s)
-# The burst of a leaf's own tiny rate: one frame. HTB stores burst / rate as a 32-bit tick count,
-# so the link's 1 ms burst at 1000 B/s overflowed it above ~34 Gbit/s real (struct.error in pyroute2
-# building examples/dgtp-testbed.yaml at k = 1); a frame is 1.5 s of tokens. Leaves borrow up to
-# the link rate with ``cburst`` (the link's burst), which is what shapes them.
+# The burst of a leaf's own tiny rate: one frame. HTB stores burst / rate as a 32-bit tick count
+# (pyroute2's calc_xmittime: 2.3e7 ticks for a frame at 1000 B/s), so the link's 1 ms burst at
+# 1000 B/s overflowed it above ~2.2 Gbit/s real (struct.error in pyroute2: examples/dgtp-testbed.yaml
+# at k = 1, bench_platform at 4000 Mbit/s). Leaves borrow up to the link rate with ``cburst`` (the
+# link's burst), which is what shapes them. Rates themselves above 32 bits of bytes/s go as HTB's
+# 64-bit attributes (pyroute2 does it).
 LEAF_BURST = FRAME
 MAX_QUANTUM = 200_000
 

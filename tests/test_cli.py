@@ -79,7 +79,10 @@ SCENARIO_CASES = {
     "bad-generator-arg": ("job: {generator: all_to_all, args: {size: lots}}", "job.args.size"),
     "negative-scale": ("scale: -4", "scale"),
     "unknown-key": ("colour: blue", "colour"),
-    "bad-cluster": ("cluster: {servers: [{nic_rate: -1}], fabric: {type: single_switch}}", "servers[0].nic_rate"),
+    "bad-cluster": (
+        "cluster: {servers: [{nic_rate: -1}], fabric: {type: single_switch}}",
+        "cluster.servers[0].nic_rate",
+    ),
 }
 GOOD_SCENARIO = {
     "cluster": "cluster: {servers: [{count: 2, nic_rate: 1Gbit}], fabric: {type: single_switch}}",
@@ -120,3 +123,12 @@ def test_simulate_writes_a_results_directory_without_root(tmp_path):
     assert res.makespan == pytest.approx(wire_bytes(10**6) * 8 / 1e9, rel=1e-9)
     assert "small-first" in (tmp_path / "out" / "comparison.txt").read_text()
     assert "n/a (simulated)" in proc.stdout
+
+
+def test_check_notes_a_cluster_this_machine_cannot_emulate(tmp_path):
+    path = tmp_path / "big.yaml"
+    path.write_text("servers: [{count: 10000, nic_rate: 100Gbit}]\nfabric: {type: single_switch}\n")
+    result = railbed("check", str(path))
+    assert result.returncode == 0, result.stderr
+    assert "10001 namespaces" in result.stdout and "note: railbed run and up would refuse" in result.stdout
+    assert "note:" not in railbed("check", str(ROOT / "examples" / "rail-4x4.yaml")).stdout

@@ -74,7 +74,7 @@ def test_malformed_json_is_a_spec_error(tmp_path):
     bad.write_text(json.dumps({"items": [{"kind": "flow", "id": "f"}]}))
     with pytest.raises(SpecError) as err:
         Job.load(bad)
-    assert err.value.field == "items[0]"
+    assert err.value.field == "items[0].src"  # the first missing field
 
 
 def test_hybrid_parallel_structure():

@@ -7,12 +7,15 @@ arguments and reports bad ones by field.
 
 from __future__ import annotations
 
-import inspect
+import math
+import types
+import typing
 from collections.abc import Callable, Mapping
 from typing import Any
 
 from railbed.errors import SpecError
 from railbed.job import Job
+from railbed.safeload import describe, key_name
 from railbed.units import parse_duration, parse_size
 from workloads.llm import hybrid_parallel
 from workloads.synthetic import all_to_all
@@ -22,25 +25,90 @@ SIZE_ARGS = {"activation", "gradient", "size"}
 TIME_ARGS = {"fwd", "bwd", "compute"}
 
 
+MAX_ITEMS = 5_000_000  # the 8192-GPU benchmark job has 2.3 million items (about 3 GB in memory)
+
+
+def _hybrid_items(dp=4, pp=1, microbatches=1, iterations=1, tp=1, **_) -> int:
+    """Upper bound of hybrid_parallel's items: per rank and iteration 2 tasks and up to
+    2 pipeline flows per microbatch, 2 (dp - 1) ring flows."""
+    return iterations * tp * dp * pp * (4 * microbatches + 2 * dp)
+
+
+def _a2a_items(n=4, iterations=1, **_) -> int:
+    return iterations * n * n
+
+
+SIZE_HINTS: dict[str, Callable[..., int]] = {"hybrid_parallel": _hybrid_items, "all_to_all": _a2a_items}
+
+
 def generate(name: str, args: Mapping[str, Any] | None = None, field: str = "job") -> Job:
-    """Run generator ``name`` with ``args`` (from YAML); errors name ``field.args.<arg>``."""
-    gen = GENERATORS.get(name)
+    """Run generator ``name`` with ``args`` (from YAML); errors name ``field.args.<arg>``.
+
+    Each argument is checked against the generator's annotation (``int``,
+    ``float``, ``str``, ``dict[str, int]``, optional), sizes and durations
+    are parsed from strings, and a job of more than :data:`MAX_ITEMS` items
+    is refused before it is built."""
+    gen = GENERATORS.get(name) if isinstance(name, str) else None
     if gen is None:
-        raise SpecError(f"{field}.generator", f"unknown generator {name!r} (known: {', '.join(sorted(GENERATORS))})")
-    known = set(inspect.signature(gen).parameters)
+        raise SpecError(
+            f"{field}.generator", f"unknown generator {describe(name)} (known: {', '.join(sorted(GENERATORS))})"
+        )
+    if args is None:
+        args = {}
+    if not isinstance(args, Mapping):
+        raise SpecError(f"{field}.args", f"expected a mapping of argument to value, got {describe(args)}")
+    hints = typing.get_type_hints(gen)
     kwargs = {}
-    for key, value in (args or {}).items():
-        where = f"{field}.args.{key}"
-        if key not in known:
-            raise SpecError(where, f"{name} takes no argument {key!r} (known: {', '.join(sorted(known))})")
+    for key, value in args.items():
+        where = f"{field}.args.{key_name(key)}"
+        if key not in hints or key == "return":
+            known = ", ".join(sorted(k for k in hints if k != "return"))
+            raise SpecError(where, f"{name} takes no argument {key_name(key)!r} (known: {known})")
         if key in SIZE_ARGS:
             value = parse_size(value, where)
         elif key in TIME_ARGS:
             value = parse_duration(value, where)
-        kwargs[key] = value
+        kwargs[key] = check_type(value, hints[key], where)
+    items = SIZE_HINTS[name](**kwargs) if name in SIZE_HINTS else 0
+    if items > MAX_ITEMS:
+        raise SpecError(f"{field}.args", f"{name} would make about {items:.3g} items; at most {MAX_ITEMS}")
     try:
         return gen(**kwargs)
     except SpecError as exc:
-        if exc.field in known:
+        if exc.field.split(".")[0].split("[")[0] in hints:
             raise SpecError(f"{field}.args.{exc.field}", exc.message) from None
         raise
+
+
+def check_type(value: Any, hint: Any, where: str) -> Any:
+    """``value`` if it fits the annotation ``hint`` (int, float, str, bool, None,
+    unions of those, ``dict[str, X]``, ``list[X]``), else SpecError naming ``where``."""
+    if _fits(value, hint):
+        return float(value) if hint is float else value
+    raise SpecError(where, f"expected {_hint_name(hint)}, got {describe(value)}")
+
+
+def _fits(value: Any, hint: Any) -> bool:
+    origin, params = typing.get_origin(hint), typing.get_args(hint)
+    if hint is Any:
+        return True
+    if hint is type(None) or hint is None:
+        return value is None
+    if origin in (typing.Union, types.UnionType):
+        return any(_fits(value, p) for p in params)
+    if origin is dict:
+        return isinstance(value, dict) and all(_fits(k, params[0]) and _fits(v, params[1]) for k, v in value.items())
+    if origin is list:
+        return isinstance(value, list) and all(_fits(v, params[0]) for v in value)
+    if hint is float:
+        return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    if hint is int:
+        return isinstance(value, int) and not isinstance(value, bool)
+    return isinstance(hint, type) and isinstance(value, hint)
+
+
+def _hint_name(hint: Any) -> str:
+    names = {int: "a whole number", float: "a finite number", str: "a string", bool: "true or false"}
+    if hint in names:
+        return names[hint]
+    return str(hint).replace("typing.", "").replace("NoneType", "null")
