@@ -108,7 +108,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     from scenarios.runner import run_scenario
 
     sc, out = _scenario_and_out(args)
-    run_scenario(sc, out, echo=_say, scale=args.scale, schedulers=args.scheduler)
+    run_scenario(sc, out, echo=_say, scale=args.scale, schedulers=args.scheduler, plots=not args.no_plots)
     return 0
 
 
@@ -116,7 +116,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     from scenarios.runner import simulate_scenario
 
     sc, out = _scenario_and_out(args, "-sim")
-    simulate_scenario(sc, out, echo=_say, schedulers=args.scheduler, engine=args.engine)
+    simulate_scenario(sc, out, echo=_say, schedulers=args.scheduler, engine=args.engine, plots=not args.no_plots)
     return 0
 
 
@@ -124,7 +124,31 @@ def cmd_crosscheck(args: argparse.Namespace) -> int:
     from scenarios.runner import crosscheck_scenario
 
     sc, out = _scenario_and_out(args, "-crosscheck")
-    crosscheck_scenario(sc, out, echo=_say, scale=args.scale, schedulers=args.scheduler)
+    crosscheck_scenario(sc, out, echo=_say, scale=args.scale, schedulers=args.scheduler, plots=not args.no_plots)
+    return 0
+
+
+def _results_dir(path: str) -> Path:
+    out = Path(path)
+    if not out.is_dir() or not any(out.glob("*/result.json")):
+        raise SpecError("results_dir", f"{path} is not a results directory (no <run>/result.json)")
+    return out
+
+
+def cmd_plot(args: argparse.Namespace) -> int:
+    from railbed.plots import plot_results
+
+    out = _results_dir(args.results_dir)
+    for png in plot_results(out, color_by=args.color_by):
+        _say(str(png))
+    return 0
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    from railbed.export import export_results
+
+    for path in export_results(_results_dir(args.results_dir)):
+        _say(str(path))
     return 0
 
 
@@ -173,6 +197,7 @@ def build_parser() -> argparse.ArgumentParser:
         if scale:
             c.add_argument("--scale", type=_scale_arg, default=None, help="override the scenario's k")
         c.add_argument("--scheduler", action="append", default=None, help="run only these schedulers (repeatable)")
+        c.add_argument("--no-plots", action="store_true", help="do not write figures/, trace.json and the CSVs")
         c.set_defaults(func=func)
         return c
 
@@ -187,6 +212,15 @@ def build_parser() -> argparse.ArgumentParser:
         cmd_crosscheck,
         "-crosscheck",
     )
+
+    pl = sub.add_parser("plot", help="write the standard figures of a results directory (PNG + CSV)")
+    pl.add_argument("results_dir")
+    pl.add_argument("--color-by", default="coflow_type", choices=["coflow_type", "dscp"], help="flow colours")
+    pl.set_defaults(func=cmd_plot)
+
+    ex = sub.add_parser("export", help="each run as a Perfetto trace (trace.json) and flows/tasks/links CSVs")
+    ex.add_argument("results_dir")
+    ex.set_defaults(func=cmd_export)
 
     k = sub.add_parser("clean", help="remove what a killed run left behind (root)")
     k.set_defaults(func=cmd_clean)

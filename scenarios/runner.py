@@ -22,7 +22,11 @@ flow-level simulator (:func:`simulate_scenario`, no root) and ``railbed
 crosscheck`` on both (:func:`crosscheck_scenario`). The results directory gets ``scenario.yaml``, ``cluster.yaml``,
 ``job.json`` (replayable), ``<scheduler>/result.json`` and
 ``<scheduler>/summary.txt`` per run, ``comparison.txt`` and ``index.json``
-(makespan per scheduler).
+(makespan per scheduler), ``provenance.json`` (code, command, machine, k,
+package versions, seeds: ``railbed/provenance.py``) and, unless ``plots``
+is off (``--no-plots``), the standard figures in ``figures/``
+(``railbed/plots.py``) and each run's ``trace.json``, ``flows.csv``,
+``tasks.csv`` and ``links.csv`` (``railbed/export.py``).
 """
 
 from __future__ import annotations
@@ -36,6 +40,7 @@ from typing import Any
 
 import yaml
 
+from railbed import provenance
 from railbed.errors import SpecError
 from railbed.job import Job
 from railbed.results import RunResult, comparison_table
@@ -180,6 +185,27 @@ def _write_comparison(sc: Scenario, results: list[RunResult], out_dir: Path, ech
     echo(f"results in {out_dir}")
 
 
+def write_figures(out_dir: Path, echo: Callable[[str], None] = print) -> None:
+    """The standard figures and the exports of a results directory (``railbed plot`` and ``export``).
+    The results are on disk already, so a failure here is reported, not raised."""
+    from railbed.export import export_results
+    from railbed.plots import plot_results
+
+    try:
+        pngs = plot_results(out_dir)
+        export_results(out_dir)
+    except Exception as exc:  # noqa: BLE001 - the run's results are saved; say what failed
+        echo(f"figures failed ({type(exc).__name__}: {exc}); retry with: railbed plot {out_dir}")
+        return
+    echo(f"{len(pngs)} figures in {out_dir / 'figures'}")
+
+
+def _finish(sc: Scenario, out_dir: Path, scale: dict, plots: bool, echo: Callable[[str], None]) -> None:
+    provenance.write(out_dir, scale=scale, scenario=sc.source)
+    if plots:
+        write_figures(out_dir, echo)
+
+
 def _simulate(sc: Scenario, name: str, engine: str, echo: Callable[[str], None]) -> RunResult:
     from simulator import simulate
 
@@ -193,6 +219,7 @@ def run_scenario(
     echo: Callable[[str], None] = print,
     scale: float | None = None,
     schedulers: list[str] | None = None,
+    plots: bool = True,
 ) -> list[RunResult]:
     """Build the cluster once, run the job under each scheduler, write the results directory."""
     from emulator.runtime import run
@@ -214,6 +241,7 @@ def run_scenario(
             results.append(result)
             _save_run(result, out_dir, name, echo)
     _write_comparison(sc, results, out_dir, echo)
+    _finish(sc, out_dir, provenance.scale_record(tb.scale.k, scale, sc.scale), plots, echo)
     return results
 
 
@@ -223,6 +251,7 @@ def simulate_scenario(
     echo: Callable[[str], None] = print,
     schedulers: list[str] | None = None,
     engine: str = "numba",
+    plots: bool = True,
 ) -> list[RunResult]:
     """The scenario on the flow-level simulator (no root): the same results directory as :func:`run_scenario`."""
     names = _scheduler_names(sc, schedulers)
@@ -232,6 +261,7 @@ def simulate_scenario(
         results.append(_simulate(sc, name, engine, echo))
         _save_run(results[-1], out_dir, name, echo)
     _write_comparison(sc, results, out_dir, echo)
+    _finish(sc, out_dir, provenance.scale_record(None, None, None), plots, echo)
     return results
 
 
@@ -241,6 +271,7 @@ def crosscheck_scenario(
     echo: Callable[[str], None] = print,
     scale: float | None = None,
     schedulers: list[str] | None = None,
+    plots: bool = True,
 ) -> list:
     """Run the scenario on the emulator and on the simulator; compare each scheduler's two results.
 
@@ -249,7 +280,7 @@ def crosscheck_scenario(
     :class:`simulator.crosscheck.Crosscheck` per scheduler."""
     from simulator.crosscheck import compare
 
-    emulated = run_scenario(sc, out_dir, echo=echo, scale=scale, schedulers=schedulers)
+    emulated = run_scenario(sc, out_dir, echo=echo, scale=scale, schedulers=schedulers, plots=False)
     checks = []
     for name, result in zip(_scheduler_names(sc, schedulers), emulated):
         simulated = _simulate(sc, name, "numba", echo)
@@ -261,5 +292,7 @@ def crosscheck_scenario(
     echo("")
     echo("emulator vs simulator")
     echo(text)
+    if plots:
+        write_figures(out_dir, echo)
     echo(f"results in {out_dir}")
     return checks
