@@ -152,6 +152,15 @@ def cmd_export(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_sweep(args: argparse.Namespace) -> int:
+    from scenarios.sweep import Sweep, run_sweep
+
+    sweep = Sweep.load(args.sweep)
+    out = Path(args.out or f"results/sweep-{sweep.name}")
+    rows = run_sweep(sweep, out, echo=_say, address=args.address, cpus=args.cpus)
+    return 0 if all(r["status"] == "ok" for r in rows) else 1
+
+
 def cmd_demo(args: argparse.Namespace) -> int:
     from scenarios import priority_demo
 
@@ -221,6 +230,13 @@ def build_parser() -> argparse.ArgumentParser:
     ex = sub.add_parser("export", help="each run as a Perfetto trace (trace.json) and flows/tasks/links CSVs")
     ex.add_argument("results_dir")
     ex.set_defaults(func=cmd_export)
+
+    sw = sub.add_parser("sweep", help="a scenario over a grid of settings, on Ray (resumes; see scenarios/sweep.py)")
+    sw.add_argument("sweep", help="sweep YAML")
+    sw.add_argument("--out", default=None, help="results directory (default results/sweep-<name>); re-run resumes")
+    sw.add_argument("--address", default=None, help="Ray cluster address (default: RAY_ADDRESS, else local)")
+    sw.add_argument("--cpus", type=int, default=None, help="CPUs of the local Ray instance (default: all)")
+    sw.set_defaults(func=cmd_sweep)
 
     k = sub.add_parser("clean", help="remove what a killed run left behind (root)")
     k.set_defaults(func=cmd_clean)

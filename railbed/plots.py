@@ -297,8 +297,9 @@ def draw_crosscheck(rows: Rows, png: Path) -> Path:
         ax.scatter([row[3] * factor for row in mine], [row[2] * factor for row in mine], s=12, label=sched, alpha=0.7)
     lo = min((min(row[2], row[3]) for row in rows if min(row[2], row[3]) > 0), default=hi / 10)
     ax.plot([lo * factor, hi * factor], [lo * factor, hi * factor], color="0.4", lw=0.8, label="emulated = simulated")
-    ax.set_xscale("log")
-    ax.set_yscale("log")
+    if hi / lo > 20:
+        ax.set_xscale("log")
+        ax.set_yscale("log")
     ax.set_xlabel(f"simulated flow completion time ({unit}, model)")
     ax.set_ylabel(f"emulated flow completion time ({unit}, model)")
     ax.set_title("emulator against simulator, per flow", fontsize=10)
