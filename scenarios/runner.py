@@ -15,6 +15,7 @@ A scenario is YAML (``railbed run scenario.yaml``)::
     trace: 0                           # s between received-bytes samples per flow (0: off)
     strict: false                      # a broken fidelity report fails the run
     timeout: 600                       # real seconds per scheduler run
+    capture: [rail0:rail0-eth2]        # tcpdump on these ports during each run (emulator/capture.py)
 
 ``railbed run`` runs each scheduler on the same emulated cluster (built
 once), one after the other; ``railbed simulate`` runs them on the
@@ -49,7 +50,7 @@ from schedulers import by_name
 from tc_policies.plan import policy_by_name
 from workloads import generate
 
-KEYS = {"name", "cluster", "job", "schedulers", "policy", "scale", "latency", "trace", "strict", "timeout"}
+KEYS = {"name", "cluster", "job", "schedulers", "policy", "scale", "latency", "trace", "strict", "timeout", "capture"}
 
 
 @dataclass
@@ -65,6 +66,7 @@ class Scenario:
     strict: bool = False
     timeout: float | None = None
     source: dict[str, Any] | None = None
+    capture: Any = None  # emulator.capture.CaptureSpec
 
     @classmethod
     def load(cls, path: str | Path) -> Scenario:
@@ -132,7 +134,17 @@ class Scenario:
             strict=_bool(data.get("strict", False), "strict"),
             timeout=_positive(data.get("timeout"), "timeout"),
             source=data,
+            capture=_capture(data.get("capture"), cluster),
         )
+
+
+def _capture(raw: Any, cluster: ClusterSpec):
+    if raw is None:
+        return None
+    from emulator.capture import parse_capture  # pure: no Mininet, no pyroute2
+    from railbed.topology import Topology
+
+    return parse_capture(raw, Topology(cluster))
 
 
 def _positive(value: Any, field: str, allow_zero: bool = False) -> float | None:
@@ -222,7 +234,6 @@ def run_scenario(
     plots: bool = True,
 ) -> list[RunResult]:
     """Build the cluster once, run the job under each scheduler, write the results directory."""
-    from emulator.runtime import run
     from emulator.testbed import Testbed
 
     names = _scheduler_names(sc, schedulers)
@@ -237,12 +248,30 @@ def run_scenario(
         )
         for name in names:
             echo(f"running {name} ...")
-            result = run(sc.job, by_name(name), tb, trace=sc.trace, progress=echo, timeout=sc.timeout, strict=sc.strict)
+            result = _run_captured(sc, tb, name, out_dir, echo)
             results.append(result)
             _save_run(result, out_dir, name, echo)
     _write_comparison(sc, results, out_dir, echo)
     _finish(sc, out_dir, provenance.scale_record(tb.scale.k, scale, sc.scale), plots, echo)
     return results
+
+
+def _run_captured(sc: Scenario, tb, name: str, out_dir: Path, echo: Callable[[str], None]) -> RunResult:
+    """One scheduler's emulated run, with the scenario's packet captures (if any) around it."""
+    from emulator.capture import Capture
+    from emulator.runtime import run
+
+    capture = Capture(tb, sc.capture, out_dir / name) if sc.capture else None
+    if capture:
+        capture.start()
+    notes = []
+    try:
+        result = run(sc.job, by_name(name), tb, trace=sc.trace, progress=echo, timeout=sc.timeout, strict=sc.strict)
+    finally:
+        if capture:
+            notes = capture.stop()
+    result.notes += notes
+    return result
 
 
 def simulate_scenario(
