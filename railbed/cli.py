@@ -161,6 +161,14 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     return 0 if all(r["status"] == "ok" for r in rows) else 1
 
 
+def cmd_reproduce(args: argparse.Namespace) -> int:
+    from scenarios.reproduce import reproduce
+
+    readme = Path(args.readme) if args.readme else None
+    reproduce(args.paper, Path(args.out), quick=args.quick, emulate=args.emulate, echo=_say, readme=readme)
+    return 0
+
+
 def cmd_demo(args: argparse.Namespace) -> int:
     from scenarios import priority_demo
 
@@ -237,6 +245,16 @@ def build_parser() -> argparse.ArgumentParser:
     sw.add_argument("--address", default=None, help="Ray cluster address (default: RAY_ADDRESS, else local)")
     sw.add_argument("--cpus", type=int, default=None, help="CPUs of the local Ray instance (default: all)")
     sw.set_defaults(func=cmd_sweep)
+
+    from scenarios.reproduce import PAPERS
+
+    rp = sub.add_parser("reproduce", help="run the papers' claims and write REPRODUCTION.md (scenarios/reproduce.py)")
+    rp.add_argument("paper", nargs="?", default="all", choices=[*PAPERS, "all"])
+    rp.add_argument("--quick", action="store_true", help="small versions of the scenarios (minutes)")
+    rp.add_argument("--emulate", action="store_true", help="also the emulated and crosscheck rows (root)")
+    rp.add_argument("--out", default="reproduction", help="where the runs and REPRODUCTION.md go")
+    rp.add_argument("--readme", default=None, help="also rewrite this README's reproduce:begin/end block")
+    rp.set_defaults(func=cmd_reproduce)
 
     k = sub.add_parser("clean", help="remove what a killed run left behind (root)")
     k.set_defaults(func=cmd_clean)
