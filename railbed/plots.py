@@ -138,7 +138,7 @@ def draw_timeline(rows: Rows, png: Path, title: str) -> Path:
         for y, lane in enumerate(lanes):
             bars = [(row[3] * factor, (row[4] - row[3]) * factor) for row in rows if row[0] == lane and row[5] == key]
             if bars:
-                ax.broken_barh(bars, (y - 0.4, 0.8), facecolors=colors[key], edgecolor="none")
+                ax.broken_barh(bars, (y - 0.4, 0.8), facecolors=colors[key], edgecolor="white", linewidth=0.4)
         ax.bar(0, 0, color=colors[key], label=key)  # legend entry
     ax.set_yticks(range(len(lanes)), lanes, fontsize=7)
     ax.set_ylim(len(lanes) - 0.5, -0.5)
