@@ -235,3 +235,17 @@ def test_plot_command_and_no_plots(results, tmp_path):
     assert proc.returncode == 0, proc.stderr
     assert (tmp_path / "np" / "provenance.json").exists() and not (tmp_path / "np" / "figures").exists()
     assert RunResult.load(tmp_path / "np" / "fifo" / "result.json").link_series
+
+
+def test_timeline_keeps_the_first_lanes_in_order():
+    from railbed.results import ItemRecord
+
+    r = RunResult("simulator", "j", "fifo", "c")
+    for s in range(30):  # 30 servers x (gpu2, gpu10, nic0) = 90 lanes
+        for dev in ("gpu10", "gpu2"):
+            r.items[f"t{s}{dev}"] = ItemRecord(f"t{s}{dev}", "task", 0.0, 0.0, 1.0, server=s, device=dev)
+        r.items[f"f{s}"] = ItemRecord(f"f{s}", "flow", 0.0, 0.5, 1.0, server=s, src_nic=0, dst_server=0, dscp=8)
+    rows, nlanes = plots.timeline_rows(r, max_lanes=4)
+    assert nlanes == 90
+    assert [row[0] for row in rows] == ["h0 gpu2", "h0 gpu10", "h0 nic0", "h1 gpu2"]
+    assert rows[2][5] == "DSCP 8"  # no coflow type: coloured by DSCP
