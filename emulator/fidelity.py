@@ -219,6 +219,24 @@ def fidelity_report(
     return links, fidelity
 
 
+def link_series(
+    samples: list[Sample], real_rates: dict[tuple[str, str], float], t0: float, k: float
+) -> dict[str, list[tuple[float, float, float]]]:
+    """``RunResult.link_series`` from the counter samples: per port that carried
+    bytes, ``(t_start, t_end, utilisation)`` between consecutive reads of that
+    port, times in model seconds (``(monotonic - t0) / k``)."""
+    out = {}
+    for key, real in real_rates.items():
+        row = []
+        for a, b in zip(samples, samples[1:]):
+            (ta, _, pa), (tb, _, pb) = a.ports[key], b.ports[key]
+            if tb > ta:
+                row.append(((ta - t0) / k, (tb - t0) / k, (pb.bytes - pa.bytes) * 8 / (tb - ta) / real))
+        if any(u > 0 for _, _, u in row):
+            out[f"{key[0]}:{key[1]}"] = row
+    return out
+
+
 def _merge(intervals: list[tuple[float, float]]) -> list[tuple[float, float]]:
     out: list[list[float]] = []
     for a, b in sorted(intervals):

@@ -35,7 +35,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from emulator.fidelity import LinkSampler, fidelity_report, nic_groups
+from emulator.fidelity import LinkSampler, fidelity_report, link_series, nic_groups
 from emulator.loadtest import _env, python_argv
 from emulator.state import STATE_DIR, RunState
 from emulator.testbed import Testbed
@@ -177,6 +177,7 @@ class _Run:
         latency = self.tb.spec.fabric.latency if self.tb.latency_mode != "none" else 0.0
         solo = nic_groups(result, topo, self.tb.scale, latency, self.rerated)
         result.links, result.fidelity = fidelity_report(sampler.samples, real, model, classes, solo)
+        result.link_series = link_series(sampler.samples, real, self.t0, self.k)
         if sampler.error:
             result.notes.append(f"fidelity sampler stopped early: {sampler.error}")
 

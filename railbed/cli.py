@@ -124,7 +124,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     from scenarios.runner import run_scenario
 
     sc, out = _scenario_and_out(args)
-    run_scenario(sc, out, echo=_say, scale=args.scale, schedulers=args.scheduler)
+    run_scenario(sc, out, echo=_say, scale=args.scale, schedulers=args.scheduler, plots=not args.no_plots)
     return 0
 
 
@@ -132,7 +132,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     from scenarios.runner import simulate_scenario
 
     sc, out = _scenario_and_out(args, "-sim")
-    simulate_scenario(sc, out, echo=_say, schedulers=args.scheduler, engine=args.engine)
+    simulate_scenario(sc, out, echo=_say, schedulers=args.scheduler, engine=args.engine, plots=not args.no_plots)
     return 0
 
 
@@ -140,7 +140,48 @@ def cmd_crosscheck(args: argparse.Namespace) -> int:
     from scenarios.runner import crosscheck_scenario
 
     sc, out = _scenario_and_out(args, "-crosscheck")
-    crosscheck_scenario(sc, out, echo=_say, scale=args.scale, schedulers=args.scheduler)
+    crosscheck_scenario(sc, out, echo=_say, scale=args.scale, schedulers=args.scheduler, plots=not args.no_plots)
+    return 0
+
+
+def _results_dir(path: str) -> Path:
+    out = Path(path)
+    if not out.is_dir() or not any(out.glob("*/result.json")):
+        raise SpecError("results_dir", f"{path} is not a results directory (no <run>/result.json)")
+    return out
+
+
+def cmd_plot(args: argparse.Namespace) -> int:
+    from railbed.plots import plot_results
+
+    out = _results_dir(args.results_dir)
+    for png in plot_results(out, color_by=args.color_by):
+        _say(str(png))
+    return 0
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    from railbed.export import export_results
+
+    for path in export_results(_results_dir(args.results_dir)):
+        _say(str(path))
+    return 0
+
+
+def cmd_sweep(args: argparse.Namespace) -> int:
+    from scenarios.sweep import Sweep, run_sweep
+
+    sweep = Sweep.load(args.sweep)
+    out = Path(args.out or f"results/sweep-{sweep.name}")
+    rows = run_sweep(sweep, out, echo=_say, address=args.address, cpus=args.cpus)
+    return 0 if all(r["status"] == "ok" for r in rows) else 1
+
+
+def cmd_reproduce(args: argparse.Namespace) -> int:
+    from scenarios.reproduce import reproduce
+
+    readme = Path(args.readme) if args.readme else None
+    reproduce(args.paper, Path(args.out), quick=args.quick, emulate=args.emulate, echo=_say, readme=readme)
     return 0
 
 
@@ -189,6 +230,7 @@ def build_parser() -> argparse.ArgumentParser:
         if scale:
             c.add_argument("--scale", type=_scale_arg, default=None, help="override the scenario's k")
         c.add_argument("--scheduler", action="append", default=None, help="run only these schedulers (repeatable)")
+        c.add_argument("--no-plots", action="store_true", help="do not write figures/, trace.json and the CSVs")
         c.set_defaults(func=func)
         return c
 
@@ -203,6 +245,32 @@ def build_parser() -> argparse.ArgumentParser:
         cmd_crosscheck,
         "-crosscheck",
     )
+
+    pl = sub.add_parser("plot", help="write the standard figures of a results directory (PNG + CSV)")
+    pl.add_argument("results_dir")
+    pl.add_argument("--color-by", default="coflow_type", choices=["coflow_type", "dscp"], help="flow colours")
+    pl.set_defaults(func=cmd_plot)
+
+    ex = sub.add_parser("export", help="each run as a Perfetto trace (trace.json) and flows/tasks/links CSVs")
+    ex.add_argument("results_dir")
+    ex.set_defaults(func=cmd_export)
+
+    sw = sub.add_parser("sweep", help="a scenario over a grid of settings, on Ray (resumes; see scenarios/sweep.py)")
+    sw.add_argument("sweep", help="sweep YAML")
+    sw.add_argument("--out", default=None, help="results directory (default results/sweep-<name>); re-run resumes")
+    sw.add_argument("--address", default=None, help="Ray cluster address (default: RAY_ADDRESS, else local)")
+    sw.add_argument("--cpus", type=int, default=None, help="CPUs of the local Ray instance (default: all)")
+    sw.set_defaults(func=cmd_sweep)
+
+    from scenarios.reproduce import PAPERS
+
+    rp = sub.add_parser("reproduce", help="run the papers' claims and write REPRODUCTION.md (scenarios/reproduce.py)")
+    rp.add_argument("paper", nargs="?", default="all", choices=[*PAPERS, "all"])
+    rp.add_argument("--quick", action="store_true", help="small versions of the scenarios (minutes)")
+    rp.add_argument("--emulate", action="store_true", help="also the emulated and crosscheck rows (root)")
+    rp.add_argument("--out", default="reproduction", help="where the runs and REPRODUCTION.md go")
+    rp.add_argument("--readme", default=None, help="also rewrite this README's reproduce:begin/end block")
+    rp.set_defaults(func=cmd_reproduce)
 
     k = sub.add_parser("clean", help="remove what a killed run left behind (root)")
     k.set_defaults(func=cmd_clean)

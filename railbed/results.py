@@ -16,6 +16,10 @@ for the emulator and the simulator so the two can be compared line by line
 ``fidelity``   the emulator's report (per-link rates, priority leakage,
                drops, CPU saturation) with ``ok`` and its ``problems``.
 ``traces``     optional per-flow ``[(time, bytes received)]``.
+``link_series`` per egress port ``[(t_start, t_end, utilisation)]``: the
+               share of the port's configured rate it carried in each
+               interval (emulator: between tc counter samples; simulator:
+               the fluid rates, binned; see ``simulator/series.py``).
 """
 
 from __future__ import annotations
@@ -74,6 +78,7 @@ class RunResult:
     notes: list[str] = field(default_factory=list)
     traces: dict[str, list[tuple[float, int]]] = field(default_factory=dict)
     wall_seconds: float = 0.0
+    link_series: dict[str, list[tuple[float, float, float]]] = field(default_factory=dict)
 
     # ----------------------------------------------------------- derived
     def flow_completion_times(self) -> dict[str, float]:
@@ -110,6 +115,7 @@ class RunResult:
         d["events"] = [tuple(e) for e in d.get("events", [])]
         d["iterations"] = {int(k): v for k, v in d.get("iterations", {}).items()}
         d["traces"] = {k: [tuple(x) for x in v] for k, v in d.get("traces", {}).items()}
+        d["link_series"] = {k: [tuple(x) for x in v] for k, v in d.get("link_series", {}).items()}
         return cls(**d)
 
     def save(self, path: str | Path) -> None:

@@ -18,6 +18,7 @@ A scenario is YAML (``railbed run scenario.yaml``)::
     strict: false                      # a broken fidelity report fails the run
     timeout: 600                       # real seconds per scheduler run
     flow_progress: 0.01                # model s between the emulator's reports of flow bytes (0: off)
+    capture: [rail0:rail0-eth2]        # tcpdump on these ports during each run (emulator/capture.py)
 
 ``railbed run`` runs each scheduler on the same emulated cluster (built
 once), one after the other; ``railbed simulate`` runs them on the
@@ -25,7 +26,12 @@ flow-level simulator (:func:`simulate_scenario`, no root) and ``railbed
 crosscheck`` on both (:func:`crosscheck_scenario`). The results directory gets ``scenario.yaml``, ``cluster.yaml``,
 ``job.json`` (replayable), ``<label>/result.json`` and
 ``<label>/summary.txt`` per run (a scheduler's label is its name unless the
-scenario gives one), ``comparison.txt`` and ``index.json`` (makespan per run).
+scenario gives one), ``comparison.txt`` and ``index.json`` (makespan per
+run), ``provenance.json`` (code, command, machine, k, package versions,
+seeds: ``railbed/provenance.py``) and, unless ``--no-plots``, the standard
+figures in ``figures/`` (``railbed/plots.py``) and each run's
+``trace.json``, ``flows.csv``, ``tasks.csv`` and ``links.csv``
+(``railbed/export.py``).
 
 Nothing is built or written before :func:`preflight` has checked all a run
 can know in advance; the results directory is created only once the run
@@ -46,6 +52,7 @@ from typing import Any
 
 import yaml
 
+from railbed import provenance
 from railbed.dispatch import SchedulerError, check_placement
 from railbed.errors import SpecError
 from railbed.job import Job
@@ -60,7 +67,8 @@ from tc_policies.plan import POLICIES
 from workloads import generate
 
 KEYS = {
-    "name", "cluster", "job", "schedulers", "policy", "scale", "latency", "trace", "strict", "timeout", "flow_progress"
+    "name", "cluster", "job", "schedulers", "policy", "scale", "latency", "trace", "strict", "timeout",
+    "flow_progress", "capture",
 }  # fmt: skip
 
 
@@ -78,6 +86,7 @@ class Scenario:
     timeout: float | None = None
     flow_progress: float = 0.01
     source: dict[str, Any] | None = None
+    capture: Any = None  # emulator.capture.CaptureSpec
 
     @classmethod
     def load(cls, path: str | Path) -> Scenario:
@@ -112,6 +121,7 @@ class Scenario:
             timeout=_positive(data.get("timeout"), "timeout"),
             flow_progress=_positive(data.get("flow_progress", 0.01), "flow_progress", allow_zero=True) or 0.0,
             source=data,
+            capture=_capture(data.get("capture"), cluster),
         )
 
 
@@ -161,6 +171,15 @@ def _choice(value: Any, field: str, choices: tuple[str, ...]) -> str:
     if not isinstance(value, str) or value not in choices:
         raise SpecError(field, f"must be one of {', '.join(choices)}, got {describe(value)}")
     return value
+
+
+def _capture(raw: Any, cluster: ClusterSpec):
+    if raw is None:
+        return None
+    from emulator.capture import parse_capture  # pure: no Mininet, no pyroute2
+    from railbed.topology import Topology
+
+    return parse_capture(raw, Topology(cluster))
 
 
 def _positive(value: Any, field: str, allow_zero: bool = False) -> float | None:
@@ -306,6 +325,27 @@ def _write_comparison(sc: Scenario, results: list[RunResult], out_dir: Path, ech
     echo(f"results in {out_dir}")
 
 
+def write_figures(out_dir: Path, echo: Callable[[str], None] = print) -> None:
+    """The standard figures and the exports of a results directory (``railbed plot`` and ``export``).
+    The results are on disk already, so a failure here is reported, not raised."""
+    from railbed.export import export_results
+    from railbed.plots import plot_results
+
+    try:
+        pngs = plot_results(out_dir)
+        export_results(out_dir)
+    except Exception as exc:  # noqa: BLE001 - the run's results are saved; say what failed
+        echo(f"figures failed ({type(exc).__name__}: {exc}); retry with: railbed plot {out_dir}")
+        return
+    echo(f"{len(pngs)} figures in {out_dir / 'figures'}")
+
+
+def _finish(sc: Scenario, out_dir: Path, scale: dict, plots: bool, echo: Callable[[str], None]) -> None:
+    provenance.write(out_dir, scale=scale, scenario=sc.source)
+    if plots:
+        write_figures(out_dir, echo)
+
+
 def _simulate(sc: Scenario, spec: SchedulerSpec, engine: str, echo: Callable[[str], None]) -> RunResult:
     from simulator import simulate
 
@@ -319,9 +359,9 @@ def run_scenario(
     echo: Callable[[str], None] = print,
     scale: float | None = None,
     schedulers: list[str] | None = None,
+    plots: bool = True,
 ) -> list[RunResult]:
     """Build the cluster once, run the job under each scheduler, write the results directory."""
-    from emulator.runtime import run
     from emulator.testbed import Testbed
 
     specs = _selected(sc, schedulers)
@@ -336,20 +376,39 @@ def run_scenario(
         )
         for spec in specs:
             echo(f"running {spec.run_label} ...")
-            result = run(
-                sc.job,
-                make(spec),
-                tb,
-                trace=sc.trace,
-                progress=echo,
-                timeout=sc.timeout,
-                strict=sc.strict,
-                flow_progress=sc.flow_progress,
-            )
+            result = _run_captured(sc, tb, spec, out_dir, echo)
             results.append(result)
             _save_run(result, out_dir, spec.run_label, echo)
         _write_comparison(sc, results, out_dir, echo)
+        _finish(sc, out_dir, provenance.scale_record(tb.scale.k, scale, sc.scale), plots, echo)
     return results
+
+
+def _run_captured(sc: Scenario, tb, spec: SchedulerSpec, out_dir: Path, echo: Callable[[str], None]) -> RunResult:
+    """One scheduler's emulated run, with the scenario's packet captures (if any) around it."""
+    from emulator.capture import Capture
+    from emulator.runtime import run
+
+    capture = Capture(tb, sc.capture, out_dir / spec.run_label) if sc.capture else None
+    if capture:
+        capture.start()
+    notes = []
+    try:
+        result = run(
+            sc.job,
+            make(spec),
+            tb,
+            trace=sc.trace,
+            progress=echo,
+            timeout=sc.timeout,
+            strict=sc.strict,
+            flow_progress=sc.flow_progress,
+        )
+    finally:
+        if capture:
+            notes = capture.stop()
+    result.notes += notes
+    return result
 
 
 def simulate_scenario(
@@ -358,6 +417,7 @@ def simulate_scenario(
     echo: Callable[[str], None] = print,
     schedulers: list[str] | None = None,
     engine: str = "numba",
+    plots: bool = True,
 ) -> list[RunResult]:
     """The scenario on the flow-level simulator (no root): the same results directory as :func:`run_scenario`."""
     specs = _selected(sc, schedulers)
@@ -368,6 +428,7 @@ def simulate_scenario(
             results.append(_simulate(sc, spec, engine, echo))
             _save_run(results[-1], out_dir, spec.run_label, echo)
         _write_comparison(sc, results, out_dir, echo)
+        _finish(sc, out_dir, provenance.scale_record(None, None, None), plots, echo)
     return results
 
 
@@ -377,6 +438,7 @@ def crosscheck_scenario(
     echo: Callable[[str], None] = print,
     scale: float | None = None,
     schedulers: list[str] | None = None,
+    plots: bool = True,
 ) -> list:
     """Run the scenario on the emulator and on the simulator; compare each scheduler's two results.
 
@@ -385,7 +447,7 @@ def crosscheck_scenario(
     :class:`simulator.crosscheck.Crosscheck` per scheduler."""
     from simulator.crosscheck import compare
 
-    emulated = run_scenario(sc, out_dir, echo=echo, scale=scale, schedulers=schedulers)
+    emulated = run_scenario(sc, out_dir, echo=echo, scale=scale, schedulers=schedulers, plots=False)
     checks = []
     with results_dir(sc, out_dir, write_inputs=False):
         for spec, result in zip(_selected(sc, schedulers), emulated):
@@ -398,5 +460,7 @@ def crosscheck_scenario(
     echo("")
     echo("emulator vs simulator")
     echo(text)
+    if plots:
+        write_figures(out_dir, echo)
     echo(f"results in {out_dir}")
     return checks

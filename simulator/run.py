@@ -45,6 +45,7 @@ from railbed.topology import Topology
 from railbed.units import wire_bytes
 from simulator.fabric import Fabric, Route
 from simulator.network import NumbaNetwork, ReferenceNetwork
+from simulator.series import LinkSeries
 from tc_policies.plan import Policy, policy_by_name
 
 ENGINES = {"numba": NumbaNetwork, "reference": ReferenceNetwork}
@@ -85,6 +86,7 @@ class Simulation:
         self.fabric = Fabric(self.topology)
         self.dispatcher = Dispatcher(job, scheduler, cluster, self.topology)
         self.network = ENGINES[engine](self.fabric.capacity)
+        self.series = LinkSeries(self.fabric.names, self.fabric.capacity)
         self.progress = progress
         self.progress_every = progress_every
         self.now = 0.0
@@ -119,6 +121,7 @@ class Simulation:
             t, finished = self.network.advance(self.now, t_limit)
             self.network_seconds += time.perf_counter() - t0
             self.steps += 1
+            self.series.update(self.now, t, self.network.link_bits)
             self.now = t
             if finished:
                 flows = [self._flow_at.pop(slot) for slot in finished]  # before a new flow reuses a slot
@@ -139,6 +142,7 @@ class Simulation:
                     self._join(*flow)
         result = disp.result("simulator")
         result.links = self.fabric.link_stats(self.network.link_bits, self.network.link_peak, result.makespan)
+        result.link_series = self.series.result(result.makespan)
         result.notes.append(MODEL_NOTE)
         result.notes.append(f"simulator: {self.events} events in {self.steps} steps, engine {self.engine}")
         result.wall_seconds = time.perf_counter() - wall0

@@ -55,3 +55,13 @@ def test_simulate_without_mininet_or_pyroute2(tmp_path):
     assert result.returncode == 0, result.stderr
     index = json.loads((out / "index.json").read_text())
     assert index["runs"] and all(r["makespan"] > 0 for r in index["runs"])
+
+
+def test_plot_without_mininet_or_pyroute2(tmp_path):
+    out = tmp_path / "out"
+    scenario = ROOT / "examples" / "scenarios" / "crosscheck-small.yaml"
+    assert railbed_blocked("simulate", str(scenario), "--out", str(out), "--no-plots").returncode == 0
+    assert not (out / "figures").exists()
+    result = railbed_blocked("plot", str(out))
+    assert result.returncode == 0, result.stderr
+    assert list((out / "figures").glob("*.png"))

@@ -1,0 +1,173 @@
+"""A run's result in other tools' formats: a Perfetto trace and flat CSVs.
+
+:func:`export_run` writes, beside ``result.json``:
+
+``trace.json``  Chrome trace-event JSON, which the Perfetto UI
+                (https://ui.perfetto.dev, "Open trace file") and
+                ``chrome://tracing`` open. One process per server (``h0``,
+                ...), one thread per device (its tasks) and per NIC (the
+                flows it sends); every task and flow is a complete event
+                (``"ph": "X"``) with its id, DSCP, size and attributes as
+                arguments; each link of ``link_series`` is a counter track
+                (utilisation in %) under a ``links`` process. Timestamps
+                are **model** microseconds (the trace format's unit).
+``flows.csv``   one row per flow: ids, endpoints, size, DSCP, rate cap,
+                ready/start/end (model s), FCT, coflow attributes.
+``tasks.csv``   one row per task: server, device, ready/start/end, duration.
+``links.csv``   per link and interval: t_start, t_end (model s), utilisation
+                (share of the configured rate), and the link's rate.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+from typing import Any
+
+from railbed.results import RunResult
+
+NIC_TID = 1000  # thread ids: devices count from 0, NICs from here
+LINKS_PID = 1_000_000
+
+FLOW_COLUMNS = [
+    "id", "src_server", "src_nic", "dst_server", "dst_nic", "size_bytes", "received_bytes", "dscp", "rate_bps",
+    "ready_s", "start_s", "end_s", "fct_s", "iteration", "coflow", "coflow_type", "microbatch", "layer", "option",
+]  # fmt: skip
+TASK_COLUMNS = ["id", "server", "device", "ready_s", "start_s", "end_s", "duration_s", "iteration", "microbatch"]
+LINK_COLUMNS = ["link", "t_start_s", "t_end_s", "utilisation", "rate_bps"]
+
+
+def _blank(x: Any) -> Any:
+    return "" if x is None else x
+
+
+def flow_rows(result: RunResult) -> list[list]:
+    rows = []
+    for r in result.items.values():
+        if r.kind != "flow":
+            continue
+        a = r.attrs
+        rows.append(
+            [_blank(x) for x in (r.id, r.server, r.src_nic, r.dst_server, r.dst_nic, r.size, r.received, r.dscp)]
+            + [_blank(x) for x in (r.rate, r.ready, r.start, r.end, r.duration)]
+            + [_blank(a.get(k)) for k in ("iteration", "coflow", "coflow_type", "microbatch", "layer")]
+            + [_blank(r.option)]
+        )
+    return rows
+
+
+def task_rows(result: RunResult) -> list[list]:
+    return [
+        [_blank(x) for x in (r.id, r.server, r.device, r.ready, r.start, r.end, r.duration)]
+        + [_blank(r.attrs.get(k)) for k in ("iteration", "microbatch")]
+        for r in result.items.values()
+        if r.kind == "task"
+    ]
+
+
+def link_rows(result: RunResult) -> list[list]:
+    return [
+        [name, a, b, u, result.links.get(name, {}).get("rate", "")]
+        for name, series in sorted(result.link_series.items())
+        for a, b, u in series
+    ]
+
+
+def write_csvs(result: RunResult, run_dir: Path) -> list[Path]:
+    out = []
+    for name, header, rows in (
+        ("flows.csv", FLOW_COLUMNS, flow_rows(result)),
+        ("tasks.csv", TASK_COLUMNS, task_rows(result)),
+        ("links.csv", LINK_COLUMNS, link_rows(result)),
+    ):
+        path = Path(run_dir) / name
+        with open(path, "w", newline="") as f:
+            w = csv.writer(f)
+            w.writerow(header)
+            w.writerows(rows)
+        out.append(path)
+    return out
+
+
+# ----------------------------------------------------------------- Perfetto
+def _meta(pid: int, tid: int | None, what: str, name: str) -> dict:
+    ev = {"ph": "M", "pid": pid, "name": what, "args": {"name": name}}
+    if tid is not None:
+        ev["tid"] = tid
+    return ev
+
+
+def _item_event(r, tid: int) -> dict:
+    args = {k: v for k, v in (("dscp", r.dscp), ("size", r.size), ("rate", r.rate), ("option", r.option)) if v}
+    if r.kind == "flow":
+        args["dst"] = f"h{r.dst_server} nic{r.dst_nic}"
+    args.update({k: v for k, v in r.attrs.items() if isinstance(v, (str, int, float))})
+    return {
+        "name": r.id,
+        "cat": r.attrs.get("coflow_type", r.kind) if r.kind == "flow" else "task",
+        "ph": "X",
+        "ts": r.start * 1e6,
+        "dur": (r.end - r.start) * 1e6,
+        "pid": r.server,
+        "tid": tid,
+        "args": args,
+    }
+
+
+def trace_events(result: RunResult) -> dict:
+    """The run as a Chrome/Perfetto trace-event document (module docstring)."""
+    events: list[dict] = []
+    devices: dict[tuple[int, str], int] = {}
+    named: set[tuple[int, int]] = set()
+    for r in result.items.values():
+        if r.start is None or r.end is None or r.server is None:
+            continue
+        if r.kind == "task":
+            tid = devices.setdefault((r.server, r.device or ""), len([d for d in devices if d[0] == r.server]))
+            label = str(r.device)
+        else:
+            tid, label = NIC_TID + (r.src_nic or 0), f"nic{r.src_nic}"
+        if (r.server, tid) not in named:
+            named.add((r.server, tid))
+            events.append(_meta(r.server, tid, "thread_name", label))
+            events.append(
+                {"ph": "M", "pid": r.server, "tid": tid, "name": "thread_sort_index", "args": {"sort_index": tid}}
+            )
+        events.append(_item_event(r, tid))
+    for server in sorted({pid for pid, _ in named}):
+        events.append(_meta(server, None, "process_name", f"h{server}"))
+    if result.link_series:
+        events.append(_meta(LINKS_PID, None, "process_name", "links (utilisation %)"))
+        for name, series in sorted(result.link_series.items()):
+            for a, _, u in series:
+                events.append({"name": name, "ph": "C", "ts": a * 1e6, "pid": LINKS_PID, "args": {"util": 100 * u}})
+            if series:
+                events.append(
+                    {"name": name, "ph": "C", "ts": series[-1][1] * 1e6, "pid": LINKS_PID, "args": {"util": 0}}
+                )
+    return {
+        "traceEvents": events,
+        "displayTimeUnit": "ns",
+        "otherData": {"job": result.job, "scheduler": result.scheduler, "backend": result.backend, "time": "model"},
+    }
+
+
+def write_trace(result: RunResult, path: Path) -> Path:
+    Path(path).write_text(json.dumps(trace_events(result)) + "\n")
+    return Path(path)
+
+
+def export_run(result: RunResult, run_dir: Path) -> list[Path]:
+    """``trace.json``, ``flows.csv``, ``tasks.csv`` and ``links.csv`` in ``run_dir``."""
+    return [write_trace(result, Path(run_dir) / "trace.json"), *write_csvs(result, run_dir)]
+
+
+def export_results(results_dir: Path) -> list[Path]:
+    """:func:`export_run` for every run of a results directory."""
+    from railbed.plots import load_runs
+
+    out = []
+    for name, result in load_runs(Path(results_dir)).items():
+        out += export_run(result, Path(results_dir) / name)
+    return out

@@ -1,0 +1,377 @@
+"""Figures of runs, as PNG, each with its data as CSV beside it.
+
+Every figure is made in two steps: a ``*_rows`` function turns results into
+the rows of a table (the CSV, numbers in model seconds or utilisation
+shares), then a drawing function plots exactly those rows. A figure and its
+CSV therefore always agree, and a test can check the CSV against the
+result JSON. Axes are in model units: times scaled to s, ms or us with the
+unit in the label, utilisation as % of the link's configured rate.
+
+The standard figures of a results directory (:func:`plot_results`, called
+by ``railbed run``, ``simulate`` and ``crosscheck`` and by ``railbed plot
+RESULTS_DIR``), written to ``RESULTS_DIR/figures/``:
+
+``timeline-<run>.png``   Gantt chart per device and NIC: tasks on their
+                         device, flows on their source NIC, coloured by
+                         coflow type (or DSCP; ``--color-by dscp``)
+``links-<run>.png``      utilisation over time of the busiest links
+                         (``RunResult.link_series``: tc counter samples or
+                         the simulator's rates)
+``fct-cdf.png``          CDF of flow completion times, one line per run
+``cct-cdf.png``          CDF of coflow completion times (if any coflows)
+``iterations.png``       time of each iteration per run, as bars
+``crosscheck-fct.png``   emulated against simulated flow completion times
+                         (a crosscheck directory)
+
+:func:`latency_vs_load` plots request latency against offered load from
+``{scheduler: [(load, p50, p99), ...]}`` (no workload produces it yet).
+
+Drawing uses matplotlib's object API with the Agg canvas (no pyplot state,
+no display needed).
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from collections.abc import Sequence
+from pathlib import Path
+
+from railbed.metrics import coflow_completion_times, iteration_times
+from railbed.results import RunResult
+
+Rows = list[list]
+MAX_LANES = 48
+BUSIEST_LINKS = 6
+DPI = 100
+
+
+# ----------------------------------------------------------------- helpers
+def time_unit(seconds: float) -> tuple[str, float]:
+    """(unit, factor) so that ``seconds * factor`` reads well in that unit."""
+    for unit, factor in (("s", 1.0), ("ms", 1e3), ("us", 1e6)):
+        if seconds >= 1.0 / factor:
+            return unit, factor
+    return "ns", 1e9
+
+
+def write_csv(path: Path, header: Sequence[str], rows: Rows) -> Path:
+    with open(path, "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(header)
+        w.writerows(rows)
+    return path
+
+
+def _figure(width: float = 8.0, height: float = 4.5):
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(width, height), dpi=DPI)
+    FigureCanvasAgg(fig)
+    return fig, fig.add_subplot(1, 1, 1)
+
+
+def _save(fig, png: Path) -> Path:
+    fig.tight_layout()
+    fig.savefig(png, format="png")
+    return png
+
+
+def _colors(keys: Sequence[str]) -> dict[str, str]:
+    """Tasks grey; flow classes the tab10 colours in order."""
+    flows = [k for k in keys if k != "task"]
+    return {"task": "0.65"} | {k: f"C{i % 10}" for i, k in enumerate(flows)}
+
+
+def safe_name(name: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_." else "_" for c in name)
+
+
+# ---------------------------------------------------------------- timeline
+TIMELINE_HEADER = ["lane", "id", "kind", "start_s", "end_s", "color", "dscp", "coflow_type", "size_bytes"]
+
+
+def _lane(r) -> tuple[tuple, str]:
+    """(sort key, name) of an item's lane: devices of a server first, then its NICs."""
+    if r.kind == "task":
+        device = r.device or ""
+        return (r.server, 0, len(device), device), f"h{r.server} {device}"
+    return (r.server, 1, r.src_nic or 0, ""), f"h{r.server} nic{r.src_nic}"
+
+
+def timeline_rows(result: RunResult, color_by: str = "coflow_type", max_lanes: int = MAX_LANES) -> tuple[Rows, int]:
+    """One row per task (lane: its device) and flow (lane: its source NIC) that ran,
+    in the first ``max_lanes`` lanes; also the number of lanes in all."""
+    lanes: dict[tuple, str] = {}
+    items = []
+    for r in result.items.values():
+        if r.start is None or r.end is None or r.server is None:
+            continue
+        key, name = _lane(r)
+        lanes[key] = name
+        items.append((key, name, r))
+    keep = set(sorted(lanes)[:max_lanes])
+    rows = []
+    for key, name, r in sorted(items, key=lambda x: (x[0], x[2].start, x[2].id)):
+        if key not in keep:
+            continue
+        ctype = r.attrs.get("coflow_type", "")
+        if r.kind == "task":
+            color = "task"
+        elif color_by == "dscp":
+            color = f"DSCP {r.dscp}"
+        else:
+            color = ctype or f"DSCP {r.dscp}"
+        rows.append([name, r.id, r.kind, r.start, r.end, color, "" if r.dscp is None else r.dscp, ctype, r.size or ""])
+    return rows, len(lanes)
+
+
+def draw_timeline(rows: Rows, png: Path, title: str) -> Path:
+    lanes = list(dict.fromkeys(row[0] for row in rows))
+    span = max((row[4] for row in rows), default=1.0)
+    unit, factor = time_unit(span)
+    fig, ax = _figure(9.0, 1.2 + 0.28 * max(1, len(lanes)))
+    keys = sorted({row[5] for row in rows}, key=lambda k: (k != "task", k))
+    colors = _colors(keys)
+    for key in keys:
+        for y, lane in enumerate(lanes):
+            bars = [(row[3] * factor, (row[4] - row[3]) * factor) for row in rows if row[0] == lane and row[5] == key]
+            if bars:
+                ax.broken_barh(bars, (y - 0.4, 0.8), facecolors=colors[key], edgecolor="white", linewidth=0.4)
+        ax.bar(0, 0, color=colors[key], label=key)  # legend entry
+    ax.set_yticks(range(len(lanes)), lanes, fontsize=7)
+    ax.set_ylim(len(lanes) - 0.5, -0.5)
+    ax.set_xlabel(f"time ({unit}, model)")
+    ax.set_ylabel("device / source NIC")
+    ax.set_title(title, fontsize=10)
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    return _save(fig, png)
+
+
+def timeline(result: RunResult, base: Path, name: str = "", color_by: str = "coflow_type") -> Path:
+    rows, nlanes = timeline_rows(result, color_by)
+    write_csv(base.with_suffix(".csv"), TIMELINE_HEADER, rows)
+    shown = len({row[0] for row in rows})
+    more = f" (first {shown} of {nlanes} lanes)" if shown < nlanes else ""
+    return draw_timeline(
+        rows, base.with_suffix(".png"), f"timeline: {name or result.scheduler}, {result.backend}{more}"
+    )
+
+
+# --------------------------------------------------------------------- CDFs
+def cdf_rows(values_by_run: dict[str, Sequence[float]]) -> Rows:
+    """Per run the sorted values with their empirical CDF (i / n, i = 1..n)."""
+    rows = []
+    for run, values in values_by_run.items():
+        ordered = sorted(values)
+        rows += [[run, v, (i + 1) / len(ordered)] for i, v in enumerate(ordered)]
+    return rows
+
+
+def draw_cdf(rows: Rows, png: Path, what: str, title: str) -> Path:
+    fig, ax = _figure()
+    unit, factor = time_unit(max((row[1] for row in rows), default=1.0))
+    for run in dict.fromkeys(row[0] for row in rows):
+        xs = [row[1] * factor for row in rows if row[0] == run]
+        ys = [row[2] for row in rows if row[0] == run]
+        ax.step(xs, ys, where="post", label=run)
+    positive = [row[1] for row in rows if row[1] > 0]
+    if positive and max(positive) / min(positive) > 100:
+        ax.set_xscale("log")
+    ax.set_xlabel(f"{what} ({unit}, model)")
+    ax.set_ylabel("fraction")
+    ax.set_ylim(0, 1.02)
+    ax.set_title(title, fontsize=10)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    return _save(fig, png)
+
+
+def fct_cdf(runs: dict[str, RunResult], base: Path) -> Path:
+    rows = cdf_rows({n: list(r.flow_completion_times().values()) for n, r in runs.items()})
+    write_csv(base.with_suffix(".csv"), ["run", "fct_s", "cdf"], rows)
+    return draw_cdf(rows, base.with_suffix(".png"), "flow completion time", "flow completion times")
+
+
+def cct_cdf(runs: dict[str, RunResult], base: Path) -> Path | None:
+    values = {n: list(coflow_completion_times(r).values()) for n, r in runs.items()}
+    if not any(values.values()):
+        return None
+    rows = cdf_rows(values)
+    write_csv(base.with_suffix(".csv"), ["run", "cct_s", "cdf"], rows)
+    return draw_cdf(rows, base.with_suffix(".png"), "coflow completion time", "coflow completion times")
+
+
+# -------------------------------------------------------------- iterations
+def iteration_rows(runs: dict[str, RunResult]) -> Rows:
+    return [[n, it, t] for n, r in runs.items() for it, t in sorted(iteration_times(r).items())]
+
+
+def draw_iterations(rows: Rows, png: Path) -> Path:
+    fig, ax = _figure()
+    runs = list(dict.fromkeys(row[0] for row in rows))
+    its = sorted({row[1] for row in rows})
+    unit, factor = time_unit(max((row[2] for row in rows), default=1.0))
+    width = 0.8 / max(1, len(runs))
+    for i, run in enumerate(runs):
+        got = {row[1]: row[2] for row in rows if row[0] == run}
+        xs = [j + (i - (len(runs) - 1) / 2) * width for j, it in enumerate(its) if it in got]
+        ax.bar(xs, [got[it] * factor for it in its if it in got], width, label=run)
+    ax.set_xticks(range(len(its)), [str(it) for it in its])
+    ax.set_xlabel("iteration")
+    ax.set_ylabel(f"iteration time ({unit}, model)")
+    ax.set_title("time per iteration", fontsize=10)
+    ax.legend(fontsize=8)
+    ax.grid(alpha=0.3, axis="y")
+    return _save(fig, png)
+
+
+def iterations(runs: dict[str, RunResult], base: Path) -> Path:
+    rows = iteration_rows(runs)
+    write_csv(base.with_suffix(".csv"), ["run", "iteration", "time_s"], rows)
+    return draw_iterations(rows, base.with_suffix(".png"))
+
+
+# ------------------------------------------------------------ utilisation
+def busiest_links(result: RunResult, n: int = BUSIEST_LINKS) -> list[str]:
+    """The ``n`` links of ``link_series`` that carried the most (utilisation x time x rate)."""
+
+    def carried(name: str) -> float:
+        rate = result.links.get(name, {}).get("rate", 1.0)
+        return sum(u * (b - a) for a, b, u in result.link_series[name]) * rate
+
+    return sorted(result.link_series, key=lambda name: (-carried(name), name))[:n]
+
+
+def link_rows(result: RunResult, n: int = BUSIEST_LINKS) -> Rows:
+    return [[name, a, b, u] for name in busiest_links(result, n) for a, b, u in result.link_series[name]]
+
+
+def draw_links(rows: Rows, png: Path, title: str) -> Path:
+    """One panel per link, stacked, sharing the time axis (lines on one panel hide each other)."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    names = list(dict.fromkeys(row[0] for row in rows))
+    unit, factor = time_unit(max((row[2] for row in rows), default=1.0))
+    fig = Figure(figsize=(8.0, 1.0 + 1.1 * max(1, len(names))), dpi=DPI)
+    FigureCanvasAgg(fig)
+    axes = fig.subplots(max(1, len(names)), 1, sharex=True, squeeze=False)[:, 0]
+    for i, (ax, name) in enumerate(zip(axes, names)):
+        mine = [row for row in rows if row[0] == name]
+        xs = [mine[0][1] * factor] + [row[2] * factor for row in mine]
+        ys = [100 * mine[0][3]] + [100 * row[3] for row in mine]
+        ax.step(xs, ys, where="pre", color=f"C{i % 10}")
+        ax.set_ylim(0, 110)
+        ax.set_yticks([0, 50, 100])
+        ax.grid(alpha=0.3)
+        ax.text(0.005, 0.8, name, transform=ax.transAxes, fontsize=8)
+    axes[len(axes) // 2].set_ylabel("utilisation (% of link rate)")
+    axes[-1].set_xlabel(f"time ({unit}, model)")
+    axes[0].set_title(title, fontsize=10)
+    return _save(fig, png)
+
+
+def link_utilisation(result: RunResult, base: Path, name: str = "") -> Path | None:
+    if not result.link_series:
+        return None
+    rows = link_rows(result)
+    write_csv(base.with_suffix(".csv"), ["link", "t_start_s", "t_end_s", "utilisation"], rows)
+    title = f"busiest links: {name or result.scheduler}, {result.backend}"
+    return draw_links(rows, base.with_suffix(".png"), title)
+
+
+# -------------------------------------------------------------- crosscheck
+def crosscheck_rows(checks: list[dict]) -> Rows:
+    """From ``crosscheck.json``: per scheduler and compared flow, emulated and simulated FCT."""
+    return [[c["scheduler"], f["id"], f["emulated"], f["simulated"]] for c in checks for f in c["flows"]]
+
+
+def draw_crosscheck(rows: Rows, png: Path) -> Path:
+    fig, ax = _figure(6.0, 5.5)
+    hi = max((max(row[2], row[3]) for row in rows), default=1.0)
+    unit, factor = time_unit(hi)
+    for sched in dict.fromkeys(row[0] for row in rows):
+        mine = [row for row in rows if row[0] == sched]
+        ax.scatter([row[3] * factor for row in mine], [row[2] * factor for row in mine], s=12, label=sched, alpha=0.7)
+    lo = min((min(row[2], row[3]) for row in rows if min(row[2], row[3]) > 0), default=hi / 10)
+    ax.plot([lo * factor, hi * factor], [lo * factor, hi * factor], color="0.4", lw=0.8, label="emulated = simulated")
+    if hi / lo > 20:
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+    ax.set_xlabel(f"simulated flow completion time ({unit}, model)")
+    ax.set_ylabel(f"emulated flow completion time ({unit}, model)")
+    ax.set_title("emulator against simulator, per flow", fontsize=10)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    return _save(fig, png)
+
+
+def crosscheck_scatter(crosscheck_json: Path, base: Path) -> Path:
+    rows = crosscheck_rows(json.loads(Path(crosscheck_json).read_text()))
+    write_csv(base.with_suffix(".csv"), ["scheduler", "flow", "emulated_s", "simulated_s"], rows)
+    return draw_crosscheck(rows, base.with_suffix(".png"))
+
+
+# ---------------------------------------------------------- latency / load
+def latency_rows(data: dict[str, Sequence[tuple[float, float, float]]]) -> Rows:
+    """``{scheduler: [(offered load, p50 latency s, p99 latency s), ...]}`` -> rows sorted by load."""
+    return [[s, load, p50, p99] for s, points in data.items() for load, p50, p99 in sorted(points)]
+
+
+def latency_vs_load(
+    data: dict[str, Sequence[tuple[float, float, float]]], base: Path, load_label: str = "offered load (requests/s)"
+) -> Path:
+    """Request latency (p50 solid, p99 dashed) against offered load, one colour per scheduler.
+    ``load_label`` names the load's unit (model units of the workload)."""
+    rows = latency_rows(data)
+    write_csv(base.with_suffix(".csv"), ["scheduler", "load", "p50_s", "p99_s"], rows)
+    fig, ax = _figure()
+    unit, factor = time_unit(max((row[3] for row in rows), default=1.0))
+    for i, sched in enumerate(dict.fromkeys(row[0] for row in rows)):
+        mine = [row for row in rows if row[0] == sched]
+        color = f"C{i % 10}"
+        ax.plot([r[1] for r in mine], [r[2] * factor for r in mine], "o-", color=color, label=f"{sched} p50")
+        ax.plot([r[1] for r in mine], [r[3] * factor for r in mine], "s--", color=color, label=f"{sched} p99")
+    ax.set_xlabel(load_label)
+    ax.set_ylabel(f"latency ({unit}, model)")
+    ax.set_title("latency against offered load", fontsize=10)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    return _save(fig, base.with_suffix(".png"))
+
+
+# -------------------------------------------------------- results directory
+def load_runs(results_dir: Path) -> dict[str, RunResult]:
+    """Run name (its directory) -> result, in ``index.json``'s order where it has one."""
+    results_dir = Path(results_dir)
+    dirs = {p.parent.name: p for p in sorted(results_dir.glob("*/result.json"))}
+    order: list[str] = []
+    index = results_dir / "index.json"
+    if index.exists():
+        for run in json.loads(index.read_text()).get("runs", []):
+            name = str(run.get("label", run.get("scheduler", "")))
+            if name in dirs and name not in order:
+                order.append(name)
+    order += [n for n in dirs if n not in order]
+    return {n: RunResult.load(dirs[n]) for n in order}
+
+
+def plot_results(results_dir: Path, color_by: str = "coflow_type") -> list[Path]:
+    """Write the standard figures (module docstring) of a results directory; return the PNGs."""
+    results_dir = Path(results_dir)
+    runs = load_runs(results_dir)
+    out = results_dir / "figures"
+    out.mkdir(exist_ok=True)
+    made: list[Path | None] = []
+    for name, result in runs.items():
+        made.append(timeline(result, out / f"timeline-{safe_name(name)}", name, color_by))
+        made.append(link_utilisation(result, out / f"links-{safe_name(name)}", name))
+    if runs:
+        made.append(fct_cdf(runs, out / "fct-cdf"))
+        made.append(cct_cdf(runs, out / "cct-cdf"))
+        made.append(iterations(runs, out / "iterations"))
+    if (results_dir / "crosscheck.json").exists():
+        made.append(crosscheck_scatter(results_dir / "crosscheck.json", out / "crosscheck-fct"))
+    return [p for p in made if p is not None]

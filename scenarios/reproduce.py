@@ -1,0 +1,351 @@
+"""One reproduction report: ``railbed reproduce [platform|dgtp|hermod|leo|dgcl|all] [--quick] [--emulate]``.
+
+Each paper keeps its claims in ``scenarios/<paper>/claims.yaml``::
+
+    title: railbed itself (the platform)
+    claims:
+      - claim: the emulator and the simulator agree on crosscheck-small's makespan (FIFO)
+        paper: "within 10 %"                 # the paper's number, as the paper states it
+        scenario: ../../examples/scenarios/crosscheck-small.yaml   # relative to the claims file
+        backend: crosscheck                  # simulate (default) | emulate | crosscheck
+        scheduler: fifo                      # which run of the scenario the metric reads
+        metric: makespan_rel                 # see METRIC_HELP
+        relative_to: null                    # a scheduler: report metric / metric(relative_to) - 1
+        bound: {min: -0.10, max: 0.10}       # the claim holds when the measurement is inside
+        unit: percent                        # percent | time | number
+        quick: {job.args.microbatches: 1}    # dotted overrides for --quick (small and fast)
+
+Rows are grouped by (scenario, backend, quick overrides), so one run
+serves every row that reads it. Simulated rows run by default; emulated
+and crosscheck rows need ``--emulate`` (root; one testbed per machine) and
+are listed as skipped otherwise. Each run is a normal results directory
+(figures included) under ``--out`` (default ``reproduction/``), and
+``REPRODUCTION.md`` there has, per paper, a table: claim, paper, railbed,
+verdict (holds / does not hold / measured), fidelity (the emulator's
+report, or "simulated"), and the command that reruns the row; then the
+runs' figures. A paper without a claims file gets "not built yet".
+
+``--readme README.md`` writes the same tables between the README's
+``<!-- reproduce:begin -->`` and ``<!-- reproduce:end -->`` markers, so the
+README's tables are generated, never typed.
+
+Adding a paper's rows: create ``scenarios/<paper>/claims.yaml`` (and its
+scenarios); nothing in this module changes. A new kind of number is one
+entry in :data:`railbed.metrics.METRICS` or in :data:`CROSSCHECK_METRICS`.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+import math
+import os
+import shlex
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from railbed.errors import SpecError
+from railbed.metrics import METRICS, metric
+from railbed.results import RunResult, fmt_time
+
+PAPERS = ("platform", "dgtp", "hermod", "leo", "dgcl")
+HERE = Path(__file__).resolve().parent
+BACKENDS = ("simulate", "emulate", "crosscheck")
+CLAIM_KEYS = {"claim", "paper", "scenario", "backend", "scheduler", "metric", "relative_to", "bound", "unit", "quick"}
+UNITS = ("percent", "time", "number")
+BEGIN, END = "<!-- reproduce:begin -->", "<!-- reproduce:end -->"
+REPORT_FIGURES = ("timeline-", "fct-cdf", "iterations", "crosscheck-fct")  # the rest stay in each run's figures/
+
+
+def _median(values: list[float]) -> float:
+    ordered = sorted(values)
+    return ordered[len(ordered) // 2] if ordered else math.nan
+
+
+CROSSCHECK_METRICS: dict[str, Callable[[Any], float]] = {
+    "makespan_rel": lambda c: c.makespan_rel,
+    "fct_rel_median": lambda c: _median([abs(f.rel) for f in c.flows]),
+    "fct_rel_worst": lambda c: max((abs(f.rel) for f in c.flows), default=math.nan),
+    "order_violations": lambda c: float(len(c.order_violations)),
+}
+METRIC_HELP = f"run metrics: {', '.join(METRICS)}; crosscheck metrics: {', '.join(CROSSCHECK_METRICS)}"
+
+
+@dataclass
+class Claim:
+    claim: str
+    paper: str
+    scenario: Path
+    metric: str
+    backend: str = "simulate"
+    scheduler: str | None = None
+    relative_to: str | None = None
+    bound: dict[str, float] = field(default_factory=dict)
+    unit: str = "number"
+    quick: dict[str, Any] = field(default_factory=dict)
+
+    def run_key(self, quick: bool) -> str:
+        overrides = json.dumps(self.quick if quick else {}, sort_keys=True, default=str)
+        digest = hashlib.sha1(f"{self.scenario}|{self.backend}|{overrides}".encode()).hexdigest()[:6]
+        return f"{self.scenario.stem}-{self.backend}{'-quick' if quick else ''}-{digest}"
+
+
+@dataclass
+class Row:
+    claim: Claim
+    value: float | None = None
+    verdict: str = ""
+    fidelity: str = ""
+    command: str = ""  # reruns this row's scenario
+    paper_command: str = ""  # reruns the paper's rows (what the README shows)
+    run_dir: Path | None = None
+
+
+def load_claims(path: Path) -> tuple[str, list[Claim]]:
+    """(title, claims) of a claims file; errors name ``claims[i].field``."""
+    try:
+        data = yaml.safe_load(path.read_text())
+    except yaml.YAMLError:
+        raise SpecError(str(path), "not valid YAML") from None
+    if not isinstance(data, dict) or not isinstance(data.get("claims"), list):
+        raise SpecError("claims", f"{path}: expected a mapping with a list 'claims'")
+    return str(data.get("title", path.parent.name)), [
+        _claim(c, path.parent, f"claims[{i}]") for i, c in enumerate(data["claims"])
+    ]
+
+
+def _claim(raw: Any, base: Path, where: str) -> Claim:
+    if not isinstance(raw, dict):
+        raise SpecError(where, "expected a mapping")
+    unknown = set(raw) - CLAIM_KEYS
+    if unknown:
+        raise SpecError(f"{where}.{sorted(unknown)[0]}", f"unknown key (known: {', '.join(sorted(CLAIM_KEYS))})")
+    for key in ("claim", "paper", "scenario", "metric"):
+        if key not in raw:
+            raise SpecError(f"{where}.{key}", "missing")
+    backend = str(raw.get("backend", "simulate"))
+    if backend not in BACKENDS:
+        raise SpecError(f"{where}.backend", f"must be one of {', '.join(BACKENDS)}")
+    known = CROSSCHECK_METRICS if backend == "crosscheck" else METRICS
+    if raw["metric"] not in known:
+        raise SpecError(f"{where}.metric", f"unknown metric {raw['metric']!r} for {backend} ({METRIC_HELP})")
+    bound = raw.get("bound") or {}
+    if not isinstance(bound, dict) or set(bound) - {"min", "max"}:
+        raise SpecError(f"{where}.bound", "expected {min: X, max: Y} (either may be left out)")
+    unit = str(raw.get("unit", "number"))
+    if unit not in UNITS:
+        raise SpecError(f"{where}.unit", f"must be one of {', '.join(UNITS)}")
+    scenario = (base / str(raw["scenario"])).resolve()
+    if not scenario.exists():
+        raise SpecError(f"{where}.scenario", f"no such file {scenario}")
+    return Claim(
+        claim=str(raw["claim"]),
+        paper=str(raw["paper"]),
+        scenario=scenario,
+        metric=str(raw["metric"]),
+        backend=backend,
+        scheduler=raw.get("scheduler"),
+        relative_to=raw.get("relative_to"),
+        bound={k: float(v) for k, v in bound.items()},
+        unit=unit,
+        quick=dict(raw.get("quick") or {}),
+    )
+
+
+# -------------------------------------------------------------------- runs
+def _scenario(claim: Claim, quick: bool):
+    """The claim's scenario with its --quick overrides, cluster inline (a self-contained scenario.yaml)."""
+    from scenarios.runner import Scenario
+    from scenarios.sweep import _scenario_mapping, set_dotted
+
+    data, base = _scenario_mapping(str(claim.scenario), Path("."))
+    for key, value in (claim.quick if quick else {}).items():
+        set_dotted(data, key, copy.deepcopy(value), f"quick.{key}")
+    return Scenario.from_dict(data, base)
+
+
+def run_group(claim: Claim, quick: bool, out: Path, echo: Callable[[str], None]) -> dict[str, Any]:
+    """Run the scenario behind ``claim`` once; return what its rows read (results, crosschecks)."""
+    from scenarios.runner import crosscheck_scenario, run_scenario, simulate_scenario
+
+    sc = _scenario(claim, quick)
+    quiet = lambda _msg: None  # noqa: E731 - the scenario's own progress is in its directory
+    echo(f"  {claim.backend} {claim.scenario.name}{' (quick)' if quick else ''} -> {out}")
+    if claim.backend == "simulate":
+        return {"runs": simulate_scenario(sc, out, echo=quiet)}
+    if claim.backend == "emulate":
+        return {"runs": run_scenario(sc, out, echo=quiet)}
+    checks = crosscheck_scenario(sc, out, echo=quiet)
+    runs = [RunResult.load(out / name / "result.json") for name in sc.schedulers]
+    return {"runs": runs, "checks": checks}
+
+
+def measure(claim: Claim, got: dict[str, Any]) -> tuple[float, str]:
+    """(the claim's number, fidelity verdict of the run it was read from)."""
+    runs = {r.scheduler: r for r in got["runs"]}
+    name = claim.scheduler or next(iter(runs))
+    if name not in runs:
+        raise SpecError("scheduler", f"{name!r} is not a scheduler of {claim.scenario.name}")
+    run = runs[name]
+    if claim.backend == "crosscheck":
+        check = next(c for c in got["checks"] if c.scheduler == name)
+        value = CROSSCHECK_METRICS[claim.metric](check)
+    else:
+        value = metric(run, claim.metric)
+        if claim.relative_to:
+            value = value / metric(runs[claim.relative_to], claim.metric) - 1
+    if run.backend == "simulator":
+        fidelity = "simulated"
+    else:
+        fidelity = "ok" if run.fidelity.get("ok", True) else "BROKEN: " + "; ".join(run.fidelity.get("problems", []))
+    return value, fidelity
+
+
+def verdict(claim: Claim, value: float) -> str:
+    if not claim.bound:
+        return "measured"
+    if math.isnan(value):
+        return "no value"
+    lo, hi = claim.bound.get("min", -math.inf), claim.bound.get("max", math.inf)
+    return "holds" if lo <= value <= hi else "does not hold"
+
+
+def fmt_value(claim: Claim, value: float | None) -> str:
+    if value is None or math.isnan(value):
+        return "-"
+    if claim.unit == "percent" or claim.relative_to:
+        return f"{100 * value:+.1f} %"
+    if claim.unit == "time":
+        return fmt_time(value)
+    return f"{value:.4g}"
+
+
+# ------------------------------------------------------------------ report
+def reproduce_paper(
+    paper: str, out: Path, quick: bool, emulate: bool, echo: Callable[[str], None], claims_dir: Path = HERE
+) -> tuple[str, list[Row]]:
+    """Run one paper's claims; return (title, rows). No claims file: ("not built yet", [])."""
+    path = claims_dir / paper / "claims.yaml"
+    if not path.exists():
+        return "not built yet", []
+    title, claims = load_claims(path)
+    echo(f"{paper}: {len(claims)} claims")
+    groups: dict[str, dict[str, Any]] = {}
+    rows = []
+    for claim in claims:
+        flags = (" --quick" if quick else "") + (" --emulate" if claim.backend != "simulate" else "")
+        row = Row(
+            claim, paper_command=f"{'sudo ' if claim.backend != 'simulate' else ''}railbed reproduce {paper}{flags}"
+        )
+        rows.append(row)
+        if claim.backend != "simulate" and not emulate:
+            row.verdict, row.fidelity, row.command = "skipped", "needs --emulate (root)", row.paper_command
+            continue
+        key = claim.run_key(quick)
+        row.run_dir = out / paper / key
+        if key not in groups:
+            groups[key] = run_group(claim, quick, row.run_dir, echo)
+        row.value, row.fidelity = measure(claim, groups[key])
+        row.verdict = verdict(claim, row.value)
+        cmd = {"simulate": "railbed simulate", "emulate": "sudo railbed run", "crosscheck": "sudo railbed crosscheck"}
+        row.command = f"{cmd[claim.backend]} {shlex.quote(str(row.run_dir / 'scenario.yaml'))}"
+    return title, rows
+
+
+def _cell(text: str) -> str:
+    return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def table(rows: list[Row], rel_to: Path | None = None) -> str:
+    """The rows as a Markdown table; with ``rel_to`` (the report's directory) commands name the
+    run's scenario relative to it, without it (the README) the ``railbed reproduce`` command."""
+    head = "| claim | paper | railbed | verdict | fidelity | command |\n| --- | --- | --- | --- | --- | --- |"
+    lines = [head]
+    for r in rows:
+        cmd = r.paper_command if rel_to is None else r.command
+        if rel_to is not None and r.run_dir is not None:
+            cmd = cmd.replace(str(r.run_dir), os.path.relpath(r.run_dir, rel_to))
+        cells = (r.claim.claim, r.claim.paper, fmt_value(r.claim, r.value), r.verdict, r.fidelity, f"`{cmd}`")
+        lines.append("| " + " | ".join(_cell(c) for c in cells) + " |")
+    return "\n".join(lines)
+
+
+def _figures(rows: list[Row], out: Path) -> list[str]:
+    lines = []
+    for run_dir in dict.fromkeys(r.run_dir for r in rows if r.run_dir is not None):
+        figs = [p for p in sorted((run_dir / "figures").glob("*.png")) if p.stem.startswith(REPORT_FIGURES)]
+        if figs:
+            lines.append(f"Figures of `{os.path.relpath(run_dir, out)}`:\n")
+            lines += [f"![{p.stem}]({os.path.relpath(p, out)})" for p in figs]
+            lines.append("")
+    return lines
+
+
+def render(sections: list[tuple[str, str, list[Row]]], out: Path, quick: bool, emulate: bool, seconds: float) -> str:
+    lines = [
+        "# railbed reproduction report",
+        "",
+        f"Generated by `railbed reproduce{' --quick' if quick else ''}{' --emulate' if emulate else ''}` "
+        f"in {seconds:.0f} s ({time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}); how it was made: "
+        "`provenance.json` in each run's directory. "
+        + ("Quick mode: small versions of the scenarios; the numbers are not the papers' settings. " if quick else "")
+        + "Verdict: whether railbed's number is inside the claim's bound; fidelity: the emulator's own report.",
+        "",
+    ]
+    for paper, title, rows in sections:
+        lines += [f"## {paper}: {title}", ""]
+        if not rows:
+            lines += [f"Not built yet: no `scenarios/{paper}/claims.yaml`.", ""]
+            continue
+        lines += [table(rows, out), ""]
+        lines += _figures(rows, out)
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def update_readme(readme: Path, sections: list[tuple[str, str, list[Row]]], quick: bool) -> None:
+    """Replace the README's block between the reproduce markers with the tables (no figures)."""
+    text = readme.read_text()
+    if BEGIN not in text or END not in text:
+        raise SpecError("readme", f"{readme} has no {BEGIN} ... {END} block")
+    body = [BEGIN, f"<!-- generated by railbed reproduce{' --quick' if quick else ''}; do not edit -->", ""]
+    for paper, title, rows in sections:
+        body += [f"**{paper}: {title}**", ""]
+        body += [table(rows) if rows else f"Not built yet: no `scenarios/{paper}/claims.yaml`.", ""]
+    head, rest = text.split(BEGIN, 1)
+    readme.write_text(head + "\n".join(body) + END + rest.split(END, 1)[1])
+
+
+def reproduce(
+    which: str,
+    out: Path,
+    quick: bool = False,
+    emulate: bool = False,
+    echo: Callable[[str], None] = print,
+    readme: Path | None = None,
+    claims_dir: Path = HERE,
+) -> Path:
+    """Run the claims of ``which`` (a paper or ``all``) and write ``out/REPRODUCTION.md``."""
+    from railbed import provenance
+
+    papers = PAPERS if which == "all" else (which,)
+    if which != "all" and which not in PAPERS:
+        raise SpecError("paper", f"unknown paper {which!r} (known: {', '.join(PAPERS)}, all)")
+    t0 = time.perf_counter()
+    out.mkdir(parents=True, exist_ok=True)
+    sections = []
+    for paper in papers:
+        title, rows = reproduce_paper(paper, out, quick, emulate, echo, claims_dir)
+        sections.append((paper, title, rows))
+    report = out / "REPRODUCTION.md"
+    report.write_text(render(sections, out, quick, emulate, time.perf_counter() - t0))
+    provenance.write(out)
+    if readme is not None:
+        update_readme(readme, sections, quick)
+    echo(f"report: {report}")
+    return report

@@ -1,0 +1,387 @@
+"""Sweeps: one scenario over a grid of settings, run on Ray (``railbed sweep sweep.yaml``).
+
+A sweep file::
+
+    name: llm-rates
+    scenario: ../examples/scenarios/llm-small.yaml   # a path (relative to this file) or an inline mapping
+    backend: simulate                 # simulate (default) | emulate
+    axes:                             # every combination of the values is one point
+      rate: [50Gbit, 100Gbit]         # every NIC and uplink rate of the cluster
+      job.args.gradient: [8MB, 32MB]  # any dotted key of the scenario: model sizes, offered load, ...
+      scale: [500, 1000]              # the scenario's k (emulate)
+      schedulers: [[fifo], [fifo, small-first]]   # scheduler lists (and their arguments)
+      seed: [1, 2]                    # seeds the point's Python and numpy RNGs; recorded
+    metrics: [makespan, fct_p99]      # table columns (railbed/metrics.py), default DEFAULT_METRICS
+    plots: false                      # figures in every point's directory (default false: railbed plot later)
+
+Output (``--out``, default ``results/sweep-<name>``): ``points/<point>/``
+per point, the results directory of ``railbed simulate`` (or ``run``) plus
+``log.txt`` and ``point.json`` (axis values, status, error, metric rows,
+wall time, start time, host and worker pid), written last;
+``sweep.csv`` and ``sweep.json``: one row per point and run (status, axis
+values, metrics; a failed point has one row with its error), rewritten as
+points finish; ``provenance.json`` and the sweep file.
+
+Re-running the same command resumes: points whose ``point.json`` says ``ok``
+are skipped, failed and missing ones run. Ctrl-C stops the sweep; what has
+finished stays.
+
+Where points run: Ray, the optional extra ``railbed[sweep]``. Locally by
+default (a Ray instance with all cores, or ``--cpus``), on a cluster when
+``--address`` or ``RAY_ADDRESS`` is given. Simulated points take one CPU
+each and run in parallel. An emulated point needs the machine to itself
+(one testbed per machine), so it takes the custom resource
+``railbed_testbed``, of which the local instance has 1: emulated points run
+one at a time locally and one per node on a cluster whose nodes were
+started with ``ray start ... --resources '{"railbed_testbed": 1}'`` (as
+root, with railbed provisioned). A point's files travel back to the driver
+as the task's return value, so nodes need no shared file system.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import itertools
+import json
+import os
+import random
+import re
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from railbed import provenance
+from railbed.errors import EnvironmentProblem, SpecError
+from railbed.metrics import DEFAULT_METRICS, METRICS
+
+KEYS = {"name", "scenario", "backend", "axes", "metrics", "plots"}
+BACKENDS = ("simulate", "emulate")
+TESTBED = "railbed_testbed"
+SHORTCUTS = {"rate", "seed"}
+
+
+def _load_yaml(path: Path, field_name: str) -> Any:
+    try:
+        return yaml.safe_load(path.read_text())
+    except OSError as exc:
+        raise SpecError(field_name, f"cannot read {path}: {exc.strerror}") from None
+    except yaml.YAMLError:
+        raise SpecError(field_name, f"{path} is not valid YAML") from None
+
+
+# ------------------------------------------------------------------ points
+def set_dotted(data: dict, key: str, value: Any, where: str) -> None:
+    """``data["a"]["b"] = value`` for ``key = "a.b"``, creating missing mappings."""
+    node = data
+    parts = key.split(".")
+    for part in parts[:-1]:
+        node = node.setdefault(part, {})
+        if not isinstance(node, dict):
+            raise SpecError(where, f"{part!r} in {key!r} is not a mapping in the scenario")
+    node[parts[-1]] = value
+
+
+def set_rate(scenario: dict, rate: Any) -> None:
+    """Every NIC rate and the fabric's uplink rate (if it has one) of the inline cluster."""
+    cluster = scenario["cluster"]
+    for group in cluster.get("servers", []):
+        group["nic_rate"] = rate
+    if "uplink_rate" in cluster.get("fabric", {}):
+        cluster["fabric"]["uplink_rate"] = rate
+
+
+def point_id(values: dict[str, Any]) -> str:
+    """A directory name for a point: readable axis values plus a hash of all of them (stable across runs)."""
+    digest = hashlib.sha1(json.dumps(values, sort_keys=True, default=str).encode()).hexdigest()[:8]
+    slug = "_".join(f"{k.split('.')[-1]}={v}" for k, v in values.items())
+    slug = re.sub(r"[^A-Za-z0-9=._-]+", "-", slug)[:80]
+    return f"{slug}-{digest}" if slug else digest
+
+
+@dataclass
+class Point:
+    id: str
+    values: dict[str, Any]
+    scenario: dict[str, Any]  # the scenario mapping of this point, cluster inline, paths absolute
+    seed: int | None = None
+
+
+@dataclass
+class Sweep:
+    name: str
+    scenario: dict[str, Any]
+    base: Path
+    backend: str = "simulate"
+    axes: dict[str, list] = field(default_factory=dict)
+    metrics: list[str] = field(default_factory=lambda: list(DEFAULT_METRICS))
+    plots: bool = False
+    source: dict[str, Any] | None = None
+
+    @classmethod
+    def load(cls, path: str | Path) -> Sweep:
+        path = Path(path)
+        return cls.from_dict(_load_yaml(path, "sweep"), path.parent)
+
+    @classmethod
+    def from_dict(cls, data: Any, base: Path = Path(".")) -> Sweep:
+        if not isinstance(data, dict):
+            raise SpecError("sweep", "expected a mapping at the top level")
+        unknown = set(data) - KEYS
+        if unknown:
+            raise SpecError(sorted(unknown)[0], f"unknown key (known: {', '.join(sorted(KEYS))})")
+        if "scenario" not in data:
+            raise SpecError("scenario", "missing")
+        scenario, sbase = _scenario_mapping(data["scenario"], base)
+        backend = str(data.get("backend", "simulate"))
+        if backend not in BACKENDS:
+            raise SpecError("backend", f"must be simulate or emulate, got {backend!r}")
+        axes = data.get("axes") or {}
+        if not isinstance(axes, dict):
+            raise SpecError("axes", "expected a mapping of axis -> list of values")
+        for axis, values in axes.items():
+            if not isinstance(values, list) or not values:
+                raise SpecError(f"axes.{axis}", "expected a non-empty list of values")
+        metrics = data.get("metrics", list(DEFAULT_METRICS))
+        if not isinstance(metrics, list) or not metrics:
+            raise SpecError("metrics", "expected a non-empty list")
+        for i, m in enumerate(metrics):
+            if m not in METRICS:
+                raise SpecError(f"metrics[{i}]", f"unknown metric {m!r} (known: {', '.join(METRICS)})")
+        plots = data.get("plots", False)
+        if not isinstance(plots, bool):
+            raise SpecError("plots", f"expected true or false, got {plots!r}")
+        name = str(data.get("name", scenario.get("name", "sweep")))
+        return cls(name, scenario, sbase, backend, {str(k): v for k, v in axes.items()}, metrics, plots, data)
+
+    def points(self) -> list[Point]:
+        """Every combination of the axes' values, each validated as a scenario (bad ones: SpecError)."""
+        from scenarios.runner import Scenario
+
+        out = []
+        for combo in itertools.product(*self.axes.values()):
+            values = dict(zip(self.axes, combo))
+            data = copy.deepcopy(self.scenario)
+            seed = None
+            for axis, value in values.items():
+                if axis == "rate":
+                    set_rate(data, value)
+                elif axis == "seed":
+                    if isinstance(value, bool) or not isinstance(value, int):
+                        raise SpecError("axes.seed", f"expected integers, got {value!r}")
+                    seed = value
+                else:
+                    set_dotted(data, axis, value, f"axes.{axis}")
+            pid = point_id(values)
+            try:
+                Scenario.from_dict(data, self.base)
+            except SpecError as exc:
+                raise SpecError(f"point {pid}: {exc.field}", exc.message) from None
+            out.append(Point(pid, values, data, seed))
+        return out
+
+
+def _scenario_mapping(raw: Any, base: Path) -> tuple[dict, Path]:
+    """The scenario as a mapping with its cluster inline and job file absolute, and its base directory."""
+    if isinstance(raw, str):
+        path = (base / raw).resolve()
+        raw, base = _load_yaml(path, "scenario"), path.parent
+    if not isinstance(raw, dict):
+        raise SpecError("scenario", "expected a path or a mapping")
+    data = copy.deepcopy(raw)
+    if isinstance(data.get("cluster"), str):
+        data["cluster"] = _load_yaml(base / data["cluster"], "scenario.cluster")
+    job = data.get("job")
+    if isinstance(job, dict) and "file" in job:
+        job["file"] = str((base / str(job["file"])).resolve())
+    return data, base
+
+
+# -------------------------------------------------------------- one point
+def run_point(scenario: dict, base: str, backend: str, seed: int | None, plots: bool, metrics: list[str]) -> dict:
+    """Run one point in a temporary directory; return its files (relative path -> bytes),
+    its metric rows per run, its status and error, and its log. Never raises for a failed run."""
+    from railbed.metrics import metric
+    from railbed.results import RunResult
+    from scenarios.runner import Scenario, run_scenario, simulate_scenario
+
+    if seed is not None:
+        random.seed(seed)
+        import numpy
+
+        numpy.random.seed(seed % 2**32)
+    log: list[str] = []
+    status, error, rows = "ok", None, []
+    started, wall0 = time.time(), time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="railbed-point-") as tmp:
+        out = Path(tmp)
+        try:
+            sc = Scenario.from_dict(scenario, Path(base))
+            run = simulate_scenario if backend == "simulate" else run_scenario
+            results: list[RunResult] = run(sc, out, echo=log.append, plots=plots)
+            for r in results:
+                rows.append({"run": r.scheduler, **{m: metric(r, m) for m in metrics}})
+            scale = json.loads((out / "provenance.json").read_text())["scale"]
+            seeds = {"sweep.seed": seed} if seed is not None else None
+            provenance.write(out, scale=scale, scenario=scenario, extra_seeds=seeds)
+        except Exception as exc:  # noqa: BLE001 - a failed point is recorded and the sweep goes on
+            status, error = "error", f"{type(exc).__name__}: {exc}"
+        files = {str(p.relative_to(out)): p.read_bytes() for p in sorted(out.rglob("*")) if p.is_file()}
+    wall = time.perf_counter() - wall0
+    return {"status": status, "error": error, "rows": rows, "log": log, "files": files, "wall_seconds": wall,
+            "started": started, "host": os.uname().nodename, "pid": os.getpid()}  # fmt: skip
+
+
+# ------------------------------------------------------------------- table
+def point_done(out: Path, point: Point) -> dict | None:
+    path = out / "points" / point.id / "point.json"
+    if not path.exists():
+        return None
+    rec = json.loads(path.read_text())
+    return rec if rec.get("status") == "ok" else None
+
+
+def save_point(out: Path, point: Point, answer: dict) -> dict:
+    """Write a finished point's files, then its ``point.json`` (the resume marker) last."""
+    pdir = out / "points" / point.id
+    pdir.mkdir(parents=True, exist_ok=True)
+    for rel, data in answer.get("files", {}).items():
+        (pdir / rel).parent.mkdir(parents=True, exist_ok=True)
+        (pdir / rel).write_bytes(data)
+    prov = pdir / "provenance.json"
+    if prov.exists():  # the worker's argv is Ray's; record the sweep's command
+        data = json.loads(prov.read_text())
+        data["command"] = {"argv": list(sys.argv), "cwd": os.getcwd(), "sweep_point": point.id}
+        prov.write_text(json.dumps(data, indent=1) + "\n")
+    rec = {k: answer.get(k) for k in ("status", "error", "rows", "wall_seconds", "started", "host", "pid")}
+    rec.update(id=point.id, values=point.values, seed=point.seed)
+    (pdir / "log.txt").write_text("\n".join(answer.get("log", [])) + "\n")
+    (pdir / "point.json").write_text(json.dumps(rec, indent=1, default=str) + "\n")
+    return rec
+
+
+def table_rows(sweep: Sweep, records: list[dict]) -> list[dict]:
+    out = []
+    for rec in records:
+        head = {"point": rec["id"], "status": rec["status"], **{a: rec["values"].get(a) for a in sweep.axes}}
+        if rec["status"] != "ok" or not rec.get("rows"):
+            out.append({**head, "run": None, **{m: None for m in sweep.metrics}, "error": rec.get("error")})
+        for row in rec.get("rows") or []:
+            out.append({**head, "run": row["run"], **{m: row.get(m) for m in sweep.metrics}, "error": None})
+    return out
+
+
+def write_table(sweep: Sweep, out: Path, records: list[dict]) -> list[dict]:
+    import csv
+
+    rows = table_rows(sweep, records)
+    (out / "sweep.json").write_text(json.dumps(rows, indent=1, default=str) + "\n")
+    columns = ["point", "status", *sweep.axes, "run", *sweep.metrics, "error"]
+    with open(out / "sweep.csv", "w", newline="") as f:
+        w = csv.DictWriter(f, columns)
+        w.writeheader()
+        for row in rows:
+            w.writerow({k: json.dumps(v) if isinstance(v, (list, dict)) else v for k, v in row.items()})
+    return rows
+
+
+# --------------------------------------------------------------------- Ray
+def start_ray(address: str | None, cpus: int | None):
+    try:
+        import ray
+    except ImportError:
+        raise EnvironmentProblem("railbed sweep needs Ray: pip install 'railbed[sweep]'") from None
+    import logging
+
+    path = os.pathsep.join(x for x in (str(provenance.REPO), os.environ.get("PYTHONPATH", "")) if x)
+    kwargs: dict[str, Any] = {
+        "include_dashboard": False,
+        "logging_level": logging.WARNING,
+        "log_to_driver": False,
+        "runtime_env": {"env_vars": {"PYTHONPATH": path}},
+    }
+    address = address or os.environ.get("RAY_ADDRESS")
+    if address:
+        ray.init(address=address, **kwargs)
+    else:
+        ray.init(num_cpus=cpus or os.cpu_count(), resources={TESTBED: 1}, **kwargs)
+    return ray
+
+
+def _submit(ray, sweep: Sweep, point: Point):
+    opts: dict[str, Any] = {"num_cpus": 1, "max_retries": 0}
+    if sweep.backend == "emulate":
+        opts["resources"] = {TESTBED: 1}
+    task = ray.remote(run_point).options(**opts)
+    return task.remote(point.scenario, str(sweep.base), sweep.backend, point.seed, sweep.plots, sweep.metrics)
+
+
+def run_sweep(
+    sweep: Sweep,
+    out: Path,
+    echo: Callable[[str], None] = print,
+    address: str | None = None,
+    cpus: int | None = None,
+) -> list[dict]:
+    """Run every point not done yet (module docstring); return the table's rows."""
+    points = sweep.points()
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "sweep.yaml").write_text(yaml.safe_dump(sweep.source or {}, sort_keys=False))
+    provenance.write(out, scenario=sweep.scenario, extra_seeds={"axes.seed": sweep.axes.get("seed")})
+    records = {p.id: point_done(out, p) for p in points}
+    todo = [p for p in points if records[p.id] is None]
+    echo(f"sweep {sweep.name}: {len(points)} points ({len(points) - len(todo)} done already), {sweep.backend}")
+    if todo:
+        _run_points(sweep, out, todo, records, echo, address, cpus)
+    rows = write_table(sweep, out, [r for r in records.values() if r is not None])
+    failed = [pid for pid, r in records.items() if r is not None and r["status"] != "ok"]
+    echo(f"{len(points) - len(failed)} of {len(points)} points ok; table in {out / 'sweep.csv'}")
+    for pid in failed:
+        echo(f"  failed: {pid}: {records[pid]['error']}")
+    return rows
+
+
+def _run_points(sweep, out, todo, records, echo, address, cpus) -> None:
+    ray = start_ray(address, cpus)
+    try:
+        if sweep.backend == "emulate" and not ray.cluster_resources().get(TESTBED):
+            raise EnvironmentProblem(
+                f"no Ray node offers the resource {TESTBED!r}: start nodes with "
+                f"ray start ... --resources '{{\"{TESTBED}\": 1}}'"
+            )
+        pending = {_submit(ray, sweep, p): p for p in todo}
+        t0 = time.perf_counter()
+        try:
+            while pending:
+                ready, _ = ray.wait(list(pending), num_returns=1)
+                point = pending.pop(ready[0])
+                try:
+                    answer = ray.get(ready[0])
+                except Exception as exc:  # noqa: BLE001 - the worker died: record the point as failed
+                    answer = {"status": "error", "error": f"{type(exc).__name__}: {exc}".splitlines()[0]}
+                records[point.id] = save_point(out, point, answer)
+                write_table(sweep, out, [r for r in records.values() if r is not None])
+                done = sum(1 for r in records.values() if r is not None)
+                echo(f"  [{done}/{len(records)}] {point.id}: {answer['status']} ({time.perf_counter() - t0:.1f} s)")
+        except KeyboardInterrupt:
+            _stop(ray, pending, sweep.backend)
+            echo(f"sweep interrupted: {sum(1 for r in records.values() if r)} of {len(records)} points saved; "
+                 "run the same command again to resume")  # fmt: skip
+            raise
+    finally:
+        ray.shutdown()
+
+
+def _stop(ray, pending: dict, backend: str) -> None:
+    """Cancel unfinished points. Emulated ones get KeyboardInterrupt (not a kill), so their
+    testbed is torn down; wait for them briefly before Ray's shutdown ends the workers."""
+    for ref in pending:
+        ray.cancel(ref, force=backend != "emulate")
+    if backend == "emulate" and pending:
+        ray.wait(list(pending), num_returns=len(pending), timeout=60)
