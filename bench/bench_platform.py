@@ -15,7 +15,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import statistics
 import sys
 from pathlib import Path
 
@@ -23,6 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from emulator.loadtest import Flow, measure  # noqa: E402
 from emulator.testbed import Testbed  # noqa: E402
+from railbed.results import percentile  # noqa: E402
 from railbed.spec import ClusterSpec  # noqa: E402
 
 CLUSTERS = [(4, 4), (8, 8), (16, 8)]  # servers x rails = 16, 64, 128 GPUs
@@ -45,8 +45,8 @@ def bench_build(repeat: int) -> list[dict]:
             "rails": rails,
             "spines": 2,
             "links": len(tb.topology.links),
-            "build_s": statistics.median(builds),
-            "teardown_s": statistics.median(teardowns),
+            "build_s": percentile(builds, 50),
+            "teardown_s": percentile(teardowns, 50),
             "builds": builds,
             "teardowns": teardowns,
         }

@@ -34,6 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from emulator.runtime import run  # noqa: E402
 from emulator.testbed import Testbed  # noqa: E402
 from railbed.job import Job, Location  # noqa: E402
+from railbed.results import percentile  # noqa: E402
 from railbed.spec import ClusterSpec  # noqa: E402
 from railbed.units import GOODPUT_FRACTION, wire_bytes  # noqa: E402
 from schedulers import by_name  # noqa: E402
@@ -120,7 +121,7 @@ def concurrency(counts: list[int], seconds: float, scale: float | None) -> None:
             offered = min(c, len(nics)) * real
             verdict = "ok" if f["ok"] else "BROKEN: " + "; ".join(f["problems"])
             print(
-                f"  {c:5d} {per_nic:7d} {offered / 1e9:9.2f} Gb/s {ratios[len(ratios) // 2]:10.3f} {ratios[0]:11.3f} "
+                f"  {c:5d} {per_nic:7d} {offered / 1e9:9.2f} Gb/s {percentile(ratios, 50):10.3f} {ratios[0]:11.3f} "
                 f"{f['cpu_mean']:8.2f} {f['cpu_saturated_share']:8.2f}  {verdict}",
                 flush=True,
             )
@@ -152,7 +153,7 @@ def flow_accuracy(reps: int) -> None:
                 fluid = fluid_factor * wire_bytes(size) * 8 / 1e9
                 ratios += [d / fluid for d in res.flow_completion_times().values()]
             ratios.sort()
-            print(f"  {label:<34} {ratios[0]:6.3f} {ratios[len(ratios) // 2]:7.3f} {ratios[-1]:6.3f}", flush=True)
+            print(f"  {label:<34} {ratios[0]:6.3f} {percentile(ratios, 50):7.3f} {ratios[-1]:6.3f}", flush=True)
 
 
 def main() -> int:

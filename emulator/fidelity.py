@@ -34,6 +34,7 @@ import time
 from dataclasses import dataclass
 
 from emulator.netns import iproute_in
+from railbed.results import percentile
 from tc_policies.netlink import PortCounters, read_counters
 
 PEAK_LIMIT = 1.05
@@ -193,7 +194,7 @@ def fidelity_report(
         # delivers the configured rates (the efficiency check) has not broken anything
         warnings.append(f"host CPU >= {100 * CPU_BUSY:.0f}% busy in {100 * saturated:.0f}% of samples")
     eff = sorted(exp / got for _, exp, got in (solo or []) if got > 0 and exp >= SOLO_MIN_SECONDS)
-    solo_median = eff[len(eff) // 2] if eff else None
+    solo_median = percentile(eff, 50) if eff else None
     if solo_median is not None and solo_median < SOLO_EFFICIENCY:
         problems.append(
             f"NICs whose flows had their path to themselves ran at {100 * solo_median:.0f}% "

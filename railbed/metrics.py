@@ -10,7 +10,7 @@ and the reproduction report (``scenarios/reproduce.py``):
   flows (the coflow arrived) to the last ``end`` (flows carry their coflow
   in ``attrs["coflow"]``);
 * **percentiles**: nearest rank on the sorted values (``p50`` of 1, 2, 3, 4
-  is 3, as :func:`railbed.results.median_p99`).
+  is 3: :func:`railbed.results.percentile`, used everywhere).
 
 :data:`METRICS` maps a metric's name to a function of a result; all are in
 model seconds except ``fidelity_ok`` (1 or 0), ``flows`` (a count) and
@@ -20,17 +20,9 @@ model seconds except ``fidelity_ok`` (1 or 0), ``flows`` (a count) and
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 
-from railbed.results import RunResult
-
-
-def percentile(values: Iterable[float], q: float) -> float:
-    """Nearest-rank percentile ``q`` in [0, 100] (NaN when there are no values)."""
-    ordered = sorted(values)
-    if not ordered:
-        return math.nan
-    return ordered[min(len(ordered) - 1, int(q / 100 * len(ordered)))]
+from railbed.results import RunResult, percentile
 
 
 def flow_completion_times(result: RunResult) -> dict[str, float]:

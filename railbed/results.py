@@ -25,6 +25,8 @@ for the emulator and the simulator so the two can be compared line by line
 from __future__ import annotations
 
 import json
+import math
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -159,9 +161,18 @@ class RunResult:
         return "\n".join(lines)
 
 
-def median_p99(values) -> tuple[float, float]:
+def percentile(values: Iterable[float], q: float) -> float:
+    """Nearest-rank percentile ``q`` in [0, 100]: ``sorted(values)[int(q / 100 * n)]`` (the last for q = 100;
+    NaN when there are no values). railbed's one definition: the median of 1, 2, 3, 4 is 3."""
     ordered = sorted(values)
-    return ordered[len(ordered) // 2], ordered[min(len(ordered) - 1, int(0.99 * len(ordered)))]
+    if not ordered:
+        return math.nan
+    return ordered[min(len(ordered) - 1, int(q / 100 * len(ordered)))]
+
+
+def median_p99(values) -> tuple[float, float]:
+    values = list(values)
+    return percentile(values, 50), percentile(values, 99)
 
 
 def fmt_time(seconds: float) -> str:

@@ -52,7 +52,7 @@ import yaml
 
 from railbed.errors import SpecError
 from railbed.metrics import METRICS, metric
-from railbed.results import RunResult, fmt_time
+from railbed.results import RunResult, fmt_time, percentile
 
 PAPERS = ("platform", "dgtp", "hermod", "leo", "dgcl")
 HERE = Path(__file__).resolve().parent
@@ -63,14 +63,9 @@ BEGIN, END = "<!-- reproduce:begin -->", "<!-- reproduce:end -->"
 REPORT_FIGURES = ("timeline-", "fct-cdf", "iterations", "crosscheck-fct")  # the rest stay in each run's figures/
 
 
-def _median(values: list[float]) -> float:
-    ordered = sorted(values)
-    return ordered[len(ordered) // 2] if ordered else math.nan
-
-
 CROSSCHECK_METRICS: dict[str, Callable[[Any], float]] = {
     "makespan_rel": lambda c: c.makespan_rel,
-    "fct_rel_median": lambda c: _median([abs(f.rel) for f in c.flows]),
+    "fct_rel_median": lambda c: percentile([abs(f.rel) for f in c.flows], 50),
     "fct_rel_worst": lambda c: max((abs(f.rel) for f in c.flows), default=math.nan),
     "order_violations": lambda c: float(len(c.order_violations)),
 }

@@ -22,7 +22,7 @@ from __future__ import annotations
 import bisect
 from dataclasses import dataclass, field
 
-from railbed.results import RunResult, fmt_time
+from railbed.results import RunResult, fmt_time, percentile
 
 ORDER_MARGIN = 0.2
 
@@ -63,7 +63,7 @@ class Crosscheck:
         ]
         if self.flows:
             rels = sorted(abs(f.rel) for f in self.flows)
-            median = rels[len(rels) // 2]
+            median = percentile(rels, 50)
             lines.append(
                 f"  flow completion times, |emulated - simulated| / simulated over {len(self.flows)} flows: "
                 f"median {100 * median:.1f} %, worst {100 * rels[-1]:.1f} %"

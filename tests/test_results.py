@@ -31,3 +31,15 @@ def test_summary_says_when_fidelity_is_broken():
     assert "BROKEN: x is slow" in text and "makespan        3 s" in text
     table = comparison_table([sample()])
     assert "fifo" in table and "BROKEN" in table
+
+
+def test_one_percentile_definition_nearest_rank():
+    import math
+
+    from railbed.results import median_p99, percentile
+
+    assert percentile([4, 1, 3, 2], 50) == 3 and percentile([1, 2, 3], 50) == 2
+    assert percentile([5, 1], 0) == 1 and percentile([5, 1], 100) == 5
+    assert percentile(range(1, 101), 99) == 100 and percentile(range(1, 1001), 99) == 991
+    assert math.isnan(percentile([], 50))
+    assert median_p99(x for x in [3, 1, 2]) == (2, 3)

@@ -24,8 +24,10 @@ s each) send activations to the next stage (flows of ``activation`` bytes,
 coflow type ``PP``), the backward passes (``bwd`` s) send gradients of the
 activations back, and after the last microbatch's backward pass each stage's
 data-parallel replicas all-reduce ``gradient`` bytes with a ring (coflow type
-``DP``). The schedule is GPipe's (all forwards, then all backwards): the
-papers' 1F1B variants are a scheduler's business, not the workload's.
+``DP``). The schedule is GPipe's: every backward pass of a stage waits for
+the stage's last forward pass. A scheduler can only delay items, so 1F1B
+(and interleaved 1F1B) cannot be had from this generator by scheduling;
+they belong in the generator (the Hermod issue adds them).
 
 Ring all-reduce (the NCCL ring): ``2 (n - 1)`` steps; in each, replica *i*
 sends ``gradient / n`` bytes to replica *i + 1*; step *s* of replica *i*
