@@ -77,6 +77,9 @@ SCENARIO_CASES = {
     "unknown-scheduler": ("schedulers: [fifo, magic]", "schedulers[1]"),
     "unknown-generator": ("job: {generator: nope}", "job.generator"),
     "bad-generator-arg": ("job: {generator: all_to_all, args: {size: lots}}", "job.args.size"),
+    "unknown-scheduler-arg": ("schedulers: [fifo, {name: small-first, args: {lim: 2}}]", "schedulers[1].args.lim"),
+    "bad-scheduler-arg": ("schedulers: [{name: small-first, args: {limit: 0}}]", "schedulers[0].args.limit"),
+    "duplicate-label": ("schedulers: [fifo, {name: small-first, label: fifo}]", "schedulers[1]"),
     "negative-scale": ("scale: -4", "scale"),
     "unknown-key": ("colour: blue", "colour"),
     "bad-cluster": (
@@ -110,7 +113,8 @@ def test_bad_scenario_file(tmp_path, name, command):
 
 def test_simulate_writes_a_results_directory_without_root(tmp_path):
     path = tmp_path / "s.yaml"
-    path.write_text("\n".join([*GOOD_SCENARIO.values(), "schedulers: [fifo, small-first]"]) + "\n")
+    lines = [*GOOD_SCENARIO.values(), "schedulers: [fifo, {name: small-first, args: {limit: 1}, label: sf1}]"]
+    path.write_text("\n".join(lines) + "\n")
     proc = railbed("simulate", str(path), "--out", str(tmp_path / "out"))
     assert proc.returncode == 0, proc.stderr
     from railbed.results import RunResult
@@ -121,7 +125,8 @@ def test_simulate_writes_a_results_directory_without_root(tmp_path):
     from railbed.units import wire_bytes
 
     assert res.makespan == pytest.approx(wire_bytes(10**6) * 8 / 1e9, rel=1e-9)
-    assert "small-first" in (tmp_path / "out" / "comparison.txt").read_text()
+    assert "sf1" in (tmp_path / "out" / "comparison.txt").read_text()  # the label names the run
+    assert RunResult.load(tmp_path / "out" / "sf1" / "result.json").scheduler == "sf1"
     assert "n/a (simulated)" in proc.stdout
 
 
