@@ -37,6 +37,8 @@ ROOT = Path(__file__).resolve().parent.parent
 WORKER = r"""
 import json, sys, time
 sys.path.insert(0, sys.argv[1])
+# the editable install would resolve missing modules of an older tree from this one: drop its finder
+sys.meta_path = [f for f in sys.meta_path if "__editable__" not in getattr(f, "__module__", "")]
 from bench.bench_simulator import job_and_cluster
 from simulator import Simulation
 from schedulers import by_name
