@@ -177,7 +177,7 @@ def run_group(claim: Claim, quick: bool, out: Path, echo: Callable[[str], None])
     if claim.backend == "emulate":
         return {"runs": run_scenario(sc, out, echo=quiet)}
     checks = crosscheck_scenario(sc, out, echo=quiet)
-    runs = [RunResult.load(out / name / "result.json") for name in sc.schedulers]
+    runs = [RunResult.load(out / s.run_label / "result.json") for s in sc.schedulers]
     return {"runs": runs, "checks": checks}
 
 

@@ -25,7 +25,8 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def test_both_backends_agree_on_makespan_and_completion_order(tmp_path):
     sc = Scenario.load(ROOT / "examples" / "scenarios" / "crosscheck-small.yaml")
-    assert [s.run_label for s in sc.schedulers] == ["fifo", "tag-priority"] and sc.cluster.fabric.kind == "rail_optimized"
+    assert [s.run_label for s in sc.schedulers] == ["fifo", "tag-priority"]
+    assert sc.cluster.fabric.kind == "rail_optimized"
     checks = crosscheck_scenario(sc, tmp_path, echo=lambda _msg: None)
     for c in checks:
         assert abs(c.makespan_rel) <= 0.10, c.report()
