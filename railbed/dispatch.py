@@ -450,12 +450,13 @@ class Dispatcher:
         held, self._held = self._held, []
         self.view.held = list(held)  # while offering, the scheduler sees every held item, this one included
         split_away: set[str] = set()
-        for i in held:
+        for pos, i in enumerate(held):
             if i in split_away:
                 continue
             decision = self._offer(i)
-            if isinstance(decision, Split):
-                split_away |= self._check_split(decision, i, set(held) - split_away)
+            if isinstance(decision, Split):  # may take this item and any still held (not started above)
+                still_held = (set(self._held) | set(held[pos:])) - split_away
+                split_away |= self._check_split(decision, i, still_held)
                 actions.extend(self._split(decision, now))
                 self._held = [h for h in self._held if h not in split_away]
                 continue
@@ -515,6 +516,8 @@ class Dispatcher:
             item = self.items.get(orig)
             if orig not in held or not isinstance(item, Flow):
                 raise SchedulerError(f"{who}: {orig!r} is not a ready, held flow")
+            if not subs:
+                raise SchedulerError(f"{who}: {orig} gets no sub-flows (a zero-byte flow still needs one)")
             if item.options:
                 raise SchedulerError(f"{who}: {orig} offers path options; a flow with options cannot be split")
             for sub in subs:
@@ -568,19 +571,11 @@ class Dispatcher:
                 for d in sub.deps:
                     if d not in self.view.done:
                         self.dependents[d].append(sub.id)
-        for orig_id, subs in split.parts.items():
-            if not subs:
-                actions.extend(self._settle_empty_split(orig_id, now))
+        for subs in split.parts.values():
             for sub in subs:
                 if self.missing[sub.id] == 0:
                     actions.extend(self._start_sub(sub.id, now))
         return actions
-
-    def _settle_empty_split(self, orig_id: str, now: float) -> list[Action]:
-        """A zero-byte original split into nothing is done at once."""
-        self._children_left[orig_id] = 1
-        ready = self._child_done(orig_id, now)
-        return self._settle(now, ready)
 
     def _start_sub(self, sub_id: str, now: float) -> list[Action]:
         self._log(now, "ready", sub_id)

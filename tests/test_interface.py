@@ -369,3 +369,22 @@ def test_a_wake_up_reported_a_hair_early_still_happens_at_its_time():
     assert wake.key.startswith("/wake/") and wake.seconds == pytest.approx(1e-3)
     actions = d.wait_done(wake.key, 1e-3 * (1 - 1e-15))
     assert d.view.now == 1e-3 and [a.id for a in actions if isinstance(a, StartFlow)] == ["f"]
+
+
+def test_a_split_cannot_take_a_flow_started_earlier_in_the_same_round():
+    job = pinned_job(3)
+    job.flow("a", "w0", "w2", S)
+    job.flow("b", "w1", "w2", S)
+
+    class Greedy(Scheduler):
+        name = "greedy"
+
+        def on_ready(self, item, view):
+            if item.id == "a":
+                return Decision()
+            return Split({"b": [SubFlow("b.1", S)], "a": [SubFlow("a.1", S)]})
+
+    with pytest.raises(SchedulerError, match="'a' is not a ready, held flow"):
+        simulate(job, Greedy(), SPEC)
+    with pytest.raises(SchedulerError, match="no sub-flows"):
+        simulate(job, Splitter(lambda item, view: {item.id: []}), SPEC)
