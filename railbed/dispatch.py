@@ -317,18 +317,19 @@ class Dispatcher:
         self._log(now, "end", item_id)
         self.view.done.add(item_id)
         self.view.records[item_id] = rec = self.records[item_id]
-        item = self.items[item_id]
         if self._calls_on_done:
             self.scheduler.on_done(self._public(item_id), rec, self.view)
         ready = []
+        missing = self.missing
         for j in self.dependents[item_id]:
-            self.missing[j] -= 1
-            if self.missing[j] == 0:
+            missing[j] -= 1
+            if missing[j] == 0:
                 ready.append(j)
-        if item_id in self.job.items:
+        sub = self._sub.get(item_id) if self._sub else None
+        if sub is None:
             self._done += 1
-        elif isinstance(item, Flow) and item.parent is not None:
-            ready += self._child_done(item.parent, now)
+        else:
+            ready += self._child_done(self.items[item_id].parent, now)
         return ready
 
     def _child_done(self, parent_id: str, now: float) -> list[str]:
@@ -385,14 +386,18 @@ class Dispatcher:
         return float(timing.duration), float(timing.inject_rate)
 
     def _offer(self, item_id: str) -> Decision | Split:
-        decision = self.scheduler.on_ready(self._public(item_id), self.view)
-        if isinstance(decision, Split):
-            return decision
-        if not isinstance(decision, Decision):
-            raise SchedulerError(f"{self.scheduler.name}.on_ready({item_id}) returned {decision!r}, not a Decision")
+        decision = self.scheduler.on_ready(self.view.job.items[item_id], self.view)
+        if type(decision) is not Decision:  # the common case first: this runs once per item
+            if isinstance(decision, Split):
+                return decision
+            if not isinstance(decision, Decision):
+                raise SchedulerError(f"{self.scheduler.name}.on_ready({item_id}) returned {decision!r}, not a Decision")
         if decision.start and isinstance(self.items[item_id], Flow):
-            self._check_dscp(decision.dscp, item_id)
-            self._check_rate(decision.rate, item_id)
+            dscp, rate = decision.dscp, decision.rate
+            if type(dscp) is not int or not 0 <= dscp <= 63:
+                self._check_dscp(dscp, item_id)
+            if rate is not None and not rate > 0:
+                self._check_rate(rate, item_id)
         return decision
 
     def _check_dscp(self, dscp, item_id: str) -> None:
@@ -420,23 +425,27 @@ class Dispatcher:
         self, now: float, ready: list[str], freed: list | None = None, start_net: list[str] | None = None
     ) -> list[Action]:
         actions: list[Action] = []
-        subs = [i for i in ready if i in self._sub]
-        for i in sorted((i for i in ready if i not in self._sub), key=self.order.__getitem__):
+        subs = [i for i in ready if i in self._sub] if self._sub else ()
+        if subs:
+            ready = [i for i in ready if i not in self._sub]
+        for i in sorted(ready, key=self.order.__getitem__):
             self._became_ready(i, now)
             self._held.append(i)
-        for fid in start_net or []:
+        for fid in start_net or ():
             actions.append(self._start_net(fid, now))
         for i in subs:
             actions.extend(self._start_sub(i, now))
-        touched = set(freed or [])
-        actions.extend(self._offer_held(now, touched))
+        touched = set(freed or ())
+        if self._held:
+            actions.extend(self._offer_held(now, touched))
         for dev in sorted(touched):
             actions.extend(self._run_queue(dev, now))
         self.view.held = list(self._held)
         if self._flows_changed:
             self._flows_changed = False
             actions.extend(self._rerate())
-        actions.extend(self._take_wakes(now))
+        if self.view.wakes:
+            actions.extend(self._take_wakes(now))
         if self._held and not actions and not self._in_flight():
             raise RunStalled(
                 f"{self.scheduler.name} holds {len(self._held)} ready items ({', '.join(self._held[:3])}...) "

@@ -21,6 +21,37 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from numba import njit
+
+
+@njit(cache=True)
+def _spread(t0, t1, link_bits, prev, bins, width):  # pragma: no cover - numba
+    """Spread each link's bits moved in [t0, t1] (``link_bits - prev``) over the bins the step
+    overlaps, in proportion to the overlap; then ``prev = link_bits``. One pass over the links."""
+    first = int(t0 // width)
+    last = min(bins.shape[1], int(math.ceil(t1 / width)))
+    rate_of = 1.0 / (t1 - t0)
+    for i in range(link_bits.shape[0]):
+        moved = link_bits[i] - prev[i]
+        prev[i] = link_bits[i]
+        if moved > 0.0:
+            for j in range(first, last):
+                overlap = min((j + 1) * width, t1) - max(j * width, t0)
+                if overlap > 0.0:
+                    bins[i, j] += moved * rate_of * overlap
+
+
+def spread_reference(t0, t1, link_bits, prev, bins, width) -> None:
+    """:func:`_spread` in plain numpy (the twin the agreement test compares it with)."""
+    moved = link_bits - prev
+    prev[:] = link_bits
+    busy = np.nonzero(moved > 0)[0]
+    if busy.size == 0:
+        return
+    first, last = int(t0 // width), min(bins.shape[1], math.ceil(t1 / width))
+    edges = np.arange(first, last + 1) * width
+    overlap = np.minimum(edges[1:], t1) - np.maximum(edges[:-1], t0)
+    bins[busy, first:last] += np.outer(moved[busy] / (t1 - t0), np.clip(overlap, 0.0, None))
 
 
 class LinkSeries:
@@ -34,24 +65,19 @@ class LinkSeries:
         self.prev = np.zeros(len(names))
 
     def update(self, t0: float, t1: float, link_bits) -> None:
-        """The network moved from ``t0`` to ``t1``; ``link_bits``: cumulative bits per link after it."""
-        now = np.array(link_bits, dtype=np.float64)
-        moved = now - self.prev
-        self.prev = now
+        """The network moved from ``t0`` to ``t1``; ``link_bits``: cumulative bits per link after it.
+        (Bits a zero-length step moves, the rounding of flows ending together, are not spread.)"""
+        now = np.asarray(link_bits, dtype=np.float64)
         if t1 <= t0:
-            return
-        busy = np.nonzero(moved > 0)[0]
-        if busy.size == 0:
+            np.copyto(self.prev, now)
             return
         if self.width == 0.0:
+            if not np.any(now > self.prev):
+                return
             self.width = t1 / self.bins.shape[1]
         while t1 > self.width * self.bins.shape[1]:
             self._coarsen()
-        first, last = int(t0 // self.width), min(self.bins.shape[1], math.ceil(t1 / self.width))
-        edges = np.arange(first, last + 1) * self.width
-        overlap = np.minimum(edges[1:], t1) - np.maximum(edges[:-1], t0)
-        rate = moved[busy] / (t1 - t0)
-        self.bins[busy, first:last] += np.outer(rate, np.clip(overlap, 0.0, None))
+        _spread(t0, t1, now, self.prev, self.bins, self.width)
 
     def _coarsen(self) -> None:
         half = self.points

@@ -249,3 +249,25 @@ def test_timeline_keeps_the_first_lanes_in_order():
     assert nlanes == 90
     assert [row[0] for row in rows] == ["h0 gpu2", "h0 gpu10", "h0 nic0", "h1 gpu2"]
     assert rows[2][5] == "DSCP 8"  # no coflow type: coloured by DSCP
+
+
+def test_the_series_kernel_agrees_with_its_numpy_twin():
+    from simulator.series import _spread, spread_reference
+
+    rng = np.random.default_rng(7)
+    for _ in range(40):
+        links, nbins = int(rng.integers(1, 30)), int(rng.integers(2, 40))
+        width = float(rng.uniform(0.1, 2.0))
+        t0 = float(rng.uniform(0, width * nbins * 0.9))
+        t1 = float(min(width * nbins, t0 + rng.exponential(width * 3)))
+        if t1 <= t0:
+            continue
+        prev = rng.uniform(0, 100, links)
+        bits = prev + np.where(rng.random(links) < 0.3, 0.0, rng.uniform(0, 50, links))  # idle links too
+        a_bins = rng.uniform(0, 5, (links, nbins))
+        b_bins = a_bins.copy()
+        a_prev, b_prev = prev.copy(), prev.copy()
+        _spread(t0, t1, bits, a_prev, a_bins, width)
+        spread_reference(t0, t1, bits, b_prev, b_bins, width)
+        assert np.allclose(a_bins, b_bins, rtol=1e-12, atol=1e-9) and np.array_equal(a_prev, b_prev)
+        assert a_bins.sum() == pytest.approx(b_bins.sum()) and (a_bins - b_bins).sum() == pytest.approx(0, abs=1e-6)
