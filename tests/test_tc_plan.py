@@ -3,6 +3,7 @@
 import random
 
 import pytest
+import tc_reading
 
 from railbed.errors import SpecError
 from railbed.units import FRAME
@@ -143,3 +144,69 @@ def test_bad_inputs():
     with pytest.raises(SpecError) as err:
         policy_by_name("wfq")
     assert err.value.field == "policy"
+
+
+# ------------------------------------------- an independent reading of the plan
+# tc_reading evaluates the rendered tc commands as the kernel would; these
+# tests never call TcPlan.classify, so a plan that is wrong in its structure
+# (bands reversed, HTB's default class, the priomap) cannot agree with itself.
+DATA = 1500  # a full-size data packet: never matched by the ACK filter
+
+
+def keys_by_class(plan, table):
+    """{class: set of service keys of every DSCP the table maps to that class}."""
+    tree = tc_reading.read(plan.render("eth0"))
+    out = {}
+    for dscp, cls in enumerate(table):
+        out.setdefault(cls, set()).add(tc_reading.service_key(tree, tc_reading.ipv4_header(dscp, DATA)))
+    return out
+
+
+def assert_strict_order(plan, table):
+    """Every DSCP of a class lands in one queue; a higher class is served strictly first."""
+    by_class = keys_by_class(plan, table)
+    for cls, keys in by_class.items():
+        assert len(keys) == 1, f"class {cls} is split over queues {sorted(keys)}"
+    key = {cls: keys.pop() for cls, keys in by_class.items()}
+    order = sorted(key)
+    for lower, higher in zip(order, order[1:]):
+        assert key[higher] < key[lower], f"class {higher} {key[higher]} is not served before class {lower} {key[lower]}"
+
+
+@pytest.mark.parametrize("use_prio", [False, True])
+def test_rendered_plan_serves_higher_classes_first(use_prio):
+    table = tuple(d >> 3 for d in range(64))
+    assert_strict_order(DscpPriorityPolicy(use_prio_qdisc=use_prio).compile(100e6), table)
+
+
+@pytest.mark.parametrize("use_prio", [False, True])
+def test_rendered_plan_puts_dscp_zero_in_the_lowest_queue(use_prio):
+    """DSCP 0 matches no DSCP filter: HTB's default class or the priomap must be the lowest."""
+    tree = tc_reading.read(DscpPriorityPolicy(use_prio_qdisc=use_prio).compile(100e6).render("eth0"))
+    keys = {d: tc_reading.service_key(tree, tc_reading.ipv4_header(d, DATA)) for d in range(64)}
+    assert keys[0] == max(keys.values())
+    assert keys[0] > keys[8] > keys[16] > keys[24] > keys[32] > keys[40] > keys[48] > keys[56]
+    # the expected queues, read by hand from the module docstring
+    assert keys[0] == ((0, 7) if use_prio else (7,)) and keys[56] == ((0, 0) if use_prio else (0,))
+
+
+@pytest.mark.parametrize("seed", range(10))
+@pytest.mark.parametrize("use_prio", [False, True])
+def test_rendered_random_mapping_orders_as_given(seed, use_prio):
+    rng = random.Random(seed)
+    table = tuple(rng.randrange(8) for _ in range(64))
+    assert_strict_order(DscpPriorityPolicy(table, use_prio_qdisc=use_prio).compile(10e6), table)
+
+
+@pytest.mark.parametrize("policy", [FifoPolicy(), DscpPriorityPolicy(), DscpPriorityPolicy(use_prio_qdisc=True)])
+def test_rendered_plan_sends_acks_no_later_than_any_data(policy):
+    tree = tc_reading.read(policy.compile(100e6).render("eth0"))
+    ack = tc_reading.service_key(tree, tc_reading.ipv4_header(0, 52))
+    data = [tc_reading.service_key(tree, tc_reading.ipv4_header(d, DATA)) for d in range(64)]
+    assert all(ack <= k for k in data)
+    assert tc_reading.service_key(tree, tc_reading.ipv4_header(0, 52, proto=17)) == data[0]  # small UDP: data
+
+
+def test_fifo_rendered_plan_is_one_queue_for_every_dscp():
+    tree = tc_reading.read(FifoPolicy().compile(100e6).render("eth0"))
+    assert len({tc_reading.service_key(tree, tc_reading.ipv4_header(d, DATA)) for d in range(64)}) == 1
