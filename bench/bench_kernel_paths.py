@@ -3,17 +3,18 @@
     sudo /opt/railbed/venv/bin/python bench/bench_kernel_paths.py [--reps N] [--json FILE]
 
 1. Strict priority: the ``prio`` qdisc under HTB against HTB prio classes,
-   on 3 servers at 20 Mbit/s real (k = 1): class 7 against class 0 into one
+   on 3 servers at 5 Mbit/s real (k = 1): class 7 against class 0 into one
    port (high share, low leakage, wire error against the configured rate),
    class 0 alone (utilisation), and the RTT of a class-7 ping and of a
    class-0 ping while class 0 saturates the path (queueing the high class
    still sees).
-2. Link latency: netem leaves against agent waits, 2 servers, 20 Gbit/s
-   model links at k = 1000 (20 Mbit/s real), 2.5 us per link (10 us model
-   RTT over the 4 links of a round trip): ping RTT, the completion time of
-   one flow of 10 KB, 100 KB and 1 MB against the simulator's (wire time +
-   one-way latency), and the wire error of a saturating flow through the
-   shaped host port.
+2. Link latency: netem leaves against agent waits, 2 servers, 5 Gbit/s
+   model links at k = 1000 (5 Mbit/s real), 10 us per link (40 us model
+   RTT over the 4 links of a round trip): ping RTT; the completion time of
+   one flow of 10 KB, 100 KB and 500 KB, as the time the latency added
+   (against the same flow on a fabric without latency) in RTTs, and against
+   the simulator's (wire time + one-way latency); the wire error of a
+   saturating flow through the shaped host port.
 
 Numbers are medians over ``--reps`` runs, printed as a table (and JSON);
 nothing is asserted.
@@ -41,10 +42,11 @@ from schedulers import by_name  # noqa: E402
 from simulator import simulate  # noqa: E402
 from tc_policies.plan import DscpPriorityPolicy  # noqa: E402
 
-RATE = 20e6
+RATE = 5e6
 K = 1000
-LINK_LATENCY = 2.5e-6
-SIZES = (10_000, 100_000, 1_000_000)
+LINK_LATENCY = 10e-6
+RTT = 4 * LINK_LATENCY
+SIZES = (10_000, 100_000, 500_000)
 PORT = ("sw0", "sw0-eth0")
 
 
@@ -94,8 +96,15 @@ def one_flow(size: int) -> Job:
     return job
 
 
+def flow_times(latency: float, mode: str) -> dict[int, float]:
+    """Model completion time of one flow of each size, on one testbed."""
+    with Testbed(star(2, RATE * K, latency), policy="fifo", scale=K, latency=mode) as tb:
+        return {size: run(one_flow(size), by_name("fifo"), tb).items["f"].duration for size in SIZES}
+
+
 def latency_once(mode: str) -> dict[str, float]:
     spec = star(2, RATE * K, LINK_LATENCY)
+    base = flow_times(0.0, mode)
     out: dict[str, float] = {}
     with Testbed(spec, policy="fifo", scale=K, latency=mode) as tb:
         assert tb.latency_mode == mode
@@ -104,6 +113,7 @@ def latency_once(mode: str) -> dict[str, float]:
             emu = run(one_flow(size), by_name("fifo"), tb).items["f"].duration
             sim = simulate(one_flow(size), by_name("fifo"), spec, policy="fifo").items["f"].duration
             out[f"FCT {size // 1000} KB us (model)"] = emu * 1e6
+            out[f"FCT {size // 1000} KB latency added / RTT"] = (emu - base[size]) / RTT
             out[f"FCT {size // 1000} KB / simulator"] = emu / sim
         m = measure(tb, [Flow((0, 0), (1, 0))], [("h0", "h0-eth0")])
         out["saturating wire error %"] = 100 * m.ports[("h0", "h0-eth0")].error

@@ -13,7 +13,7 @@
 # this machine by the project's own scripts/provision.sh (apt packages, the
 # virtual environment in /opt/railbed/venv, railbed installed editable from
 # /opt/railbed/src). It is rebuilt when provision.sh, setup.cfg or this
-# script's build part change (the stamp below).
+# script's build functions change (stamp()).
 #
 # A run boots the guest's kernel and initramfs with qemu (KVM when a probe
 # boot under KVM prints the kernel banner within RAILBED_VM_KVM_PROBE_S
@@ -41,7 +41,7 @@ CPUS="${RAILBED_VM_CPUS:-2}"
 MEM="${RAILBED_VM_MEM_MB:-2048}"
 RUN_S="${RAILBED_VM_RUN_S:-2400}"
 BUILD_S="${RAILBED_VM_BUILD_S:-2400}"
-KVM_PROBE_S="${RAILBED_VM_KVM_PROBE_S:-30}"
+KVM_PROBE_S="${RAILBED_VM_KVM_PROBE_S:-20}"
 MIRROR="${DEBIAN_MIRROR:-http://deb.debian.org/debian}"
 SUITE=bookworm
 IMG_SIZE=6G
@@ -59,6 +59,7 @@ START=$(date +%s)
 stamp() {
   { echo "version $BUILD_VERSION $SUITE $MIRROR $GUEST_PACKAGES"
     cat "$REPO/scripts/provision.sh" "$REPO/setup.cfg"
+    declare -f install_init provision_chroot
   } | sha256sum | cut -c1-16
 }
 
@@ -161,7 +162,7 @@ install_init() {
   cat > "$ROOT/sbin/railbed-vm-init" <<'EOF'
 #!/bin/bash
 export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8
-mount -t proc proc /proc; mount -t sysfs sys /sys; mount -t devtmpfs dev /dev 2>/dev/null
+mount -t proc proc /proc 2>/dev/null; mount -t sysfs sys /sys 2>/dev/null; mount -t devtmpfs dev /dev 2>/dev/null
 mkdir -p /dev/pts /dev/shm; mount -t devpts devpts /dev/pts; mount -t tmpfs tmpfs /dev/shm
 mount -t tmpfs tmpfs /run; mount -t tmpfs tmpfs /tmp
 mount -t cgroup2 cgroup2 /sys/fs/cgroup 2>/dev/null
@@ -192,7 +193,7 @@ kvm_works() {
     -nic none -kernel "$CACHE/vmlinuz" -append "console=ttyS0 panic=-1 root=/dev/nonexistent" \
     > "$log" 2>&1 || true
   if grep -q "Linux version" "$log"; then rm -f "$log"; return 0; fi
-  say "KVM probe printed no kernel banner in ${KVM_PROBE_S} s: $(tr -d '\r' < "$log" | tail -c 300 | tr '\n' ' ')"
+  say "KVM probe printed no kernel banner in ${KVM_PROBE_S} s: $(tr -d '\r' < "$log" | tail -c 300 | tr '\n' ' ')" >&2
   rm -f "$log"
   return 1
 }
