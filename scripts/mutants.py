@@ -83,6 +83,15 @@ MUTANTS = (
         "test_rendered_plan_puts_dscp_zero_in_the_lowest_queue[True]",
     ),
     Mutant(
+        "ack-leaf-no-netem",
+        "tc_policies/plan.py",
+        "leaf_queue(handle(ACK_QDISC_MAJOR), ack, queue, rate, delay_s)",
+        'Qdisc("pfifo", handle(ACK_QDISC_MAJOR), ack, {"limit": queue})',
+        TC_TESTS,
+        "the ACK class's queue is a plain pfifo: SYNs and ACKs skip netem (the bug the VM lane found)",
+        "test_every_packet_meets_the_link_latency[policy0]",
+    ),
+    Mutant(
         "cycle-not-order",
         "railbed/job.py",
         "if len(order) != len(self.items):",

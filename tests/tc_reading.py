@@ -185,3 +185,11 @@ def service_key(tree: TcTree, header: bytes) -> tuple[int, ...]:
     keys = {k for k, _ in found}
     assert len(keys) == 1, f"packet lands in {sorted(found)}"
     return keys.pop()
+
+
+def leaf_qdisc(tree: TcTree, header: bytes) -> Node | None:
+    """The qdisc holding a packet at the end of its way (None: the class's default queue)."""
+    found = leaves(tree, header)
+    assert len(found) == 1, f"packet lands in {sorted(found)}"
+    ((_, cid),) = found
+    return next((q for q in tree.qdiscs.values() if q.parent == cid), None)

@@ -117,7 +117,7 @@ def test_small_tcp_packets_go_first_in_every_policy(policy):
 def test_netem_leaves_when_delay_is_given():
     plan = FifoPolicy().compile(100e6, delay_s=2e-3)
     netem = [q for q in plan.items if isinstance(q, Qdisc) and q.kind == "netem"]
-    assert len(netem) == 1 and netem[0].params["delay"] == 2000
+    assert len(netem) == 2 and all(q.params["delay"] == 2000 for q in netem)  # the data leaf and the ACK leaf
     # the limit also holds the packets in flight during the delay (12.5 MB/s * 2 ms / 1514 B)
     assert netem[0].params["limit"] >= 64 + 16
     assert "netem delay 2000us" in "\n".join(plan.render("eth0"))
@@ -210,3 +210,18 @@ def test_rendered_plan_sends_acks_no_later_than_any_data(policy):
 def test_fifo_rendered_plan_is_one_queue_for_every_dscp():
     tree = tc_reading.read(FifoPolicy().compile(100e6).render("eth0"))
     assert len({tc_reading.service_key(tree, tc_reading.ipv4_header(d, DATA)) for d in range(64)}) == 1
+
+
+@pytest.mark.parametrize("policy", [FifoPolicy(), DscpPriorityPolicy(), DscpPriorityPolicy(use_prio_qdisc=True)])
+def test_every_packet_meets_the_link_latency(policy):
+    """With a delay, whatever queue a packet ends in is a netem of that delay: data of every
+    DSCP, pure ACKs and SYNs (small TCP) and small UDP. A leaf without it lets the handshake
+    and the ACK clock skip the latency, so TCP sees half the RTT."""
+    tree = tc_reading.read(policy.compile(100e6, delay_s=2e-3).render("eth0"))
+    packets = [tc_reading.ipv4_header(d, DATA) for d in range(64)]
+    packets += [tc_reading.ipv4_header(d, 52) for d in (0, 46, 56)]
+    packets += [tc_reading.ipv4_header(0, 60, proto=17)]
+    for header in packets:
+        leaf = tc_reading.leaf_qdisc(tree, header)
+        assert leaf is not None and leaf.kind == "netem", f"{header.hex()} ends in {leaf}"
+        assert leaf.params["delay"] == ["2000us"]
