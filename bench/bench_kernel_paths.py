@@ -9,15 +9,15 @@
    class-0 ping while class 0 saturates the path (queueing the high class
    still sees).
 2. Link latency: netem leaves against agent waits, 2 servers, 5 Gbit/s
-   model links at k = 1000 (5 Mbit/s real), 10 us per link (40 us model
+   model links at k = 1000 (5 Mbit/s real), 25 us per link (100 us model
    RTT over the 4 links of a round trip): ping RTT; the completion time of
    one flow of 10 KB, 100 KB and 500 KB, as the time the latency added
    (against the same flow on a fabric without latency) in RTTs, and against
    the simulator's (wire time + one-way latency); the wire error of a
    saturating flow through the shaped host port.
 
-Numbers are medians over ``--reps`` runs, printed as a table (and JSON);
-nothing is asserted.
+Numbers are medians (and the range) over ``--reps`` runs, the two paths
+taking turns, printed as a table (and JSON); nothing is asserted.
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ from tc_policies.plan import DscpPriorityPolicy  # noqa: E402
 
 RATE = 5e6
 K = 1000
-LINK_LATENCY = 10e-6
+LINK_LATENCY = 25e-6
 RTT = 4 * LINK_LATENCY
 SIZES = (10_000, 100_000, 500_000)
 PORT = ("sw0", "sw0-eth0")
@@ -120,15 +120,27 @@ def latency_once(mode: str) -> dict[str, float]:
     return out
 
 
-def medians(runs: list[dict[str, float]]) -> dict[str, float]:
-    return {key: statistics.median(r[key] for r in runs) for key in runs[0]}
+def interleaved(fn, variants: dict[str, object], reps: int) -> dict[str, dict[str, tuple[float, float, float]]]:
+    """(median, min, max) over ``reps`` runs of ``fn(arg)`` per variant and number; the
+    variants take turns, so a busy spell of the host (which slows an emulated guest) hits both."""
+    runs: dict[str, list[dict[str, float]]] = {name: [] for name in variants}
+    for _ in range(reps):
+        for name, arg in variants.items():
+            runs[name].append(fn(arg))
+    return {
+        name: {
+            key: (statistics.median(x[key] for x in r), min(x[key] for x in r), max(x[key] for x in r)) for key in r[0]
+        }
+        for name, r in runs.items()
+    }
 
 
-def table(title: str, columns: dict[str, dict[str, float]]) -> list[str]:
+def table(title: str, columns: dict[str, dict[str, tuple[float, float, float]]]) -> list[str]:
     names = list(columns)
-    lines = [title, f"{'':34}" + "".join(f"{n:>16}" for n in names)]
+    lines = [title + " (median [min..max])", f"{'':36}" + "".join(f"{n:>28}" for n in names)]
     for key in columns[names[0]]:
-        lines.append(f"{key:34}" + "".join(f"{columns[n][key]:16.3f}" for n in names))
+        cells = (f"{m:.2f} [{lo:.2f}..{hi:.2f}]" for m, lo, hi in (columns[n][key] for n in names))
+        lines.append(f"{key:36}" + "".join(f"{c:>28}" for c in cells))
     return lines
 
 
@@ -140,15 +152,10 @@ def main() -> int:
     feats = features.probe()
     results: dict[str, dict[str, dict[str, float]]] = {}
     if feats.has("prio"):
-        results["priority"] = {
-            name: medians([priority_once(flag) for _ in range(args.reps)])
-            for name, flag in (("prio qdisc", True), ("HTB classes", False))
-        }
+        results["priority"] = interleaved(priority_once, {"prio qdisc": True, "HTB classes": False}, args.reps)
     if feats.has("netem"):
-        results["latency"] = {
-            mode: medians([latency_once(mode) for _ in range(args.reps)]) for mode in ("netem", "agents")
-        }
-    lines = [f"reps {args.reps}, medians; real rate {RATE / 1e6:g} Mbit/s"]
+        results["latency"] = interleaved(latency_once, {"netem": "netem", "agents": "agents"}, args.reps)
+    lines = [f"{args.reps} runs each; real rate {RATE / 1e6:g} Mbit/s"]
     for title, cols in results.items():
         lines += table(title, cols) + [""]
     print("\n".join(lines))

@@ -217,6 +217,7 @@ run() {
   accel="$(pick_accel)"
   cpu=max; [ "$accel" = kvm ] && cpu=host
   say "booting the guest ($accel, $CPUS CPUs, $MEM MB, limit $RUN_S s); output in $out"
+  say "host load before: $(cut -d' ' -f1-3 /proc/loadavg) (an emulated guest's timing depends on it)"
   t0=$(date +%s)
   timeout --kill-after=10 "$RUN_S" qemu-system-x86_64 -machine "q35,accel=$accel" -cpu "$cpu" -smp "$CPUS" -m "$MEM" \
     -nographic -no-reboot -nic none \
@@ -226,7 +227,7 @@ run() {
     -virtfs "local,path=$REPO,mount_tag=src,security_model=none,readonly=on" \
     -virtfs "local,path=$out,mount_tag=out,security_model=none" \
     > "$out/console.log" 2>&1 || say "qemu ended with status $? (124: the time limit)"
-  say "guest ran $(( $(date +%s) - t0 )) s"
+  say "guest ran $(( $(date +%s) - t0 )) s; host load after: $(cut -d' ' -f1-3 /proc/loadavg)"
   report "$out"
 }
 

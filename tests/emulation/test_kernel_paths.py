@@ -12,7 +12,7 @@ it is skipped with the reason, in CI too (the set-up is fine, the kernel
 lacks a module). ``scripts/vm-test.sh`` runs this file on Debian's 6.1
 kernel, which has them all, and fails if any test here was skipped.
 
-Rates are modest (5 Mbit/s real) and latencies long (10 ms real per link)
+Rates are modest (5 Mbit/s real) and latencies long (25 ms real per link)
 so the tests hold in a guest under software emulation (qemu TCG, which
 sustained only 6-16 Mbit/s of shaped TCP at 20 Mbit/s, and added 1-8 ms
 to a ping's RTT, on a busy 2-core host) as well as on hardware.
@@ -82,7 +82,7 @@ def test_high_class_gets_at_least_97_percent_under_contention(use_prio):
 # --------------------------------------------------------------- netem
 K = 1000
 MODEL_RATE = RATE * K  # 5 Gbit/s model links
-LINK_LATENCY = 10e-6  # model seconds per link: 40 us model RTT over 4 links -> 40 ms real
+LINK_LATENCY = 25e-6  # model seconds per link: 100 us model RTT over 4 links -> 100 ms real
 RTT = 4 * LINK_LATENCY
 
 
@@ -94,8 +94,8 @@ def ping_rtts(tb: Testbed, count: int = 20) -> list[float]:
 
 
 def test_netem_ping_rtt_is_the_configured_latency_times_k():
-    """h0 -> sw0 -> h1 and back crosses 4 egress queues, each delaying 10 us x k = 10 ms:
-    every RTT is at least 40 ms, the median within 15 % above it (processing)."""
+    """h0 -> sw0 -> h1 and back crosses 4 egress queues, each delaying 25 us x k = 25 ms:
+    every RTT is at least 100 ms, the median within 15 % above it (processing)."""
     need("netem")
     with Testbed(star(2, MODEL_RATE, LINK_LATENCY), policy="fifo", scale=K, latency="netem") as tb:
         assert tb.latency_mode == "netem"
@@ -126,8 +126,8 @@ def flow_time(latency: float, size: int, n: int = 7) -> float:
 
 def test_netem_flow_completion_time_grows_by_the_latency_times_k():
     """A 10 KB flow (7 segments: inside TCP's initial window, so no ramp) with netem latency
-    and without: the difference, in model time, is what TCP meets on a path of RTT 40 us:
-    the handshake (1 RTT) and the data's one-way trip (0.5 RTT); within 0.25 RTT (10 ms
+    and without: the difference, in model time, is what TCP meets on a path of RTT 100 us:
+    the handshake (1 RTT) and the data's one-way trip (0.5 RTT); within 0.25 RTT (25 ms
     real, for processing under emulation). Control overheads are the same in both runs and
     cancel; medians of 7 flows."""
     need("netem")
