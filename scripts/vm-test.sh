@@ -67,7 +67,7 @@ host_tools() {
   local missing=()
   command -v qemu-system-x86_64 >/dev/null || missing+=(qemu-system-x86)
   command -v debootstrap >/dev/null || missing+=(debootstrap)
-  mkfs.ext4 -V 2>&1 | grep -q 'mke2fs 1\.4[5-9]' || missing+=(e2fsprogs)
+  mkfs.ext4 -V 2>&1 | grep -q 'mke2fs 1\.4[3-9]' || missing+=(e2fsprogs)
   if [ "${#missing[@]}" -gt 0 ]; then
     say "host: installing ${HOST_PACKAGES[*]}"
     export DEBIAN_FRONTEND=noninteractive

@@ -132,6 +132,13 @@ def test_burst_is_about_a_millisecond_never_below_a_frame(rate):
     assert FRAME <= quantum <= 200_000 and queue >= 64
 
 
+def test_policy_names():
+    """dscp-priority is HTB prio classes whatever the kernel has; the prio qdisc is opt-in."""
+    assert policy_by_name("dscp-priority") == DscpPriorityPolicy(use_prio_qdisc=False)
+    assert policy_by_name("dscp-priority-prio") == DscpPriorityPolicy(use_prio_qdisc=True)
+    assert policy_by_name("fifo") == FifoPolicy()
+
+
 def test_bad_inputs():
     with pytest.raises(SpecError):
         shaping_params(-1)
