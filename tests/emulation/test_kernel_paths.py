@@ -12,10 +12,12 @@ it is skipped with the reason, in CI too (the set-up is fine, the kernel
 lacks a module). ``scripts/vm-test.sh`` runs this file on Debian's 6.1
 kernel, which has them all, and fails if any test here was skipped.
 
-Rates are modest (5 Mbit/s real) and latencies long (25 ms real per link)
-so the tests hold in a guest under software emulation (qemu TCG, which
-sustained only 6-16 Mbit/s of shaped TCP at 20 Mbit/s, and added 1-8 ms
-to a ping's RTT, on a busy 2-core host) as well as on hardware.
+Rates are modest (2 Mbit/s real) and latencies long (25 ms real per link)
+so the tests hold in a guest under software emulation (qemu TCG: at 20
+Mbit/s it carried only 6-16 Mbit/s of shaped TCP, at 5 Mbit/s 84-95 %,
+and it added 1-8 ms to a ping's RTT, on a 2-core host) as well as on
+hardware. A guest starved by other work on the host fails the "port was
+contended" checks, which say so, rather than the priority ones.
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ from railbed.spec import ClusterSpec
 from railbed.units import GOODPUT_FRACTION
 from schedulers import by_name
 
-RATE = 5e6  # real bit/s of every link
+RATE = 2e6  # real bit/s of every link
 PORT = ("sw0", "sw0-eth0")  # the switch port towards h0: both senders' bottleneck
 HIGH, LOW = 56, 0  # class 7 (a DSCP filter, band 0) and class 0 (no filter: HTB default / priomap)
 # Shaping accuracy is tested on hardware (test_shaping.py: within 2 %); under qemu TCG the
@@ -82,7 +84,7 @@ def test_high_class_gets_at_least_97_percent_under_contention(use_prio):
 
 # --------------------------------------------------------------- netem
 K = 1000
-MODEL_RATE = RATE * K  # 5 Gbit/s model links
+MODEL_RATE = RATE * K  # 2 Gbit/s model links
 LINK_LATENCY = 25e-6  # model seconds per link: 100 us model RTT over 4 links -> 100 ms real
 RTT = 4 * LINK_LATENCY
 
