@@ -74,9 +74,9 @@ def test_high_class_gets_at_least_97_percent_under_contention(use_prio):
         assert ("qdisc prio 2:" in shown) == use_prio, shown
         both = measure(tb, [Flow((2, 0), (0, 0), LOW), Flow((1, 0), (0, 0), HIGH)], [PORT])
         port = both.ports[PORT]
+        assert port.wire_bps >= SATURATED * RATE, f"the port was not contended: {port.wire_bps / 1e6:.2f} Mbit/s"
         high, low = (port.class_bps.get(c, 0.0) / port.wire_bps for c in (7, 0))
         assert high >= 0.97 and low <= 0.03, f"high {high:.4f} low {low:.4f} of {port.wire_bps / 1e6:.2f} Mbit/s"
-        assert port.wire_bps >= SATURATED * RATE, f"the port was not contended: {port.wire_bps / 1e6:.2f} Mbit/s"
         alone = measure(tb, [Flow((2, 0), (0, 0), LOW)], [PORT], base_port=5301)
         port = alone.ports[PORT]
         assert port.class_bps.get(0, 0.0) >= 0.97 * port.wire_bps and port.wire_bps >= SATURATED * RATE
