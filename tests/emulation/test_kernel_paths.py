@@ -42,6 +42,9 @@ HIGH, LOW = 56, 0  # class 7 (a DSCP filter, band 0) and class 0 (no filter: HTB
 # Shaping accuracy is tested on hardware (test_shaping.py: within 2 %); under qemu TCG the
 # shaper delivered 84-95 % of 5 Mbit/s, so here a port counts as busy above 75 %.
 SATURATED = 0.75
+# measure() starts the senders, waits this long, then opens its window. A starved emulated
+# guest took seconds to start a Python sender (the window once saw 0 bytes after 1.5 s).
+WARMUP = 5.0
 
 
 def need(qdisc: str) -> None:
@@ -72,12 +75,12 @@ def test_high_class_gets_at_least_97_percent_under_contention(use_prio):
     with Testbed(star(3), policy="dscp-priority-prio" if use_prio else "dscp-priority", scale=1) as tb:
         shown = qdiscs_of(tb, *PORT)
         assert ("qdisc prio 2:" in shown) == use_prio, shown
-        both = measure(tb, [Flow((2, 0), (0, 0), LOW), Flow((1, 0), (0, 0), HIGH)], [PORT])
+        both = measure(tb, [Flow((2, 0), (0, 0), LOW), Flow((1, 0), (0, 0), HIGH)], [PORT], warmup=WARMUP)
         port = both.ports[PORT]
         assert port.wire_bps >= SATURATED * RATE, f"the port was not contended: {port.wire_bps / 1e6:.2f} Mbit/s"
         high, low = (port.class_bps.get(c, 0.0) / port.wire_bps for c in (7, 0))
         assert high >= 0.97 and low <= 0.03, f"high {high:.4f} low {low:.4f} of {port.wire_bps / 1e6:.2f} Mbit/s"
-        alone = measure(tb, [Flow((2, 0), (0, 0), LOW)], [PORT], base_port=5301)
+        alone = measure(tb, [Flow((2, 0), (0, 0), LOW)], [PORT], warmup=WARMUP, base_port=5301)
         port = alone.ports[PORT]
         assert port.class_bps.get(0, 0.0) >= 0.97 * port.wire_bps and port.wire_bps >= SATURATED * RATE
 
@@ -153,7 +156,7 @@ def test_pacing_holds_with_fq_leaves():
         # a qdisc's kind cannot be changed in place ("Invalid qdisc name"): delete, then add
         out = h0.cmd("tc qdisc del dev h0-eth0 parent 1:10 && tc qdisc add dev h0-eth0 parent 1:10 handle 10: fq")
         assert not out.strip(), out
-        m = measure(tb, [Flow((0, 0), (1, 0), pace_bps=pace)], [("h0", "h0-eth0")])
+        m = measure(tb, [Flow((0, 0), (1, 0), pace_bps=pace)], [("h0", "h0-eth0")], warmup=WARMUP)
         shown = qdiscs_of(tb, "h0", "h0-eth0")
     assert "qdisc fq 10:" in shown, shown
     throttled = re.search(r"highprio \d+ throttled (\d+)", shown)  # cumulative, not "flows .. throttled"
