@@ -67,7 +67,10 @@ host_tools() {
   local missing=()
   command -v qemu-system-x86_64 >/dev/null || missing+=(qemu-system-x86)
   command -v debootstrap >/dev/null || missing+=(debootstrap)
-  mkfs.ext4 -V 2>&1 | grep -q 'mke2fs 1\.4[3-9]' || missing+=(e2fsprogs)
+  # (not `mkfs.ext4 -V | grep -q`: under pipefail, grep's early exit can fail the pipe)
+  local mke2fs
+  mke2fs="$(mkfs.ext4 -V 2>&1 || true)"
+  [[ "$mke2fs" == *"mke2fs 1.4"[3-9]* ]] || missing+=(e2fsprogs)  # 1.43+ has mkfs -d
   if [ "${#missing[@]}" -gt 0 ]; then
     say "host: installing ${HOST_PACKAGES[*]}"
     export DEBIAN_FRONTEND=noninteractive
