@@ -62,7 +62,8 @@ MEANING = {
         "no netem: link latencies are applied in the traffic agents",
     ),
     "prio": (
-        "prio: strict priority uses the prio qdisc under an HTB shaper",
+        "prio: available as policy dscp-priority-prio; strict priority uses HTB prio classes by default "
+        "(measured better, README 'The VM lane')",
         "no prio: strict priority via HTB prio classes (tiny rate, ceil = link, prio 0..7)",
     ),
     "fq": (

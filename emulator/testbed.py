@@ -102,7 +102,9 @@ class Testbed:
         t0 = time.monotonic()
         feats = kernel.probe()
         if self.policy is None:
-            self.policy = policy_by_name(self._policy_arg, has_prio_qdisc=feats.has("prio"))
+            self.policy = policy_by_name(self._policy_arg)
+        if getattr(self.policy, "use_prio_qdisc", False) and not feats.has("prio"):
+            raise EnvironmentProblem("policy: this kernel has no prio qdisc (use dscp-priority: HTB prio classes)")
         self.latency_mode = self._choose_latency_mode(feats.has("netem"))
         # validates rates before anything is created
         topo = ClusterTopo(

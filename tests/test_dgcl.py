@@ -60,15 +60,25 @@ def test_every_destination_reached_through_a_tree():
         assert set(req.dests_of(v)) <= have
 
 
+def qpi_time(nbytes: float) -> float:
+    """Seconds for ``nbytes`` over the DGX-1's QPI (9.56 GB/s, DGCL Table 1)."""
+    return 8 * nbytes / (9.56 * GB)
+
+
 def test_cost_model_contention_on_a_shared_hop():
-    # gpu0->gpu5 and gpu1->gpu4 both cross QPI in stage 0: the stage costs both
-    req = Requirements.from_lists([0, 1], [[5], [4]], 1e6)
-    p2p = peer_to_peer(Requirements.from_lists([0, 1], [[5], [6]], 1e6))
-    assert stage_times(TOPO, p2p, req)[0] > 0
-    single = plan_cost(
-        TOPO, peer_to_peer(Requirements.from_lists([0], [[5]], 1e6)), Requirements.from_lists([0], [[5]], 1e6)
-    )
-    assert single == pytest.approx(8e6 / (9.56 * GB))
+    """gpu0->gpu5 and gpu1->gpu4 both cross QPI (CPU0 to CPU1) in stage 0: the stage time
+    is their bytes added up over QPI, not the larger of the two."""
+    shared = set(TOPO.hops(0, 5)) & set(TOPO.hops(1, 4))
+    assert shared, "the two routes were chosen to share QPI"
+    single = Requirements.from_lists([0], [[5]], 1e6)
+    assert plan_cost(TOPO, peer_to_peer(single), single) == pytest.approx(qpi_time(1e6), rel=1e-12)
+    both = Requirements.from_lists([0, 1], [[5], [4]], [1e6, 3e6])
+    times = stage_times(TOPO, peer_to_peer(both), both)
+    assert times[0] == pytest.approx(qpi_time(4e6), rel=1e-12)
+    assert times[1:].sum() == 0.0
+    # a transfer on its own NVLink (gpu0 -> gpu4: NV2) adds nothing to the QPI bottleneck
+    beside = Requirements.from_lists([0, 1, 0], [[5], [4], [4]], [1e6, 3e6, 1e6])
+    assert plan_cost(TOPO, peer_to_peer(beside), beside) == pytest.approx(qpi_time(4e6), rel=1e-12)
 
 
 @pytest.mark.parametrize("seed", range(5))

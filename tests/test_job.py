@@ -65,6 +65,23 @@ def test_cycles_and_duplicates_are_errors():
     assert err.value.field == "items.x"
 
 
+def test_a_cycle_among_some_items_is_an_error():
+    """A root item starts the order, so the order is not empty; the cycle b -> c -> d -> b
+    behind it must still be found and named."""
+    job = Job()
+    job.endpoint("a")
+    job.task("root", "a", 1.0)
+    job.task("b", "a", 1.0, ["root", "d"])
+    job.task("c", "a", 1.0, ["b"])
+    job.task("d", "a", 1.0, ["c"])
+    job.task("after", "a", 1.0, ["root"])
+    with pytest.raises(SpecError, match="cycle through b, c, d") as err:
+        job.validate()
+    assert err.value.field == "items.b.deps"
+    with pytest.raises(SpecError, match="cycle"):
+        job.topological_order()
+
+
 def test_malformed_json_is_a_spec_error(tmp_path):
     bad = tmp_path / "bad.json"
     bad.write_text("{not json")

@@ -190,12 +190,44 @@ def random_instance(rng: random.Random, nlinks: int, nflows: int, classes: int =
     return capacity, paths, prio, cap
 
 
+def edge_instance(rng: random.Random, nlinks: int, nflows: int):
+    """Instances with what random_instance never draws: all 8 classes (7 included), flows
+    with no link, caps of zero, caps tied with each other and with a link's capacity."""
+    capacity = [rng.choice([1e9, 1e9, 2e9, rng.uniform(1e8, 1e10)]) for _ in range(nlinks)]
+    paths = [rng.sample(range(nlinks), rng.randint(0, min(4, nlinks))) for _ in range(nflows)]
+    prio = [rng.choice([0, 7, rng.randrange(8)]) for _ in range(nflows)]
+    caps = [math.inf, 0.0, 5e8, 1e9, rng.choice(capacity) / rng.choice([1, 2, 3]), rng.uniform(1e7, 5e9)]
+    cap = [rng.choice(caps) for _ in range(nflows)]
+    return capacity, paths, prio, cap
+
+
 @pytest.mark.parametrize("seed", range(40))
 def test_maxmin_kernel_agrees_with_the_reference(seed):
     rng = random.Random(seed)
     inst = random_instance(rng, rng.randint(1, 12), rng.randint(1, 30))
     fast, slow = maxmin(*inst), maxmin_reference(*inst)
     assert list(fast) == pytest.approx(slow, rel=1e-9)
+
+
+@pytest.mark.parametrize("seed", range(60))
+def test_maxmin_kernel_agrees_with_the_reference_on_edge_cases(seed):
+    rng = random.Random(7000 + seed)
+    inst = edge_instance(rng, rng.randint(1, 8), rng.randint(1, 20))
+    fast, slow = maxmin(*inst), maxmin_reference(*inst)
+    assert list(fast) == pytest.approx(slow, rel=1e-9)
+
+
+@pytest.mark.parametrize("top", range(8))
+def test_each_class_alone_and_above_another_gets_the_link(top):
+    """Hand case for every class: alone it fills the 1 Gbit/s link; above a lower class it keeps
+    all of it; a zero cap gives 0 and a flow with no link gets its cap."""
+    for rates in (maxmin([1e9], [[0]], [top], [math.inf]), maxmin_reference([1e9], [[0]], [top], [math.inf])):
+        assert list(rates) == [1e9]
+    if top > 0:
+        for fn in (maxmin, maxmin_reference):
+            assert list(fn([1e9], [[0], [0]], [top - 1, top], [math.inf, math.inf])) == [0.0, 1e9]
+    for fn in (maxmin, maxmin_reference):
+        assert list(fn([1e9], [[0], [], [0]], [top, top, top], [0.0, 3e8, math.inf])) == [0.0, 3e8, 1e9]
 
 
 def random_job(rng: random.Random) -> tuple[Job, ClusterSpec]:
@@ -245,9 +277,9 @@ def test_a_training_job_is_the_same_on_both_engines():
 
 
 # ----------------------------------------------------------- properties
-instances = st.integers(0, 2**32 - 1).map(
-    lambda seed: random_instance(
-        random.Random(seed), random.Random(seed).randint(1, 10), random.Random(~seed).randint(1, 25)
+instances = st.tuples(st.integers(0, 2**32 - 1), st.sampled_from([random_instance, edge_instance])).map(
+    lambda drawn: drawn[1](
+        random.Random(drawn[0]), random.Random(drawn[0]).randint(1, 10), random.Random(~drawn[0]).randint(1, 25)
     )
 )
 

@@ -3,6 +3,7 @@
 import random
 
 import pytest
+import tc_reading
 
 from railbed.errors import SpecError
 from railbed.units import FRAME
@@ -116,7 +117,7 @@ def test_small_tcp_packets_go_first_in_every_policy(policy):
 def test_netem_leaves_when_delay_is_given():
     plan = FifoPolicy().compile(100e6, delay_s=2e-3)
     netem = [q for q in plan.items if isinstance(q, Qdisc) and q.kind == "netem"]
-    assert len(netem) == 1 and netem[0].params["delay"] == 2000
+    assert len(netem) == 2 and all(q.params["delay"] == 2000 for q in netem)  # the data leaf and the ACK leaf
     # the limit also holds the packets in flight during the delay (12.5 MB/s * 2 ms / 1514 B)
     assert netem[0].params["limit"] >= 64 + 16
     assert "netem delay 2000us" in "\n".join(plan.render("eth0"))
@@ -131,6 +132,13 @@ def test_burst_is_about_a_millisecond_never_below_a_frame(rate):
     assert FRAME <= quantum <= 200_000 and queue >= 64
 
 
+def test_policy_names():
+    """dscp-priority is HTB prio classes whatever the kernel has; the prio qdisc is opt-in."""
+    assert policy_by_name("dscp-priority") == DscpPriorityPolicy(use_prio_qdisc=False)
+    assert policy_by_name("dscp-priority-prio") == DscpPriorityPolicy(use_prio_qdisc=True)
+    assert policy_by_name("fifo") == FifoPolicy()
+
+
 def test_bad_inputs():
     with pytest.raises(SpecError):
         shaping_params(-1)
@@ -143,3 +151,84 @@ def test_bad_inputs():
     with pytest.raises(SpecError) as err:
         policy_by_name("wfq")
     assert err.value.field == "policy"
+
+
+# ------------------------------------------- an independent reading of the plan
+# tc_reading evaluates the rendered tc commands as the kernel would; these
+# tests never call TcPlan.classify, so a plan that is wrong in its structure
+# (bands reversed, HTB's default class, the priomap) cannot agree with itself.
+DATA = 1500  # a full-size data packet: never matched by the ACK filter
+
+
+def keys_by_class(plan, table):
+    """{class: set of service keys of every DSCP the table maps to that class}."""
+    tree = tc_reading.read(plan.render("eth0"))
+    out = {}
+    for dscp, cls in enumerate(table):
+        out.setdefault(cls, set()).add(tc_reading.service_key(tree, tc_reading.ipv4_header(dscp, DATA)))
+    return out
+
+
+def assert_strict_order(plan, table):
+    """Every DSCP of a class lands in one queue; a higher class is served strictly first."""
+    by_class = keys_by_class(plan, table)
+    for cls, keys in by_class.items():
+        assert len(keys) == 1, f"class {cls} is split over queues {sorted(keys)}"
+    key = {cls: keys.pop() for cls, keys in by_class.items()}
+    order = sorted(key)
+    for lower, higher in zip(order, order[1:]):
+        assert key[higher] < key[lower], f"class {higher} {key[higher]} is not served before class {lower} {key[lower]}"
+
+
+@pytest.mark.parametrize("use_prio", [False, True])
+def test_rendered_plan_serves_higher_classes_first(use_prio):
+    table = tuple(d >> 3 for d in range(64))
+    assert_strict_order(DscpPriorityPolicy(use_prio_qdisc=use_prio).compile(100e6), table)
+
+
+@pytest.mark.parametrize("use_prio", [False, True])
+def test_rendered_plan_puts_dscp_zero_in_the_lowest_queue(use_prio):
+    """DSCP 0 matches no DSCP filter: HTB's default class or the priomap must be the lowest."""
+    tree = tc_reading.read(DscpPriorityPolicy(use_prio_qdisc=use_prio).compile(100e6).render("eth0"))
+    keys = {d: tc_reading.service_key(tree, tc_reading.ipv4_header(d, DATA)) for d in range(64)}
+    assert keys[0] == max(keys.values())
+    assert keys[0] > keys[8] > keys[16] > keys[24] > keys[32] > keys[40] > keys[48] > keys[56]
+    # the expected queues, read by hand from the module docstring
+    assert keys[0] == ((0, 7) if use_prio else (7,)) and keys[56] == ((0, 0) if use_prio else (0,))
+
+
+@pytest.mark.parametrize("seed", range(10))
+@pytest.mark.parametrize("use_prio", [False, True])
+def test_rendered_random_mapping_orders_as_given(seed, use_prio):
+    rng = random.Random(seed)
+    table = tuple(rng.randrange(8) for _ in range(64))
+    assert_strict_order(DscpPriorityPolicy(table, use_prio_qdisc=use_prio).compile(10e6), table)
+
+
+@pytest.mark.parametrize("policy", [FifoPolicy(), DscpPriorityPolicy(), DscpPriorityPolicy(use_prio_qdisc=True)])
+def test_rendered_plan_sends_acks_no_later_than_any_data(policy):
+    tree = tc_reading.read(policy.compile(100e6).render("eth0"))
+    ack = tc_reading.service_key(tree, tc_reading.ipv4_header(0, 52))
+    data = [tc_reading.service_key(tree, tc_reading.ipv4_header(d, DATA)) for d in range(64)]
+    assert all(ack <= k for k in data)
+    assert tc_reading.service_key(tree, tc_reading.ipv4_header(0, 52, proto=17)) == data[0]  # small UDP: data
+
+
+def test_fifo_rendered_plan_is_one_queue_for_every_dscp():
+    tree = tc_reading.read(FifoPolicy().compile(100e6).render("eth0"))
+    assert len({tc_reading.service_key(tree, tc_reading.ipv4_header(d, DATA)) for d in range(64)}) == 1
+
+
+@pytest.mark.parametrize("policy", [FifoPolicy(), DscpPriorityPolicy(), DscpPriorityPolicy(use_prio_qdisc=True)])
+def test_every_packet_meets_the_link_latency(policy):
+    """With a delay, whatever queue a packet ends in is a netem of that delay: data of every
+    DSCP, pure ACKs and SYNs (small TCP) and small UDP. A leaf without it lets the handshake
+    and the ACK clock skip the latency, so TCP sees half the RTT."""
+    tree = tc_reading.read(policy.compile(100e6, delay_s=2e-3).render("eth0"))
+    packets = [tc_reading.ipv4_header(d, DATA) for d in range(64)]
+    packets += [tc_reading.ipv4_header(d, 52) for d in (0, 46, 56)]
+    packets += [tc_reading.ipv4_header(0, 60, proto=17)]
+    for header in packets:
+        leaf = tc_reading.leaf_qdisc(tree, header)
+        assert leaf is not None and leaf.kind == "netem", f"{header.hex()} ends in {leaf}"
+        assert leaf.params["delay"] == ["2000us"]

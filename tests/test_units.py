@@ -91,3 +91,61 @@ def test_rate_scale_roundtrip_and_defaults():
     assert big.k >= 400e9 / 500e6 and str(big.k)[0] in "125"
     with pytest.raises(SpecError):
         RateScale(0)
+
+
+# What every unit means, written out here from the convention the README states (b and bit
+# are bits, B bytes; k/K/M/G/T decimal, Ki/Mi/Gi/Ti binary; tc's lower-case mbit/gbit/tbit), not
+# read from railbed.units: a wrong factor in railbed.units' tables fails below.
+PREFIX = {
+    "": 1.0, "k": 1e3, "K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12,
+    "Ki": 1024.0, "Mi": 1024.0**2, "Gi": 1024.0**3, "Ti": 1024.0**4,
+    "m": 1e6, "g": 1e9, "t": 1e12, "ki": 1024.0, "mi": 1024.0**2, "gi": 1024.0**3, "ti": 1024.0**4,
+}  # fmt: skip
+BITS_PER_UNIT = {"bit/s": 1, "bit": 1, "b/s": 1, "bps": 1, "b": 1, "B/s": 8, "Bps": 8, "B": 8}
+SIZE_BYTES = {"": 1, "B": 1, "kB": 1000, "KB": 1000, "MB": 10**6, "GB": 10**9, "TB": 10**12, "KiB": 1024,
+              "MiB": 1024**2, "GiB": 1024**3, "Mb": 125_000, "Mbit": 125_000, "Gbit": 125_000_000}  # fmt: skip
+TIME_SUFFIXES = {"": 1.0, "s": 1.0, "ms": 1e-3, "us": 1e-6, "\u00b5s": 1e-6, "ns": 1e-9}
+
+
+def bits_per_second(unit: str) -> float:
+    if unit in PREFIX:
+        return PREFIX[unit]  # a bare prefix: "1.5G"
+    for suffix, bits in sorted(BITS_PER_UNIT.items(), key=lambda kv: -len(kv[0])):
+        if unit.endswith(suffix) and unit[: -len(suffix)] in PREFIX:
+            return PREFIX[unit[: -len(suffix)]] * bits
+    raise AssertionError(f"the test's convention has no meaning for {unit!r}")
+
+
+def accepted_rate_units() -> list[str]:
+    from railbed import units
+
+    return sorted(set(units._UNITS) - units._AMBIGUOUS)
+
+
+@pytest.mark.parametrize("unit", accepted_rate_units(), ids=str)
+def test_every_rate_suffix_means_its_power_of_ten(unit):
+    assert parse_rate(f"2.5{unit}", "x") == pytest.approx(2.5 * bits_per_second(unit), rel=1e-12)
+    assert parse_rate(f"3 {unit}", "x") == pytest.approx(3 * bits_per_second(unit), rel=1e-12)
+
+
+def test_the_unit_table_covers_the_conventional_spellings():
+    """Units every README example uses are accepted (so the parametrized test above sees them)."""
+    for unit in ("bit", "kbit", "mbit", "gbit", "tbit", "Mbit", "Gbit", "Gbps", "Gb", "GB/s", "GBps", "MiB"):
+        assert unit in accepted_rate_units()
+
+
+@pytest.mark.parametrize("suffix, factor", sorted(SIZE_BYTES.items()))
+def test_every_size_suffix(suffix, factor):
+    assert parse_size(f"3{suffix}", "x") == 3 * factor
+
+
+@pytest.mark.parametrize("suffix, factor", sorted(TIME_SUFFIXES.items()))
+def test_every_time_suffix(suffix, factor):
+    assert parse_duration(f"4{suffix}", "x") == pytest.approx(4 * factor, rel=1e-12)
+
+
+def test_the_time_table_above_is_complete():
+    """A time unit added to railbed.units must be added (with its meaning) to the table above."""
+    from railbed import units
+
+    assert set(units._TIME_UNITS) == set(TIME_SUFFIXES)
