@@ -163,7 +163,7 @@ def gnn_training(
     iterations: int = 10,
     batch: int = 2000,
     hidden: int = 256,
-    max_edges: int = 4_000_000,
+    max_edges: int = 1_000_000,
     locality: float = 0.8,
     profile: int = 50,
     t_store: float = 2e-3,
