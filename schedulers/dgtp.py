@@ -22,9 +22,9 @@ same roles: ``store`` endpoints pinned one per machine, ``sampler``,
 (``tags["profile"]``) on the first flow of every (source, destination, kind)
 whose sizes are revealed on ready. :meth:`check` refuses other jobs.
 
-Machine bandwidth (B_in^m, B_out^m): the sum of the server's NIC rates
-(model wire bit/s); every flow counted by OES crosses machines (same-server
-flows never enter the network).
+Machine bandwidth (B_in^m, B_out^m): the rate of the server's NIC 0, which
+every placed endpoint uses (model wire bit/s); every flow counted by OES
+crosses machines (same-server flows never enter the network).
 
 ETP's cost (§V-B): the makespan of ``eval_iterations`` (20, §VI-A)
 iterations of the job simulated under OES, sizes drawn from the profile
@@ -94,7 +94,8 @@ def previous_flows(job: Job) -> dict[str, str]:
 
 
 def bandwidth(cluster: ClusterSpec) -> list[float]:
-    return [float(sum(s.nic_rates)) for s in cluster.servers]
+    """B_in^m = B_out^m: the rate of NIC 0, the one :func:`placement_from` gives every endpoint."""
+    return [float(s.nic_rates[0]) for s in cluster.servers]
 
 
 def placement_from(job: Job, cluster: ClusterSpec, machine_of: dict[str, int]) -> Placement:
@@ -239,18 +240,54 @@ def _search_key(job: Job, cluster: ClusterSpec, args: tuple) -> str:
     return hashlib.sha1(text.encode()).hexdigest()
 
 
-def _search(job, cluster, beta, mu, steps, seed, eval_iterations) -> tuple[dict[str, int], dict]:
-    from simulator import simulate  # the cost of a placement is a simulated run
+def simulated_makespan(job: Job, cluster: ClusterSpec, eval_iterations: int, seed: int):
+    """T'_Y as a function of a placement vector (machine per :func:`_movable` endpoint): the full
+    simulator running ``eval_iterations`` profiled iterations under OES, without resource limits
+    (ETP visits over-full placements, eq. 22; the penalty prices them)."""
+    from simulator import simulate
 
     names = _movable(job)
-    start = ifs_assignment(job, cluster, seed)
     sample = profile_job(job, eval_iterations, seed)
-    roomy = unlimited(cluster)  # ETP visits over-full placements (eq. 22); the penalty prices them
+    roomy = unlimited(cluster)
 
     def makespan(y: tuple[int, ...]) -> float:
         sched = FixedOes(placement_from(job, cluster, dict(zip(names, y))))
         return simulate(sample, sched, roomy).makespan
 
+    return makespan
+
+
+def fast_makespan(job: Job, cluster: ClusterSpec, eval_iterations: int, seed: int):
+    """The same T'_Y from :mod:`schedulers.dgtp_eval`'s numba event loop, or ``None`` where that
+    loop's assumptions do not hold (a fabric other than one switch, latency, flows that do not
+    depend on their previous-iteration counterparts)."""
+    from schedulers.dgtp_eval import CompiledJob
+
+    if cluster.fabric.kind != "single_switch" or cluster.fabric.latency > 0:
+        return None
+    sample = profile_job(job, eval_iterations, seed)
+    prev = previous_flows(sample)
+    if any(p not in sample.items[f].deps for f, p in prev.items()):
+        return None
+    compiled = CompiledJob(sample, cluster, bandwidth(cluster))
+    names = _movable(job)
+    return lambda y: compiled.makespan(placement_from(job, cluster, dict(zip(names, y))))
+
+
+def evaluators(job: Job, cluster: ClusterSpec, eval_iterations: int, seed: int) -> dict:
+    """Every way railbed has to compute ETP's T'_Y (the benchmark compares them)."""
+    out = {"simulate": simulated_makespan(job, cluster, eval_iterations, seed)}
+    fast = fast_makespan(job, cluster, eval_iterations, seed)
+    if fast is not None:
+        out["fast"] = fast
+    return out
+
+
+def _search(job, cluster, beta, mu, steps, seed, eval_iterations) -> tuple[dict[str, int], dict]:
+    names = _movable(job)
+    start = ifs_assignment(job, cluster, seed)
+    fast = fast_makespan(job, cluster, eval_iterations, seed)
+    makespan = fast if fast is not None else simulated_makespan(job, cluster, eval_iterations, seed)
     t0 = time.perf_counter()
     demands = [dict(job.endpoints[n].demands) for n in names]
     best, best_t, stats = alg.etp(
@@ -258,6 +295,7 @@ def _search(job, cluster, beta, mu, steps, seed, eval_iterations) -> tuple[dict[
     )
     stats["seconds"] = time.perf_counter() - t0
     stats["makespan"] = best_t
+    stats["evaluator"] = "fast" if fast is not None else "simulate"
     return dict(zip(names, best)), stats
 
 

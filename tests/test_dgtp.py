@@ -298,3 +298,29 @@ def test_bad_dgtp_argument_exits_2(tmp_path):
     assert proc.returncode == 2, proc.stderr
     assert proc.stderr.strip().startswith("railbed: schedulers[1].args.mu:"), proc.stderr
     assert not (tmp_path / "out").exists()
+
+
+# ----------------------------------------------------------- ETP's fast evaluation
+def test_fast_evaluation_agrees_with_its_twin_and_the_simulator(job):
+    from schedulers import dgtp as d
+    from schedulers.dgtp_eval import CompiledJob
+
+    public = job.public()
+    ev = d.evaluators(public, TESTBED, 3, 0)
+    compiled = CompiledJob(d.profile_job(public, 3, 0), TESTBED, d.bandwidth(TESTBED))
+    names = d._movable(public)
+    rng = random.Random(3)
+    for _ in range(8):
+        y = tuple(rng.randrange(4) for _ in names)  # over-full placements too: workers share GPUs
+        fast = ev["fast"](y)
+        assert fast == compiled.makespan_reference(d.placement_from(public, TESTBED, dict(zip(names, y))))
+        assert fast == pytest.approx(ev["simulate"](y), rel=1e-9)
+
+
+def test_fast_evaluation_declines_what_it_does_not_model(job):
+    from schedulers import dgtp as d
+
+    leafy = ClusterSpec.from_dict(
+        {"servers": [{"count": 4, "gpus": 2, "nic_rate": 8e9}], "fabric": {"type": "single_switch", "latency": 1e-5}}
+    )
+    assert d.fast_makespan(job.public(), leafy, 2, 0) is None
