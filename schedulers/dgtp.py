@@ -29,10 +29,18 @@ crosses machines (same-server flows never enter the network).
 ETP's cost (§V-B): the makespan of ``eval_iterations`` (20, §VI-A)
 iterations of the job simulated under OES, sizes drawn from the profile
 (once per search, the same draw for every candidate, so candidates differ
-only by placement; the paper does not say whether it redraws). Costs are in
-model seconds; the paper does not give the unit its β = 0.1 multiplies,
-and in seconds the search accepts almost every move (a random walk that
-keeps the best feasible placement seen). A placement search is done once per
+only by placement; the paper does not say whether it redraws).
+
+The unit of cost (``cost_unit``, seconds): the paper does not say what
+unit its β = 0.1 multiplies, and the chain's behaviour depends on it
+entirely. We chose milliseconds (``cost_unit = 1e-3``) because in seconds
+the chain is no MCMC at all: on ``scenarios/dgtp/sim-products.yaml`` it
+accepted 94 % of 10,000 moves (a random walk) and its best placement
+simulated 3.70 s, worse than DistDGL's placement (3.18 s) under the same
+OES; in milliseconds it accepted 3 % (292 moves, improvements and a few
+uphill ones, as §V-B describes) and found 2.47 s. We chose it from the
+chain's acceptance, before running any comparison the paper reports.
+A placement search is done once per
 (job, cluster, arguments) in a process and shared (``omcoflow`` and ``mrtf``
 reuse ``dgtp``'s).
 """
@@ -149,9 +157,11 @@ def ifs_assignment(job: Job, cluster: ClusterSpec, seed: int = 0) -> dict[str, i
 
 def distdgl_assignment(job: Job, cluster: ClusterSpec) -> dict[str, int]:
     """DistDGL (seed 001 §4.1; seed 000 §VI-A): each worker with its samplers on its data's
-    machine (the store its samplers fetch most from, by the profile), else together on the
-    machine with the most free cores that holds them, else apart (worker first, then each
-    sampler: the worker's machine, its home, the freest); the PS on the freest machine."""
+    machine (the store its samplers fetch most from, by the profile) where the whole group
+    fits; then the other workers (their home, else the machine with the most free cores that
+    holds one), then their samplers (the worker's machine, its home, the freest); the PS on
+    the freest machine. Workers are placed before stray samplers so that samplers never take
+    the cores a worker needs."""
     cap = _capacity(cluster)
     used: list[dict[str, float]] = [{} for _ in cap]
     samplers_of = {w: [f.src for f in job.flows if f.dst == w and f.iteration == 0 and _role(job, f.src) == "sampler"]
@@ -178,14 +188,16 @@ def distdgl_assignment(job: Job, cluster: ClusterSpec) -> dict[str, int]:
         return any(take(names, m) for m in dict.fromkeys(first + rest))
 
     home = _homes(job, cluster)
-    for w, samplers in samplers_of.items():
-        h = home.get(samplers[0], 0) if samplers else 0
-        if place([w, *samplers], [h]):
+    home_of = {w: home.get(ss[0], 0) if ss else 0 for w, ss in samplers_of.items()}
+    for w, samplers in samplers_of.items():  # whole groups at home first
+        if not take([w, *samplers], home_of[w]):
             continue
-        if not place([w], [h]):
+    for w in samplers_of:  # then the workers left out, by their data, then the freest machine
+        if w not in out and not place([w], [home_of[w]]):
             raise SpecError("cluster", f"DistDGL: no machine can host worker {w}")
+    for w, samplers in samplers_of.items():  # then their samplers: the worker's machine, its home, the freest
         for s in samplers:
-            if not place([s], [out[w], h]):
+            if s not in out and not place([s], [out[w], home_of[w]]):
                 raise SpecError("cluster", f"DistDGL: no machine can host sampler {s}")
     for ps in job.endpoints_with("ps"):
         if not place([ps], []):
@@ -226,12 +238,13 @@ def profile_job(job: Job, iterations: int, seed: int = 0) -> Job:
 
 
 def dgtp_assignment(
-    job: Job, cluster: ClusterSpec, beta: float, mu: float, steps: int, seed: int, eval_iterations: int
-) -> tuple[dict[str, int], dict]:
+    job: Job, cluster: ClusterSpec, beta: float, mu: float, steps: int, seed: int, eval_iterations: int,
+    cost_unit: float = 1e-3,
+) -> tuple[dict[str, int], dict]:  # fmt: skip
     """IFS, then ETP with OES-simulated costs; shared by every scheduler asking with the same key."""
-    key = _search_key(job, cluster, (beta, mu, steps, seed, eval_iterations))
+    key = _search_key(job, cluster, (beta, mu, steps, seed, eval_iterations, cost_unit))
     if key not in _SEARCHES:
-        _SEARCHES[key] = _search(job, cluster, beta, mu, steps, seed, eval_iterations)
+        _SEARCHES[key] = _search(job, cluster, beta, mu, steps, seed, eval_iterations, cost_unit)
     return _SEARCHES[key]
 
 
@@ -283,18 +296,25 @@ def evaluators(job: Job, cluster: ClusterSpec, eval_iterations: int, seed: int) 
     return out
 
 
-def _search(job, cluster, beta, mu, steps, seed, eval_iterations) -> tuple[dict[str, int], dict]:
+def _search(job, cluster, beta, mu, steps, seed, eval_iterations, cost_unit) -> tuple[dict[str, int], dict]:
     names = _movable(job)
     start = ifs_assignment(job, cluster, seed)
     fast = fast_makespan(job, cluster, eval_iterations, seed)
-    makespan = fast if fast is not None else simulated_makespan(job, cluster, eval_iterations, seed)
+    seconds = fast if fast is not None else simulated_makespan(job, cluster, eval_iterations, seed)
     t0 = time.perf_counter()
     demands = [dict(job.endpoints[n].demands) for n in names]
     best, best_t, stats = alg.etp(
-        [start[n] for n in names], demands, _capacity(cluster), makespan, beta, mu, steps, random.Random(seed)
+        [start[n] for n in names],
+        demands,
+        _capacity(cluster),
+        lambda y: seconds(y) / cost_unit,
+        beta,
+        mu,
+        steps,
+        random.Random(seed),
     )
     stats["seconds"] = time.perf_counter() - t0
-    stats["makespan"] = best_t
+    stats["makespan"] = best_t * cost_unit
     stats["evaluator"] = "fast" if fast is not None else "simulate"
     return dict(zip(names, best)), stats
 
@@ -336,7 +356,9 @@ class FixedOes(Oes):
         return self.placement
 
 
-def _check_args(beta: float, mu: float, iterations: int, eval_iterations: int) -> None:
+def _check_args(beta: float, mu: float, iterations: int, eval_iterations: int, cost_unit: float) -> None:
+    if not cost_unit > 0:
+        raise SpecError("cost_unit", f"must be > 0 seconds, got {cost_unit!r}")
     if not beta > 0:
         raise SpecError("beta", f"must be > 0 (§V-B), got {beta!r}")
     if not mu >= 0:
@@ -351,16 +373,17 @@ class _DgtpPlacement:
     """IFS + ETP placement (shared by dgtp, dgtp-place, omcoflow, mrtf)."""
 
     def __init__(
-        self, beta: float = 0.1, mu: float = 1.0, iterations: int = 10_000, seed: int = 0, eval_iterations: int = 20
+        self,
+        beta: float = 0.1,
+        mu: float = 1.0,
+        iterations: int = 10_000,
+        seed: int = 0,
+        eval_iterations: int = 20,
+        cost_unit: float = 1e-3,
     ) -> None:
-        _check_args(beta, mu, iterations, eval_iterations)
-        self.beta, self.mu, self.iterations, self.seed, self.eval_iterations = (
-            beta,
-            mu,
-            iterations,
-            seed,
-            eval_iterations,
-        )
+        _check_args(beta, mu, iterations, eval_iterations, cost_unit)
+        self.beta, self.mu, self.iterations, self.seed = beta, mu, iterations, seed
+        self.eval_iterations, self.cost_unit = eval_iterations, cost_unit
         self.search: dict = {}
 
     def check(self, job, cluster):
@@ -368,7 +391,7 @@ class _DgtpPlacement:
 
     def place(self, job, cluster):
         machine_of, self.search = dgtp_assignment(
-            job, cluster, self.beta, self.mu, self.iterations, self.seed, self.eval_iterations
+            job, cluster, self.beta, self.mu, self.iterations, self.seed, self.eval_iterations, self.cost_unit
         )
         if hasattr(self, "prepare"):
             self.prepare(job)

@@ -276,7 +276,10 @@ def test_dgtp_refuses_a_job_without_roles():
 
 
 # ----------------------------------------------------------- arguments
-@pytest.mark.parametrize("args, field", [({"beta": 0}, "beta"), ({"beta": -1.0}, "beta"), ({"mu": -0.5}, "mu")])
+@pytest.mark.parametrize(
+    "args, field",
+    [({"beta": 0}, "beta"), ({"beta": -1.0}, "beta"), ({"mu": -0.5}, "mu"), ({"cost_unit": 0}, "cost_unit")],
+)
 def test_bad_dgtp_arguments(args, field):
     for name in ("dgtp", "dgtp-place", "omcoflow", "mrtf"):
         with pytest.raises(SpecError) as err:

@@ -60,6 +60,15 @@ Profile (what ETP reads)
     Compute times are constant parameters, so their profile is the value
     itself.
 
+Peak-to-mean ratio (§VI-B's PMR sweep)
+    The paper defines the PMR as the largest store-to-sampler flow rate over
+    the mean of all of them, and varies it by "scaling up and down the
+    transmitted graph data sizes", without saying how. Here every fetch
+    size ``x`` becomes ``mean + spread (x - mean)`` (``spread`` = 1: as
+    sampled; the mean over the job's fetches is kept), mini-batches are
+    re-summed, and the PMR (largest fetch over the mean fetch, per
+    iteration's volume) is recorded in the first fetch's ``tags["graph"]``.
+
 Compute times (the paper gives none; defaults documented here)
     ``t_store`` 2 ms (a store serving one iteration's requests),
     ``t_sample`` 10 ms (a sampler building its sub-graphs), ``t_train``
@@ -166,6 +175,7 @@ def gnn_training(
     max_edges: int = 1_000_000,
     locality: float = 0.8,
     profile: int = 50,
+    spread: float = 1.0,
     t_store: float = 2e-3,
     t_sample: float = 10e-3,
     t_train: float = 30e-3,
@@ -182,6 +192,7 @@ def gnn_training(
     _positive("hidden", hidden)
     _positive("max_edges", max_edges, 1000)
     _positive("profile", profile, 0)
+    _positive("spread", spread, 0)
     if not 0.0 <= locality <= 1.0:
         raise SpecError("locality", f"must be in [0, 1], got {locality!r}")
     for key, value in (("t_store", t_store), ("t_sample", t_sample), ("t_train", t_train), ("t_update", t_update)):
@@ -201,13 +212,30 @@ def gnn_training(
     drawn = {s: [sizes.draw(home[s], per_sampler) for _ in range(iterations)] for s in home}
     by_home = {h: [sizes.draw(h, per_sampler) for _ in range(profile)] for h in sorted(set(home.values()))}
     profiles = {s: by_home[home[s]] for s in home}  # samplers of one home partition share a size distribution
+    drawn, profiles, pmr = _spread(drawn, profiles, spread)
     model = graphsage_bytes(ds.features, hidden, len(ds.fanout), ds.classes)
     times = (t_store, t_sample, t_train, t_update)
     for n in range(iterations):
         _iteration(job, n, stores, group, drawn, profiles if n == 0 else None, model, times)
     first = job.items[f"i0.fetch.g0.{next(iter(home))}"]
-    first.tags["graph"] = {"nodes": sizes.n, "mean_degree": round(sizes.degree, 3), "locality": locality}
+    first.tags["graph"] = {"nodes": sizes.n, "mean_degree": round(sizes.degree, 3), "locality": locality, "pmr": pmr}
     return job.validate()
+
+
+def _spread(drawn: dict, profiles: dict, k: float) -> tuple[dict, dict, float]:
+    """Fetch sizes moved ``k`` times as far from their mean (``k`` = 1: as sampled), mini-batches
+    re-summed, and the resulting peak-to-mean ratio (largest fetch over the mean fetch)."""
+    every = [f for batches in drawn.values() for fetch, _ in batches for f in fetch]
+    mean = sum(every) / len(every)
+
+    def move(batch: tuple[list[int], int]) -> tuple[list[int], int]:
+        fetch = [max(0, round(mean + k * (f - mean))) for f in batch[0]]
+        return fetch, sum(fetch)
+
+    drawn = {s: [move(b) for b in batches] for s, batches in drawn.items()}
+    profiles = {s: [move(b) for b in batches] for s, batches in profiles.items()}
+    every = [f for batches in drawn.values() for fetch, _ in batches for f in fetch]
+    return drawn, profiles, round(max(every) / (sum(every) / len(every)), 4)
 
 
 def _iteration(job: Job, n: int, stores, group, drawn, profiles, model: int, times) -> None:
