@@ -336,8 +336,8 @@ class Oes(Scheduler):
 
     def on_ready(self, item, view: RunView):
         if isinstance(item, Flow):
-            prev = getattr(self, "_prev", {}).get(item.id)
-            if alg.pending(_pair(item), item.iteration, lambda _k, _n: prev not in view.done):
+            prev = getattr(self, "_prev", {}).get(item.id)  # None: no previous-iteration counterpart
+            if prev is not None and alg.pending(_pair(item), item.iteration, lambda _k, _n: prev not in view.done):
                 return HOLD
         return Decision()
 

@@ -175,6 +175,11 @@ def test_f_pend_holds_a_flow_until_its_previous_iteration_is_done():
     fair = simulate(job, Scheduler(), cl)
     assert fair.items["f1"].start == 0.0
     assert alg.pending(("x", "y", "k"), 1, lambda key, n: True) and not alg.pending(("x", "y", "k"), 0, None)
+    lone = Job("lone")  # a later-iteration flow without a previous counterpart is never pending
+    lone.endpoint("x", Location(0, "cpu", 0))
+    lone.endpoint("y", Location(1, "cpu", 0))
+    lone.flow("f", "x", "y", 1_000_000, iteration=3)
+    assert simulate(lone, FixedOes(Placement({e: ep.pin for e, ep in lone.endpoints.items()})), cl).makespan > 0
 
 
 # ----------------------------------------------------------- IFS
