@@ -19,11 +19,22 @@ from typing import Any
 
 from railbed.errors import SpecError
 from railbed.scheduler import HOLD, Decision, RunView, Scheduler
+from schedulers.dgtp import Dgtp, DgtpOes, DgtpPlace, DistDgl, Mrtf, OmCoflow
 from schedulers.example import SmallFirst
 from schedulers.fifo import Fifo
 from schedulers.tagged import TagPriority
 
-REGISTRY: dict[str, type[Scheduler]] = {"fifo": Fifo, "tag-priority": TagPriority, "small-first": SmallFirst}
+REGISTRY: dict[str, type[Scheduler]] = {
+    "fifo": Fifo,
+    "tag-priority": TagPriority,
+    "small-first": SmallFirst,
+    "dgtp": Dgtp,
+    "dgtp-oes": DgtpOes,
+    "dgtp-place": DgtpPlace,
+    "distdgl": DistDgl,
+    "omcoflow": OmCoflow,
+    "mrtf": Mrtf,
+}
 
 
 @dataclass(frozen=True)

@@ -17,12 +17,17 @@ from railbed.errors import SpecError
 from railbed.job import Job
 from railbed.safeload import describe, key_name
 from railbed.units import parse_duration, parse_size
+from workloads.gnn import gnn_training
 from workloads.llm import hybrid_parallel
 from workloads.synthetic import all_to_all
 
-GENERATORS: dict[str, Callable[..., Job]] = {"hybrid_parallel": hybrid_parallel, "all_to_all": all_to_all}
+GENERATORS: dict[str, Callable[..., Job]] = {
+    "hybrid_parallel": hybrid_parallel,
+    "all_to_all": all_to_all,
+    "gnn_training": gnn_training,
+}
 SIZE_ARGS = {"activation", "gradient", "size"}
-TIME_ARGS = {"fwd", "bwd", "compute"}
+TIME_ARGS = {"fwd", "bwd", "compute", "t_store", "t_sample", "t_train", "t_update"}
 
 
 MAX_ITEMS = 5_000_000  # the 8192-GPU benchmark job has 2.3 million items (about 3 GB in memory)
@@ -38,7 +43,17 @@ def _a2a_items(n=4, iterations=1, **_) -> int:
     return iterations * n * n
 
 
-SIZE_HINTS: dict[str, Callable[..., int]] = {"hybrid_parallel": _hybrid_items, "all_to_all": _a2a_items}
+def _gnn_items(machines=4, workers=6, samplers_per_worker=2, iterations=10, **_) -> int:
+    """gnn_training's items per iteration: stores, fetches, samplers, mini-batches, 4 per worker, the PS."""
+    s = workers * samplers_per_worker
+    return iterations * (machines + s * (machines + 2) + 3 * workers + 1)
+
+
+SIZE_HINTS: dict[str, Callable[..., int]] = {
+    "hybrid_parallel": _hybrid_items,
+    "all_to_all": _a2a_items,
+    "gnn_training": _gnn_items,
+}
 
 
 def generate(name: str, args: Mapping[str, Any] | None = None, field: str = "job") -> Job:

@@ -1,0 +1,334 @@
+"""DGTP (seed 000): the fan-out sampler against its twin, the gnn_training workload, the paper's
+algorithms on hand-solved instances (OES, F_pend, IFS, ETP's acceptance), placements within
+resources, and bad scheduler arguments."""
+
+import itertools
+import math
+import random
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from railbed.dispatch import check_placement, server_resources
+from railbed.errors import SpecError
+from railbed.job import Job, Location, Placement
+from railbed.scheduler import Scheduler
+from railbed.spec import ClusterSpec
+from railbed.units import wire_bytes
+from schedulers import SchedulerSpec, make
+from schedulers import dgtp_alg as alg
+from schedulers.dgtp import FixedOes, distdgl_assignment, profile_job
+from simulator import simulate
+from workloads import generate
+from workloads.gnn import graphsage_bytes
+from workloads.gnn_graph import Sampler, partition_of, power_law_graph, sample_counts_reference
+
+ROOT = Path(__file__).resolve().parent.parent
+TESTBED = ClusterSpec.load(ROOT / "examples" / "dgtp-testbed.yaml")
+SMALL = {"max_edges": 20_000, "batch": 40, "iterations": 3, "profile": 5}
+
+
+@pytest.fixture(scope="module")
+def job():
+    return generate("gnn_training", {**SMALL, "dataset": "products"})
+
+
+# ----------------------------------------------------------- the sampler
+def _csr(neigh: list[list[int]]):
+    indptr = np.cumsum([0] + [len(n) for n in neigh]).astype(np.int64)
+    return indptr, np.array([v for n in neigh for v in n], dtype=np.int32)
+
+
+def test_sampler_agrees_with_its_twin_on_random_graphs():
+    for trial in range(6):
+        n, parts = 300 + 200 * trial, 1 + trial % 4
+        indptr, indices = power_law_graph(n, 4 + 3 * trial, parts, seed=trial)
+        part = partition_of(n, parts)
+        sampler = Sampler(indptr, indices, parts)
+        rng = np.random.default_rng(trial)
+        for k in range(3):
+            seeds = rng.integers(0, n, 1 + 20 * k)
+            fanouts = [int(f) for f in rng.integers(1, 12, 1 + k)]
+            got = sampler.counts(seeds, fanouts, 7 * trial + k)
+            want = sample_counts_reference(indptr, indices, part, parts, seeds, fanouts, 7 * trial + k)
+            assert all((a == b).all() for a, b in zip(got, want))
+
+
+def test_sampler_edge_cases():
+    # node 0 has no neighbours, node 1 fewer than the fan-out, seeds repeat, a self-loop
+    indptr, indices = _csr([[], [0, 2], [2, 3, 4, 0], [1], [4]])
+    part = partition_of(5, 2)
+    for seeds, fanouts in (([0], [3]), ([1, 1, 2], [5, 1]), ([4], [2, 2]), ([3, 2], [1, 1, 1])):
+        got = Sampler(indptr, indices, 2).counts(seeds, fanouts, 3)
+        want = sample_counts_reference(indptr, indices, part, 2, seeds, fanouts, 3)
+        assert all((a == b).all() for a, b in zip(got, want))
+    nodes, edges = sample_counts_reference(indptr, indices, part, 2, [1], [5], 0)
+    assert edges.sum() == 2 and nodes.sum() == 3  # all of 1's neighbours, each once: {1, 0, 2}
+
+
+def test_generated_graph_has_the_asked_shape():
+    indptr, indices = power_law_graph(20_000, 20.0, 4, seed=1, locality=0.8)
+    deg = np.diff(indptr)
+    assert abs(deg.mean() - 20.0) < 1.0 and deg.max() > 10 * deg.mean()  # heavy tail
+    part = partition_of(20_000, 4)
+    inside = (part[np.repeat(np.arange(20_000), deg)] == part[indices]).mean()
+    assert abs(inside - 0.8) < 0.02
+
+
+# ----------------------------------------------------------- the workload
+def test_roles_demands_and_pins(job):
+    roles = [ep.role for ep in job.endpoints.values()]
+    assert roles.count("store") == 4 and roles.count("worker") == 6 and roles.count("sampler") == 12
+    assert roles.count("ps") == 1
+    assert dict(job.endpoints["w0"].demands) == {"mem": 3, "cpu": 1, "gpu": 1}
+    assert dict(job.endpoints["s0_1"].demands) == {"mem": 7, "cpu": 2}
+    assert dict(job.endpoints["ps"].demands) == {"mem": 5, "cpu": 1}
+    assert [job.endpoints[f"g{m}"].pin.server for m in range(4)] == [0, 1, 2, 3]
+
+
+def test_dependency_rules(job):
+    it = job.items
+    assert set(it["i1.sample.s0_1"].deps) == {f"i1.fetch.g{m}.s0_1" for m in range(4)} | {"i0.sample.s0_1"}
+    assert set(it["i1.train.w2"].deps) == {"i1.mb.s2_0", "i1.mb.s2_1", "i0.train.w2", "i0.pull.w2"}
+    assert set(it["i0.train.w2"].deps) == {"i0.mb.s2_0", "i0.mb.s2_1"}
+    assert set(it["i2.update"].deps) == {f"i2.push.w{w}" for w in range(6)} | {"i1.update"}
+    assert set(it["i2.fetch.g3.s1_0"].deps) == {"i2.store.g3", "i1.fetch.g3.s1_0"}  # eq. (11)
+    assert set(it["i1.pull.w0"].deps) == {"i1.update", "i0.pull.w0"}
+    assert set(it["i1.store.g0"].deps) == {"i0.store.g0"}  # eq. (10)
+    assert (it["i0.fetch.g0.s0_0"].src, it["i0.mb.s0_0"].dst, it["i0.push.w0"].dst) == ("g0", "w0", "ps")
+
+
+def test_sizes_vary_are_hidden_until_ready_and_the_model_sets_the_tensors(job):
+    public = job.public()
+    assert public.items["i1.fetch.g0.s0_0"].size is None and public.items["i1.mb.s0_0"].size is None
+    assert public.items["i1.push.w0"].size == graphsage_bytes(100, 256, 3, 47) == 4 * 206_895
+    fetches = {job.items[f"i{n}.fetch.g{m}.s{w}_0"].size for n in range(3) for m in range(4) for w in range(6)}
+    assert len(fetches) > 20
+    mb = job.items["i1.mb.s3_1"].size
+    assert mb == sum(job.items[f"i1.fetch.g{m}.s3_1"].size for m in range(4))
+
+    class Watch(Scheduler):
+        seen: dict = {}
+
+        def place(self, job, cluster):
+            self.hidden = {f.id for f in job.flows if f.size is None}
+            return make(SchedulerSpec("distdgl")).place(job, cluster)
+
+        def on_ready(self, item, view):
+            self.seen[item.id] = getattr(item, "size", 0)
+            return super().on_ready(item, view)
+
+    w = Watch()
+    simulate(job, w, TESTBED)
+    assert w.hidden and all(w.seen[i] == job.items[i].size for i in w.hidden)
+
+
+def test_profile_is_public(job):
+    public = job.public()
+    prof = public.items["i0.fetch.g2.s1_0"].tags["profile"]
+    assert len(prof) == 5 and all(isinstance(p, int) and p > 0 for p in prof)
+    assert len(public.items["i0.mb.s1_0"].tags["profile"]) == 5
+    sample = profile_job(public, 2)
+    assert all(f.size is not None and f.iteration < 2 for f in sample.flows)
+
+
+# ----------------------------------------------------------- OES and F_pend
+def test_oes_rates_by_hand():
+    # B = 10, 10, 4; flows 0->1, 0->2, 1->2: out-degree of 0 is 2, in-degree of 2 is 2
+    assert alg.oes_rates([(0, 1), (0, 2), (1, 2)], [10, 10, 4], [10, 10, 4]) == [5.0, 2.0, 2.0]
+
+
+def _two_server_job(a: int, b: int, iterations=(0, 0)) -> Job:
+    job = Job("oes")
+    job.endpoint("x", Location(0, "cpu", 0))
+    job.endpoint("y", Location(1, "cpu", 0))
+    job.endpoint("z", Location(2, "cpu", 0))
+    job.flow("f0", "x", "y", a, iteration=iterations[0], coflow_type="k")
+    job.flow("f1", "x", "z" if iterations == (0, 0) else "y", b, iteration=iterations[1], coflow_type="k")
+    return job
+
+
+def test_oes_in_a_run_by_hand():
+    """Two flows out of one 8 Gbit/s server each get 4 Gbit/s (Δ_out = 2); when the small
+    one ends the big one gets all 8 Gbit/s."""
+    rate = 8e9
+    cl = ClusterSpec.from_dict({"servers": [{"count": 3, "nic_rate": rate}], "fabric": {"type": "single_switch"}})
+    a, b = 30_000_000, 10_000_000
+    job = _two_server_job(a, b)
+    res = simulate(job, FixedOes(Placement({e: ep.pin for e, ep in job.endpoints.items()})), cl)
+    t1 = 8 * wire_bytes(b) / (rate / 2)
+    t0 = t1 + 8 * (wire_bytes(a) - wire_bytes(b)) / rate
+    assert res.items["f1"].end == pytest.approx(t1, rel=1e-9)
+    assert res.items["f0"].end == pytest.approx(t0, rel=1e-9)
+
+
+def test_f_pend_holds_a_flow_until_its_previous_iteration_is_done():
+    rate = 8e9
+    cl = ClusterSpec.from_dict({"servers": [{"count": 3, "nic_rate": rate}], "fabric": {"type": "single_switch"}})
+    job = _two_server_job(30_000_000, 1_000_000, iterations=(0, 1))  # both ready at 0, no job dependency
+    pins = Placement({e: ep.pin for e, ep in job.endpoints.items()})
+    res = simulate(job, FixedOes(pins), cl)
+    assert res.items["f1"].start == pytest.approx(res.items["f0"].end)
+    fair = simulate(job, Scheduler(), cl)
+    assert fair.items["f1"].start == 0.0
+    assert alg.pending(("x", "y", "k"), 1, lambda key, n: True) and not alg.pending(("x", "y", "k"), 0, None)
+    lone = Job("lone")  # a later-iteration flow without a previous counterpart is never pending
+    lone.endpoint("x", Location(0, "cpu", 0))
+    lone.endpoint("y", Location(1, "cpu", 0))
+    lone.flow("f", "x", "y", 1_000_000, iteration=3)
+    assert simulate(lone, FixedOes(Placement({e: ep.pin for e, ep in lone.endpoints.items()})), cl).makespan > 0
+
+
+# ----------------------------------------------------------- IFS
+def _exhaustive_first_prefix(totals, demands, capacity, order):
+    """The smallest k such that the tasks fit on machines order[:k], by brute force."""
+    per_machine = {
+        m: [c for c in itertools.product(*(range(t + 1) for t in totals)) if alg.fits(c, demands, capacity[m])]
+        for m in order
+    }
+    for k in range(1, len(order) + 1):
+        for combo in itertools.product(*(per_machine[m] for m in order[:k])):
+            if all(sum(c[i] for c in combo) == totals[i] for i in range(len(totals))):
+                return k
+    return None
+
+
+def test_ifs_against_exhaustive_search_on_three_machines():
+    demands = [{"mem": 7, "cpu": 2}, {"mem": 3, "cpu": 1, "gpu": 1}, {"mem": 5, "cpu": 1}]
+    rng = random.Random(5)
+    for _ in range(40):
+        capacity = [{"cpu": rng.randint(2, 9), "mem": rng.randint(8, 40), "gpu": rng.randint(0, 2)} for _ in range(3)]
+        totals = (rng.randint(0, 5), rng.randint(0, 3), rng.randint(0, 1))
+        order = rng.sample(range(3), 3)
+        got = alg.ifs(totals, demands, capacity, order)
+        k = _exhaustive_first_prefix(totals, demands, capacity, order)
+        if k is None:
+            assert got is None
+            continue
+        assert got is not None
+        assert tuple(map(sum, zip(*got))) == totals
+        assert all(alg.fits(got[m], demands, capacity[m]) for m in range(3))
+        used = [m for m in range(3) if any(got[m])]
+        assert all(order.index(m) < k for m in used)  # IFS returns the first prefix that holds everything
+
+
+# ----------------------------------------------------------- ETP
+def test_etp_acceptance_rule():
+    assert alg.acceptance(10.0, 9.0, 0.1) == 1.0 and alg.acceptance(10.0, 10.0, 0.1) == 1.0
+    assert alg.acceptance(10.0, 12.0, 0.1) == pytest.approx(math.exp(-0.2))
+    assert alg.acceptance(10.0, 12.0, 5.0) == pytest.approx(math.exp(-10.0))
+    assert alg.cost(2.0, 0.5) == 3.0
+    assert alg.violation([{"cpu": 12, "mem": 4}], [{"cpu": 8, "mem": 8}]) == pytest.approx(0.5)
+
+
+def test_etp_returns_the_best_feasible_placement_it_accepted():
+    capacity = [{"cpu": 2}, {"cpu": 2}, {"cpu": 2}]
+    demands = [{"cpu": 1}] * 4
+    target = (2, 2, 1, 1)
+
+    def makespan(y):
+        return 1.0 + sum(a != b for a, b in zip(y, target))
+
+    best, t, stats = alg.etp((0, 0, 1, 1), demands, capacity, makespan, beta=2.0, mu=1.0, steps=400)
+    assert best == target and t == 1.0 and stats["steps"] == 400
+    used = alg.usage(best, demands, 3)
+    assert alg.violation(used, capacity) == 0
+    assert alg.available(0, (0, 0, 1, 1), demands, capacity, mu=0.0) == [2]
+    assert alg.available(0, (0, 0, 1, 1), demands, capacity, mu=1.0) == [1, 2]
+
+
+# ----------------------------------------------------------- the baselines' rates
+def test_mrtf_and_omcoflow_rates_by_hand():
+    b = [10.0, 10.0, 10.0]
+    r = alg.mrtf_rates([(0, 1), (0, 2), (1, 2)], [30.0, 10.0, 5.0], b, b)
+    assert r[2] == 10.0 and r[1] == pytest.approx(1e-5) and r[0] == 10.0  # 1->2 first, then 0->1
+    w = alg.omcoflow_rates([(0, 1), (0, 2)], [10.0, 30.0], ["c", "c"], b, b)
+    assert w == pytest.approx([7.5, 2.5])  # weights 1/(10/5) and 1/(30/5): 3 to 1
+
+
+# ----------------------------------------------------------- placements
+@pytest.mark.parametrize("name", ["dgtp", "dgtp-place", "distdgl", "dgtp-oes", "omcoflow", "mrtf"])
+def test_placements_fit_the_testbed(job, name):
+    args = {"iterations": 20} if name in ("dgtp", "dgtp-place", "omcoflow", "mrtf") else {}
+    sched = make(SchedulerSpec(name, args))
+    sched.check(job.public(), TESTBED)
+    placement = sched.place(job.public(), TESTBED)
+    check_placement(job, TESTBED, placement)
+    res = simulate(job, make(SchedulerSpec(name, args)), TESTBED)
+    assert res.makespan > 0 and all(r.end is not None for r in res.items.values())
+    for m, server in enumerate(TESTBED.servers):
+        here = [job.endpoints[e].demands for e, loc in placement.locations.items() if loc.server == m]
+        for r, cap in server_resources(server).items():
+            assert sum(d.get(r, 0) for d in here) <= cap
+
+
+def test_distdgl_colocates_what_fits(job):
+    where = distdgl_assignment(job.public(), TESTBED)
+    together = [w for w in range(6) if where[f"w{w}"] == where[f"s{w}_0"] == where[f"s{w}_1"]]
+    assert together == [0, 1, 2, 3]  # two groups of 5 cores do not fit in 8-core servers (§VI-A)
+    assert [where[f"w{w}"] for w in range(4)] == [0, 1, 2, 3]  # each on its data's machine
+
+
+def test_dgtp_refuses_a_job_without_roles():
+    job = Job("plain")
+    job.endpoint("a")
+    with pytest.raises(SpecError) as err:
+        make(SchedulerSpec("dgtp")).check(job, TESTBED)
+    assert err.value.field == "endpoints"
+
+
+# ----------------------------------------------------------- arguments
+@pytest.mark.parametrize(
+    "args, field",
+    [({"beta": 0}, "beta"), ({"beta": -1.0}, "beta"), ({"mu": -0.5}, "mu"), ({"cost_unit": 0}, "cost_unit")],
+)
+def test_bad_dgtp_arguments(args, field):
+    for name in ("dgtp", "dgtp-place", "omcoflow", "mrtf"):
+        with pytest.raises(SpecError) as err:
+            make(SchedulerSpec(name, args), "schedulers[0]")
+        assert err.value.field == f"schedulers[0].args.{field}"
+
+
+def test_bad_dgtp_argument_exits_2(tmp_path):
+    path = tmp_path / "s.yaml"
+    path.write_text(
+        "cluster: ../dgtp-testbed.yaml\n".replace("../dgtp-testbed.yaml", str(ROOT / "examples" / "dgtp-testbed.yaml"))
+        + "job: {generator: gnn_training, args: {max_edges: 20000, batch: 40, iterations: 1, profile: 2}}\n"
+        + "schedulers: [distdgl, {name: dgtp, args: {mu: -1}}]\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-m", "railbed.cli", "simulate", str(path), "--out", str(tmp_path / "out")],
+        cwd=ROOT, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.strip().startswith("railbed: schedulers[1].args.mu:"), proc.stderr
+    assert not (tmp_path / "out").exists()
+
+
+# ----------------------------------------------------------- ETP's fast evaluation
+def test_fast_evaluation_agrees_with_its_twin_and_the_simulator(job):
+    from schedulers import dgtp as d
+    from schedulers.dgtp_eval import CompiledJob
+
+    public = job.public()
+    ev = d.evaluators(public, TESTBED, 3, 0)
+    compiled = CompiledJob(d.profile_job(public, 3, 0), TESTBED, d.bandwidth(TESTBED))
+    names = d._movable(public)
+    rng = random.Random(3)
+    for _ in range(8):
+        y = tuple(rng.randrange(4) for _ in names)  # over-full placements too: workers share GPUs
+        fast = ev["fast"](y)
+        assert fast == compiled.makespan_reference(d.placement_from(public, TESTBED, dict(zip(names, y))))
+        assert fast == pytest.approx(ev["simulate"](y), rel=1e-9)
+
+
+def test_fast_evaluation_declines_what_it_does_not_model(job):
+    from schedulers import dgtp as d
+
+    leafy = ClusterSpec.from_dict(
+        {"servers": [{"count": 4, "gpus": 2, "nic_rate": 8e9}], "fabric": {"type": "single_switch", "latency": 1e-5}}
+    )
+    assert d.fast_makespan(job.public(), leafy, 2, 0) is None
