@@ -18,9 +18,15 @@ from railbed.job import Job
 from railbed.safeload import describe, key_name
 from railbed.units import parse_duration, parse_size
 from workloads.llm import hybrid_parallel
+from workloads.moe import item_estimate as _moe_items
+from workloads.moe import moe_training
 from workloads.synthetic import all_to_all
 
-GENERATORS: dict[str, Callable[..., Job]] = {"hybrid_parallel": hybrid_parallel, "all_to_all": all_to_all}
+GENERATORS: dict[str, Callable[..., Job]] = {
+    "hybrid_parallel": hybrid_parallel,
+    "all_to_all": all_to_all,
+    "moe_training": moe_training,
+}
 SIZE_ARGS = {"activation", "gradient", "size"}
 TIME_ARGS = {"fwd", "bwd", "compute"}
 
@@ -38,7 +44,11 @@ def _a2a_items(n=4, iterations=1, **_) -> int:
     return iterations * n * n
 
 
-SIZE_HINTS: dict[str, Callable[..., int]] = {"hybrid_parallel": _hybrid_items, "all_to_all": _a2a_items}
+SIZE_HINTS: dict[str, Callable[..., int]] = {
+    "hybrid_parallel": _hybrid_items,
+    "all_to_all": _a2a_items,
+    "moe_training": _moe_items,
+}
 
 
 def generate(name: str, args: Mapping[str, Any] | None = None, field: str = "job") -> Job:
