@@ -21,9 +21,11 @@ from railbed.errors import SpecError
 from railbed.scheduler import HOLD, Decision, RunView, Scheduler
 from schedulers.example import SmallFirst
 from schedulers.fifo import Fifo
+from schedulers.hermod import SCHEDULERS as _HERMOD
 from schedulers.tagged import TagPriority
 
 REGISTRY: dict[str, type[Scheduler]] = {"fifo": Fifo, "tag-priority": TagPriority, "small-first": SmallFirst}
+REGISTRY.update({cls.name: cls for cls in _HERMOD})  # seed 004, chapter 5
 
 
 @dataclass(frozen=True)
