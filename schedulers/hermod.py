@@ -85,12 +85,16 @@ def split_coflow(flows: list[Flow], dscp: dict[str, int]) -> Split:
 
 class Hermod(Scheduler):
     """Model factor-driven priorities (``inter``) and EP matching (``intra``); see module doc.
-    ``interleaved``: the job runs interleaved 1F1B (EP > PP > DP, §5.3.1)."""
+    ``interleaved``: the job runs interleaved 1F1B (EP > PP > DP, §5.3.1). ``host_wait``
+    false leaves the order to the DSCP classes alone (the hosts' NIC queues and the
+    switches), which is work-conserving; the paper's hosts keep a priority queue (§5.4)."""
 
     name = "hermod"
 
-    def __init__(self, interleaved: bool = False, inter: bool = True, intra: bool = True) -> None:
-        self.interleaved, self.inter, self.intra = interleaved, inter, intra
+    def __init__(
+        self, interleaved: bool = False, inter: bool = True, intra: bool = True, host_wait: bool = True
+    ) -> None:
+        self.interleaved, self.inter, self.intra, self.host_wait = interleaved, inter, intra, host_wait
         self.layers_at: dict[str, list[int]] = {}  # endpoint -> the layers of the flows it sends
         self.members: dict[str, list[str]] = {}  # EP coflow -> its flows
         self.keys: dict[str, tuple[int, int, int]] = {}
@@ -126,7 +130,7 @@ class Hermod(Scheduler):
             return Decision()
         if self.intra and is_ep_transfer(item):
             return self._match(item, view)
-        if self.inter:
+        if self.inter and self.host_wait:
             mine = self.key(item)
             src = view.location(item.src)
             if self._best_held(view).get((src.server, src.nic), mine) < mine:

@@ -62,6 +62,8 @@ def test_hermod_host_wait_keeps_order_inside_a_switch_class():
     assert res.items["dp"].dscp >> 3 == res.items["pp"].dscp >> 3
     assert ends(res, ("pp", "dp")) == pytest.approx([1, 2])
     assert ends(simulate(job, by_name("hermod-intra"), SPEC), ("pp", "dp")) == pytest.approx([2, 2])
+    no_wait = make(SchedulerSpec("hermod", {"host_wait": False}))
+    assert ends(simulate(job, no_wait, SPEC), ("pp", "dp")) == pytest.approx([2, 2])
 
 
 def ep_job() -> Job:
