@@ -17,7 +17,8 @@ Thin classes over :mod:`schedulers.hermod_alg`; jobs come from
   levels differ.
 * **rates**: no caps, line rate (§5.3.2, "Line-rate transmission is
   desirable").
-* **intra-coflow**: an EP all-to-all is held until all its flows are ready
+* **intra-coflow**: an EP all-to-all's flows between servers (flows inside
+  a server take NVLink, not the network, and start at once) are held until all are ready
   (the metadata all-gather has told every GPU the matrix, §5.3.2), then
   split into Alg. 3's sub-phases
   (:func:`~schedulers.hermod_alg.matching_phases`): each sub-flow waits for
@@ -96,21 +97,25 @@ class Hermod(Scheduler):
     ) -> None:
         self.interleaved, self.inter, self.intra, self.host_wait = interleaved, inter, intra, host_wait
         self.layers_at: dict[str, list[int]] = {}  # endpoint -> the layers of the flows it sends
-        self.members: dict[str, list[str]] = {}  # EP coflow -> its flows
+        self.members: dict[str, list[str]] = {}  # EP coflow -> its flows between servers
+        self.matched: set[str] = set()  # those flows
+        self._held_set: set[str] = set()
         self.keys: dict[str, tuple[int, int, int]] = {}
         self._round: list[str] | None = None  # the view.held list of the current offer round
         self._queued: dict[tuple[int, int], tuple[int, int, int]] = {}  # source NIC -> best held key
 
     def place(self, job, cluster):
+        placement = default_placement(job, cluster)
         layers = defaultdict(set)
         members = defaultdict(list)
         for f in job.flows:
             layers[f.src].add(f.layer or 0)
-            if is_ep_transfer(f):
-                members[f.coflow].append(f.id)
+            if is_ep_transfer(f) and placement[f.src].server != placement[f.dst].server:
+                members[f.coflow].append(f.id)  # flows inside a server do not cross the network
         self.layers_at = {e: sorted(ls) for e, ls in layers.items()}
         self.members = dict(members)
-        return default_placement(job, cluster)
+        self.matched = {i for ids in members.values() for i in ids}
+        return placement
 
     def key(self, flow: Flow) -> tuple[int, int, int]:
         k = self.keys.get(flow.id)
@@ -128,7 +133,7 @@ class Hermod(Scheduler):
     def on_ready(self, item, view):
         if not isinstance(item, Flow):
             return Decision()
-        if self.intra and is_ep_transfer(item):
+        if self.intra and item.id in self.matched:
             return self._match(item, view)
         if self.inter and self.host_wait:
             mine = self.key(item)
@@ -141,12 +146,12 @@ class Hermod(Scheduler):
 
     def _best_held(self, view) -> dict[tuple[int, int], tuple[int, int, int]]:
         """Per source NIC, the best key among held flows that the priority check decides
-        (EP flows waiting for their coflow do not count). Computed once per offer round."""
+        (EP flows waiting for their coflow do not count), and the held set. Once per offer round."""
         if self._round is not view.held:
-            self._round, best = view.held, {}
+            self._round, self._held_set, best = view.held, set(view.held), {}
             for i in view.held:
                 f = view.job.items[i]
-                if isinstance(f, Flow) and not (self.intra and is_ep_transfer(f)):
+                if isinstance(f, Flow) and not (self.intra and i in self.matched):
                     src = view.location(f.src)
                     nic, k = (src.server, src.nic), self.key(f)
                     if k < best.get(nic, k) or nic not in best:
@@ -156,9 +161,9 @@ class Hermod(Scheduler):
 
     def _match(self, item: Flow, view):
         """Hold an EP flow until its whole coflow is ready, then split the coflow (Alg. 3)."""
-        ids = self.members.get(item.coflow, [item.id])
-        held = set(view.held)
-        if any(i not in held for i in ids):
+        ids = self.members[item.coflow]
+        self._best_held(view)
+        if any(i not in self._held_set for i in ids):
             return HOLD
         flows = [view.job.items[i] for i in ids]
         return split_coflow(flows, {f.id: self.dscp(f) for f in flows})
