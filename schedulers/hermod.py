@@ -16,7 +16,9 @@ Thin classes over :mod:`schedulers.hermod_alg`; jobs come from
   strict-priority classes then serve the higher one first when their MID
   levels differ.
 * **rates**: no caps, line rate (§5.3.2, "Line-rate transmission is
-  desirable").
+  desirable"); a double binary tree all-reduce's flows (tag ``tree``) at
+  half the source NIC's rate each, "each tree allocated half of the
+  line-rate bandwidth" (§5.3.2).
 * **intra-coflow**: an EP all-to-all's flows between servers (flows inside
   a server take NVLink, not the network, and start at once) are held until all are ready
   (the metadata all-gather has told every GPU the matrix, §5.3.2), then
@@ -142,7 +144,14 @@ class Hermod(Scheduler):
                 return HOLD
             if higher_active(view, item, lambda f: self.key(f) < mine):
                 return HOLD
-        return Decision(dscp=self.dscp(item))
+        return Decision(dscp=self.dscp(item), rate=self.rate(item, view))
+
+    def rate(self, flow: Flow, view) -> float | None:
+        """Line rate (no cap), except a double binary tree's flows: half each (§5.3.2)."""
+        if "tree" not in flow.tags:
+            return None
+        src = view.location(flow.src)
+        return view.cluster.servers[src.server].nic_rates[src.nic] / 2
 
     def _best_held(self, view) -> dict[tuple[int, int], tuple[int, int, int]]:
         """Per source NIC, the best key among held flows that the priority check decides

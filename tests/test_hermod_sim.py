@@ -106,3 +106,11 @@ def test_registered_with_arguments():
     sched = make(SchedulerSpec("hermod", {"interleaved": True, "intra": False}, "h-il"))
     assert sched.interleaved and not sched.intra and sched.label == "h-il"
     assert by_name("hermod-inter").intra is False and by_name("hermod-intra").inter is False
+
+
+def test_tree_flows_run_at_half_line_rate_under_hermod():
+    job = two_gpus()
+    job.flow("t", "a", "b", S, coflow_type="DP", microbatch=0, tags={"tree": 0, "dp_phase": "ar"})
+    job.validate()
+    res = simulate(job, by_name("hermod"), SPEC)
+    assert res.items["t"].rate == RATE / 2 and res.items["t"].end == pytest.approx(2 * T)

@@ -134,3 +134,19 @@ def test_registered_and_bad_arguments_name_the_field():
         assert err.value.field == f"job.args.{where}", args
     with pytest.raises(SpecError, match="items"):
         generate("moe_training", {"model": "mixtral-8x22b", "dp": 128})
+
+
+def test_double_binary_tree_moves_half_per_tree_and_gates_the_next_iteration():
+    job = moe_training(**{**SMALL, "dp": 4, "ep": 4}, dp_algo="tree", iterations=2, zero2=True)
+    dense = [f for f in job.flows if f.id.startswith("i0.dp.l0.p0t0.")]
+    n, half = 4, -(-(4 * 256 * 256 * 2) // 2)  # 4 h^2 bf16 gradients per layer, half per tree
+    assert len(dense) == 2 * 2 * (n - 1) and {f.size for f in dense} == {half}
+    for k in (0, 1):
+        tree = [f for f in dense if f.tags["tree"] == k]
+        ups = [f for f in tree if ".up" in f.id]
+        assert {f.tags["dp_phase"] for f in ups} == {"rs"} and len({f.src for f in ups}) == n - 1
+        assert len({f.dst for f in tree if ".down" in f.id}) == n - 1
+    nxt = next(t for t in job.tasks if t.id == "i1.F.attn.l0.m0.p0d0t0")
+    assert any(d.startswith("i0.dp.l0.p0t0.t") and ".down" in d for d in nxt.deps)
+    with pytest.raises(SpecError):
+        moe_training(**SMALL, dp_algo="butterfly")

@@ -32,7 +32,9 @@ the ``dp * tp / ep`` GPUs holding the same experts. With ``zero2`` the
 ring is a reduce-scatter (tag ``dp_phase: rs``) then an all-gather of the
 updated parameters (``dp_phase: ag``): ZeRO-2 moves the same bytes as an
 all-reduce (§5.1.1), the phases only say when the data is consumed.
-Without, every step is ``dp_phase: ar``. DP flows carry the last
+Without, every step is ``dp_phase: ar``. ``dp_algo: tree`` uses NCCL's
+double binary tree instead (half the bytes per tree, reduce then
+broadcast; Hermod runs each tree at half the line rate, §5.3.2). DP flows carry the last
 microbatch id: they start after the last microbatch's backward pass
 (§5.3.1). No barrier between iterations: the next iteration's forward pass
 of a layer waits only for that layer's DP (clip-by-value, §5.2.2 note 4).
@@ -162,6 +164,7 @@ class _Builder:
     metadata: int
     zero2: bool
     bucket: int
+    tree: bool = False
     last: dict[str, list[str]] = field(default_factory=dict)  # endpoint -> items its GPU's next op waits for
     dp_done: dict[tuple[str, int], list[str]] = field(default_factory=dict)  # (endpoint, layer) -> its DP ends
     routes: dict = field(default_factory=dict)
@@ -248,6 +251,7 @@ def moe_training(
     chunks: int = 1,
     zero2: bool = False,
     bucket_layers: int = 1,
+    dp_algo: str = "ring",
     skew: float = 1.0,
     seed: int = 0,
     metadata: int = 512,
@@ -287,7 +291,10 @@ def moe_training(
     if not s.experts:
         s.ep = 1
     label = name or f"{model or 'moe'}-t{s.tp}p{s.pp}d{s.dp}e{s.ep}-{schedule}"
+    if dp_algo not in ("ring", "tree"):
+        raise SpecError("dp_algo", f"must be ring or tree, got {dp_algo!r}")
     b = _Builder(Job(label), s, np.random.default_rng(seed), float(skew), metadata, bool(zero2), bucket_layers)
+    b.tree = dp_algo == "tree"
     if layout not in ("dp-outer", "megatron"):
         raise SpecError("layout", f"must be dp-outer or megatron, got {layout!r}")
     _endpoints(b, gpus_per_server, nics_per_server, layout)
@@ -440,22 +447,66 @@ def _dp_sync(b: _Builder, it: int) -> None:
             bucket = stage_layers[k : k + b.bucket]
             for t in range(s.tp):
                 ranks = [b.name(p, d, t) for d in range(s.dp)]
-                _ring(b, it, ranks, s.dense_grad() * len(bucket), bucket, f"i{it}.dp.l{bucket[0]}.p{p}t{t}")
+                _allreduce(b, it, ranks, s.dense_grad() * len(bucket), bucket, f"i{it}.dp.l{bucket[0]}.p{p}t{t}")
             if s.experts and s.dp * s.tp > s.ep:
                 plane = b.plane(p)
                 for q in range(s.ep):
                     ranks = plane[q :: s.ep]
-                    _ring(b, it, ranks, s.expert_grad() * len(bucket), bucket, f"i{it}.edp.l{bucket[0]}.p{p}q{q}")
+                    _allreduce(b, it, ranks, s.expert_grad() * len(bucket), bucket, f"i{it}.edp.l{bucket[0]}.p{p}q{q}")
 
 
-def _ring(b: _Builder, it: int, ranks: list[str], nbytes: int, bucket: list[int], prefix: str) -> None:
-    """Ring all-reduce of ``nbytes`` over ``ranks`` after each rank's backward pass of the
-    bucket's first layer (the last it computes); records where each rank holds the result."""
-    n, s = len(ranks), b.s
-    if n < 2 or nbytes <= 0:
+def _allreduce(b: _Builder, it: int, ranks: list[str], nbytes: int, bucket: list[int], prefix: str) -> None:
+    """All-reduce ``nbytes`` over ``ranks`` (ring or double binary tree) after each rank's backward
+    pass of the bucket's first layer (the last it computes); records where each rank holds the result."""
+    if len(ranks) < 2 or nbytes <= 0:
         return
+    after = {r: f"i{it}.B.attn.l{min(bucket)}.m{_last_bwd(b.s)}.{r}" for r in ranks}
+    ends = (_tree if b.tree else _ring)(b, it, ranks, nbytes, after, bucket, prefix)
+    for rank, items in ends.items():
+        for layer in bucket:
+            b.dp_done.setdefault((rank, layer), []).extend(items)
+
+
+def _dp_flow(b: _Builder, it: int, fid: str, src: str, dst: str, size: int, deps, bucket, prefix, tags) -> str:
+    return b.job.flow(
+        fid, src, dst, size, deps, iteration=it, microbatch=b.s.microbatches - 1, layer=min(bucket),
+        coflow=prefix, coflow_type="DP", tags=tags,
+    )  # fmt: skip
+
+
+def _tree(b: _Builder, it: int, ranks: list[str], nbytes: int, after, bucket, prefix) -> dict[str, list[str]]:
+    """Double binary tree (NCCL's): half the bytes over each of two trees, reduced to the root
+    then broadcast down (tags ``tree``: 0, 1; ``dp_phase`` rs/ag with ZeRO-2, else ar). Tree 0 is
+    the binary heap over ``ranks``, tree 1 the heap over them reversed, so most of tree 0's
+    leaves are inner nodes of tree 1. Not pipelined in chunks: each hop carries its half at once."""
+    n, half = len(ranks), -(-nbytes // 2)
+    ends: dict[str, list[str]] = {r: [] for r in ranks}
+    for k, order in enumerate((ranks, ranks[::-1])):
+        up: dict[int, list[str]] = {i: [] for i in range(n)}  # flows into position i, reduce phase
+        for i in reversed(range(1, n)):
+            tags = {"dp_phase": "rs" if b.zero2 else "ar", "tree": k}
+            fid = f"{prefix}.t{k}.up{i}"
+            up[(i - 1) // 2].append(
+                _dp_flow(
+                    b, it, fid, order[i], order[(i - 1) // 2], half, [after[order[i]], *up[i]], bucket, prefix, tags
+                )
+            )
+        down: dict[int, list[str]] = {0: [after[order[0]], *up[0]]}
+        for i in range(1, n):
+            tags = {"dp_phase": "ag" if b.zero2 else "ar", "tree": k}
+            fid = f"{prefix}.t{k}.down{i}"
+            down[i] = [
+                _dp_flow(b, it, fid, order[(i - 1) // 2], order[i], half, down[(i - 1) // 2], bucket, prefix, tags)
+            ]
+        for i in range(n):
+            ends[order[i]] += down[i]
+    return ends
+
+
+def _ring(b: _Builder, it: int, ranks: list[str], nbytes: int, after, bucket, prefix) -> dict[str, list[str]]:
+    """Ring all-reduce (NCCL's): ``2 (n - 1)`` steps of ``nbytes / n`` to the next rank."""
+    n, s = len(ranks), b.s
     chunk = -(-nbytes // n)
-    after = {r: f"i{it}.B.attn.l{min(bucket)}.m{_last_bwd(s)}.{r}" for r in ranks}
     prev: dict[int, str] = {}
     for step in range(2 * (n - 1)):
         phase = ("rs" if step < n - 1 else "ag") if b.zero2 else "ar"
@@ -468,9 +519,7 @@ def _ring(b: _Builder, it: int, ranks: list[str], nbytes: int, bucket: list[int]
                 coflow_type="DP", tags={"dp_phase": phase},
             )  # fmt: skip
         prev = cur
-    for i in range(n):
-        for layer in bucket:
-            b.dp_done.setdefault((ranks[(i + 1) % n], layer), []).append(prev[i])
+    return {ranks[(i + 1) % n]: [prev[i]] for i in range(n)}
 
 
 def _last_bwd(s: _Shape) -> int:
