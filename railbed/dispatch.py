@@ -575,11 +575,11 @@ class Dispatcher:
                 self.items[sub.id] = flow
                 self._sub[sub.id] = sub
                 self.records[sub.id] = self._record(flow)
-                self.dependents[sub.id] = []
+                self.dependents.setdefault(sub.id, [])  # a sub-flow listed earlier may already wait for it
                 self.missing[sub.id] = sum(1 for d in sub.deps if d not in self.view.done)
                 for d in sub.deps:
                     if d not in self.view.done:
-                        self.dependents[d].append(sub.id)
+                        self.dependents.setdefault(d, []).append(sub.id)
         for subs in split.parts.values():
             for sub in subs:
                 if self.missing[sub.id] == 0:

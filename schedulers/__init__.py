@@ -22,6 +22,7 @@ from railbed.scheduler import HOLD, Decision, RunView, Scheduler
 from schedulers.dgtp import Dgtp, DgtpOes, DgtpPlace, DistDgl, Mrtf, OmCoflow
 from schedulers.example import SmallFirst
 from schedulers.fifo import Fifo
+from schedulers.hermod import SCHEDULERS as _HERMOD
 from schedulers.tagged import TagPriority
 
 REGISTRY: dict[str, type[Scheduler]] = {
@@ -35,6 +36,7 @@ REGISTRY: dict[str, type[Scheduler]] = {
     "omcoflow": OmCoflow,
     "mrtf": Mrtf,
 }
+REGISTRY.update({cls.name: cls for cls in _HERMOD})  # seed 004, chapter 5
 
 
 @dataclass(frozen=True)

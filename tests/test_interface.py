@@ -299,6 +299,24 @@ def test_a_coflow_split_with_dependencies_across_originals():
     assert res.items["a"].end == res.items["a.2"].end and res.items["b"].received == S
 
 
+def test_a_sub_flow_may_wait_for_one_listed_later_in_the_split():
+    """Sub-flow deps across originals in any order (Hermod's EP sub-phases need it)."""
+    job = pinned_job()
+    job.flow("a", "w0", "w2", S)
+    job.flow("b", "w1", "w2", S)
+
+    class Phases(Scheduler):
+        name = "phases"
+
+        def on_ready(self, item, view):
+            if not {"a", "b"} <= set(view.held):
+                return HOLD
+            return Split({"b": [SubFlow("b.2", S, deps=("a.1",))], "a": [SubFlow("a.1", S)]})
+
+    res = simulate(job, Phases(), SPEC)
+    assert res.items["b.2"].start == pytest.approx(res.items["a.1"].end) == pytest.approx(T)
+
+
 @pytest.mark.parametrize(
     "parts, match",
     [

@@ -19,12 +19,15 @@ from railbed.safeload import describe, key_name
 from railbed.units import parse_duration, parse_size
 from workloads.gnn import gnn_training
 from workloads.llm import hybrid_parallel
+from workloads.moe import item_estimate as _moe_items
+from workloads.moe import moe_training
 from workloads.synthetic import all_to_all
 
 GENERATORS: dict[str, Callable[..., Job]] = {
     "hybrid_parallel": hybrid_parallel,
     "all_to_all": all_to_all,
     "gnn_training": gnn_training,
+    "moe_training": moe_training,
 }
 SIZE_ARGS = {"activation", "gradient", "size"}
 TIME_ARGS = {"fwd", "bwd", "compute", "t_store", "t_sample", "t_train", "t_update"}
@@ -53,6 +56,7 @@ SIZE_HINTS: dict[str, Callable[..., int]] = {
     "hybrid_parallel": _hybrid_items,
     "all_to_all": _a2a_items,
     "gnn_training": _gnn_items,
+    "moe_training": _moe_items,
 }
 
 

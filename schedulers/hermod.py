@@ -1,0 +1,241 @@
+"""Hermod (seed 004, chapter 5) and the baselines it is measured against.
+
+Thin classes over :mod:`schedulers.hermod_alg`; jobs come from
+:mod:`workloads.moe` (flows carry ``coflow_type``, ``microbatch``,
+``layer``, and tags ``dp_phase``, ``pass``, ``metadata``).
+
+``hermod`` (§5.3-5.4):
+
+* **inter-coflow**: every flow is marked with the 6-bit DSCP of its model
+  factors (:func:`~schedulers.hermod_alg.dscp_of`), so the switches' 8
+  strict-priority queues (``dscp >> 3``) serve earlier microbatches first;
+  at the hosts a flow waits while a flow of higher priority (full key,
+  :func:`~schedulers.hermod_alg.priority_key`) is active on its source NIC
+  or ready there and not itself waiting for its EP coflow ("each scheduler
+  instance maintains a priority queue for coflows", §5.4). A lower flow already on the wire is not stopped; the NIC's
+  strict-priority classes then serve the higher one first when their MID
+  levels differ.
+* **rates**: no caps, line rate (§5.3.2, "Line-rate transmission is
+  desirable"); a double binary tree all-reduce's flows (tag ``tree``) at
+  half the source NIC's rate each, "each tree allocated half of the
+  line-rate bandwidth" (§5.3.2).
+* **intra-coflow**: an EP all-to-all's flows between servers (flows inside
+  a server take NVLink, not the network, and start at once) are held until all are ready
+  (the metadata all-gather has told every GPU the matrix, §5.3.2), then
+  split into Alg. 3's sub-phases
+  (:func:`~schedulers.hermod_alg.matching_phases`): each sub-flow waits for
+  the previous sub-phase's sub-flow of its sender and of its receiver.
+  Sub-flows start when their deps are done, without the host-side wait.
+
+Ablations (§5.5.2, Fig. 5.11): ``hermod-inter`` (priorities only) and
+``hermod-intra`` (matching only, DSCP 0, no waits).
+
+Baselines (§5.5.1, Table 5.2):
+
+* ``megatron``: Megatron-LM's default, FIFO (DSCP 0, nothing waits).
+* ``lina``: EP all-to-alls of the backward pass before DP at the end hosts
+  only (Lina works at the hosts, §5.1.3 Limitation #1): a DP flow waits
+  while a backward EP flow is active on its source NIC; DP flows already
+  sent finish (Lina pauses at its partitions' boundaries, here a ring
+  step's chunk). No DSCP.
+* ``dp-first``, ``pp-first``, ``ep-first``: naive cluster-wide priority
+  (§5.1.3, Table 5.2): that coflow type's flows DSCP 56 (class 7), the
+  rest 0; no host waits.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+from railbed.job import Flow
+from railbed.scheduler import HOLD, Decision, Scheduler, Split, SubFlow, default_placement
+from schedulers.hermod_alg import Factors, dscp_of, factors_of, matching_phases, phase_deps, priority_key
+
+
+def flow_factors(flow: Flow) -> Factors:
+    return factors_of(flow.coflow_type, flow.microbatch, flow.layer, flow.tags.get("dp_phase"))
+
+
+def is_ep_transfer(flow: Flow) -> bool:
+    """An EP all-to-all flow (not the metadata all-gather before it)."""
+    return flow.coflow_type == "EP" and not flow.tags.get("metadata") and flow.coflow is not None
+
+
+def higher_active(view, flow: Flow, outranks) -> bool:
+    """Is a flow that ``outranks(active_flow)`` this one active on ``flow``'s source NIC?"""
+    src = view.location(flow.src)
+    return any((a.src.server, a.src.nic) == (src.server, src.nic) and outranks(a.flow) for a in view.active.values())
+
+
+def split_coflow(flows: list[Flow], dscp: dict[str, int]) -> Split:
+    """Alg. 3 on an EP coflow's flows: sub-flows per sub-phase, chained per sender and receiver."""
+    ranks = sorted({f.src for f in flows} | {f.dst for f in flows})
+    index = {r: k for k, r in enumerate(ranks)}
+    by_pair = {(index[f.src], index[f.dst]): f for f in flows}
+    matrix = [[0] * len(ranks) for _ in ranks]
+    for (i, j), f in by_pair.items():
+        matrix[i][j] = f.size or 0
+    phases = matching_phases(matrix)
+    deps = phase_deps(phases)
+    parts: dict[str, list[SubFlow]] = {f.id: [] for f in flows}
+    for k, (phase, row) in enumerate(zip(phases, deps)):
+        for (i, j, size), ds in zip(phase, row):
+            orig = by_pair[(i, j)]
+            after = tuple(f"{by_pair[(i2, j2)].id}.h{k2}" for k2, i2, j2 in ds)
+            parts[orig.id].append(SubFlow(f"{orig.id}.h{k}", size, deps=after, dscp=dscp[orig.id]))
+    return Split(parts)
+
+
+class Hermod(Scheduler):
+    """Model factor-driven priorities (``inter``) and EP matching (``intra``); see module doc.
+    ``interleaved``: the job runs interleaved 1F1B (EP > PP > DP, §5.3.1). ``host_wait``
+    false leaves the order to the DSCP classes alone (the hosts' NIC queues and the
+    switches), which is work-conserving; the paper's hosts keep a priority queue (§5.4)."""
+
+    name = "hermod"
+
+    def __init__(
+        self, interleaved: bool = False, inter: bool = True, intra: bool = True, host_wait: bool = True
+    ) -> None:
+        self.interleaved, self.inter, self.intra, self.host_wait = interleaved, inter, intra, host_wait
+        self.layers_at: dict[str, list[int]] = {}  # endpoint -> the layers of the flows it sends
+        self.members: dict[str, list[str]] = {}  # EP coflow -> its flows between servers
+        self.matched: set[str] = set()  # those flows
+        self._held_set: set[str] = set()
+        self.keys: dict[str, tuple[int, int, int]] = {}
+        self._round: list[str] | None = None  # the view.held list of the current offer round
+        self._queued: dict[tuple[int, int], tuple[int, int, int]] = {}  # source NIC -> best held key
+
+    def place(self, job, cluster):
+        placement = default_placement(job, cluster)
+        layers = defaultdict(set)
+        members = defaultdict(list)
+        for f in job.flows:
+            layers[f.src].add(f.layer or 0)
+            if is_ep_transfer(f) and placement[f.src].server != placement[f.dst].server:
+                members[f.coflow].append(f.id)  # flows inside a server do not cross the network
+        self.layers_at = {e: sorted(ls) for e, ls in layers.items()}
+        self.members = dict(members)
+        self.matched = {i for ids in members.values() for i in ids}
+        return placement
+
+    def key(self, flow: Flow) -> tuple[int, int, int]:
+        k = self.keys.get(flow.id)
+        if k is None:
+            k = self.keys[flow.id] = priority_key(flow_factors(flow), self.interleaved)
+        return k
+
+    def dscp(self, flow: Flow) -> int:
+        if not self.inter:
+            return 0
+        held = self.layers_at.get(flow.src) or [flow.layer or 0]
+        rank = held.index(flow.layer or 0) if (flow.layer or 0) in held else 0
+        return dscp_of(flow_factors(flow), rank, len(held), self.interleaved)
+
+    def on_ready(self, item, view):
+        if not isinstance(item, Flow):
+            return Decision()
+        if self.intra and item.id in self.matched:
+            return self._match(item, view)
+        if self.inter and self.host_wait:
+            mine = self.key(item)
+            src = view.location(item.src)
+            if self._best_held(view).get((src.server, src.nic), mine) < mine:
+                return HOLD
+            if higher_active(view, item, lambda f: self.key(f) < mine):
+                return HOLD
+        return Decision(dscp=self.dscp(item), rate=self.rate(item, view))
+
+    def rate(self, flow: Flow, view) -> float | None:
+        """Line rate (no cap), except a double binary tree's flows: half each (§5.3.2)."""
+        if "tree" not in flow.tags:
+            return None
+        src = view.location(flow.src)
+        return view.cluster.servers[src.server].nic_rates[src.nic] / 2
+
+    def _best_held(self, view) -> dict[tuple[int, int], tuple[int, int, int]]:
+        """Per source NIC, the best key among held flows that the priority check decides
+        (EP flows waiting for their coflow do not count), and the held set. Once per offer round."""
+        if self._round is not view.held:
+            self._round, self._held_set, best = view.held, set(view.held), {}
+            for i in view.held:
+                f = view.job.items[i]
+                if isinstance(f, Flow) and not (self.intra and i in self.matched):
+                    src = view.location(f.src)
+                    nic, k = (src.server, src.nic), self.key(f)
+                    if k < best.get(nic, k) or nic not in best:
+                        best[nic] = k
+            self._queued = best
+        return self._queued
+
+    def _match(self, item: Flow, view):
+        """Hold an EP flow until its whole coflow is ready, then split the coflow (Alg. 3)."""
+        ids = self.members[item.coflow]
+        self._best_held(view)
+        if any(i not in self._held_set for i in ids):
+            return HOLD
+        flows = [view.job.items[i] for i in ids]
+        return split_coflow(flows, {f.id: self.dscp(f) for f in flows})
+
+
+class HermodInter(Hermod):
+    """Ablation: inter-coflow priorities only (§5.5.2, Fig. 5.11)."""
+
+    name = "hermod-inter"
+
+    def __init__(self, interleaved: bool = False) -> None:
+        super().__init__(interleaved, inter=True, intra=False)
+
+
+class HermodIntra(Hermod):
+    """Ablation: intra-coflow EP matching only (§5.5.2, Fig. 5.11)."""
+
+    name = "hermod-intra"
+
+    def __init__(self, interleaved: bool = False) -> None:
+        super().__init__(interleaved, inter=False, intra=True)
+
+
+class Megatron(Scheduler):
+    """Megatron-LM's default: FIFO, DSCP 0 (§5.5.1)."""
+
+    name = "megatron"
+
+
+class Lina(Scheduler):
+    """Backward-pass EP before DP at the end hosts (§5.1.3, [100]); see module doc."""
+
+    name = "lina"
+
+    def on_ready(self, item, view):
+        if isinstance(item, Flow) and item.coflow_type == "DP":
+            if higher_active(view, item, lambda f: f.coflow_type == "EP" and f.tags.get("pass") == "B"):
+                return HOLD
+        return Decision()
+
+
+class TypeFirst(Scheduler):
+    """One coflow type in DSCP 56 (the highest class), all else 0 (Table 5.2)."""
+
+    name = "type-first"
+    first = "DP"
+
+    def on_ready(self, item, view):
+        if isinstance(item, Flow) and item.coflow_type == self.first:
+            return Decision(dscp=56)
+        return Decision()
+
+
+class DpFirst(TypeFirst):
+    name, first = "dp-first", "DP"
+
+
+class PpFirst(TypeFirst):
+    name, first = "pp-first", "PP"
+
+
+class EpFirst(TypeFirst):
+    name, first = "ep-first", "EP"
+
+
+SCHEDULERS = (Hermod, HermodInter, HermodIntra, Megatron, Lina, DpFirst, PpFirst, EpFirst)

@@ -1,0 +1,190 @@
+"""Hermod's pure parts (seed 004, chapter 5): the priority order, its 6-bit DSCP code, EP matching.
+
+Nothing here knows about a run; :mod:`schedulers.hermod` is the thin class
+that applies these functions to a job.
+
+**Model factors** (§5.2.2): every coflow is named by its microbatch id
+(MID), coflow type (CType: EP, PP, DP) and layer id (LID).
+
+**Order** (§5.3.1, Tables 5.3-5.4): MID, then CType, then LID, lower MID
+and LID first, EP & PP before DP (1F1B); interleaved 1F1B: EP > PP > DP.
+The DP exception (§5.3.1, "Conflict between MID and LID"): a DP coflow is
+produced after the last microbatch's backward pass, so its gradient
+reduction (all-reduce, or ZeRO-2's reduce-scatter) carries the highest MID
+of its iteration (the generator labels it so); a ZeRO-2 parameter
+all-gather is consumed by the next iteration's first microbatch, and "DP
+coflows correspond to microbatch-1 in the next iteration", so it is given
+MID 0. The paper's sentence "if DP coflows are present, LID takes
+precedence over MID" contradicts its own example (a layer-2 DP coflow is
+put before a layer-1 EP coflow of microbatch 2); we follow the example and
+the stated reason (the all-gather is microbatch 0 of the next iteration).
+Between the all-gather and microbatch 0's EP/PP coflows the paper calls
+the CType/LID conflict impossible (§5.3.1), so CType before LID is kept.
+
+**DSCP** (§5.4): "the top three bits for microbatchID, one bit for coflow
+type, and two bits for layerID". A switch serves ``dscp >> 3`` (the MID
+bits) as 8 strict-priority queues, class 7 first (``tc_policies.plan``),
+so every field is written as a *level*: higher = served first.
+Where the paper is silent we chose:
+
+* MID: level ``7 - min(mid, 7)``. Clamping is monotone (it never inverts
+  two microbatches); microbatches from 7 on share the lowest level. (A
+  modulo would wrap and invert neighbours inside the 1F1B window.)
+* CType: 1 for EP and PP, 0 for DP (1F1B). Interleaved 1F1B needs three
+  levels in one bit: EP is 1, PP and DP share 0 (PP is off the critical
+  path there, §5.3.1); the hosts still order PP before DP by the full key.
+* LID: 12-96 layers into 2 bits. Conflicts that LID settles are between
+  coflows of one GPU (its own EP, DP and outgoing PP coflows share its
+  NIC), so the level is the layer's *rank among the layers the sending GPU
+  holds*, in quarters: ``3 - (4 * rank) // count``. Quarters of the whole
+  model would give all layers of a pipeline stage one value (24 layers on
+  8 stages: 3 layers per stage, all in one quarter), losing the order
+  exactly where it matters.
+
+The code is a monotone quantization of the key (``key(a) < key(b)`` implies
+``dscp(a) >= dscp(b)``) while MIDs are below 8, with one exception in
+interleaved 1F1B: PP and DP of one MID share the CType bit, so there LID
+decides at the switches (tested over all such factor combinations). From
+MID 7 on the MID levels tie and LID decides. The hosts order by the full
+key (:mod:`schedulers.hermod`), so these ties only reach the switches.
+
+**EP matching** (§5.3.2, Alg. 3): repeatedly take a maximum-weight matching
+of the residual transmission matrix (Hungarian, ``linear_sum_assignment``),
+subtract its smallest positive matched entry from every matched entry, and
+make that a sub-phase. Line 10 of Alg. 3 reads ``min({T_ij | T_ij > 0})``
+and leaves ``matching_values`` (line 9) unused; we take the minimum over
+the matched positive entries (line 9's values), which is what makes every
+sub-phase carry equal portions; the minimum over the whole matrix would
+only cut phases finer. Bytes are integers, so the sub-phases carry the
+matrix exactly.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.optimize import linear_sum_assignment
+
+CTYPES = ("EP", "PP", "DP")
+RANK_1F1B = {"EP": 0, "PP": 0, "DP": 1}  # Table 5.3, Case II: EP & PP > DP
+RANK_INTERLEAVED = {"EP": 0, "PP": 1, "DP": 2}  # §5.3.1, interleaved 1F1B: EP > PP > DP
+
+
+@dataclass(frozen=True)
+class Factors:
+    """A coflow's model factors (§5.2.2). ``mid`` is the effective MID (see module doc)."""
+
+    mid: int
+    ctype: str
+    lid: int
+
+    def __post_init__(self) -> None:
+        if self.ctype not in CTYPES:
+            raise ValueError(f"coflow type must be one of {CTYPES}, got {self.ctype!r}")
+        if self.mid < 0 or self.lid < 0:
+            raise ValueError(f"MID and LID must be >= 0, got {self.mid}, {self.lid}")
+
+
+def factors_of(coflow_type: str | None, microbatch: int | None, layer: int | None, dp_phase: str | None) -> Factors:
+    """Factors of a flow from its job attributes. ``dp_phase`` ``"ag"`` (ZeRO-2 parameter
+    all-gather) is microbatch 0 of the next iteration; other DP flows keep the microbatch the
+    generator gave them (the last). Flows without a type (the EP metadata all-gather) count
+    as EP: they open an EP coflow (§5.3.2)."""
+    ctype = coflow_type if coflow_type in CTYPES else "EP"
+    mid = 0 if (ctype == "DP" and dp_phase == "ag") else (microbatch or 0)
+    return Factors(mid, ctype, layer or 0)
+
+
+def priority_key(f: Factors, interleaved: bool = False) -> tuple[int, int, int]:
+    """Sort key, smaller first: MID > CType > LID (Tables 5.3-5.4)."""
+    ranks = RANK_INTERLEAVED if interleaved else RANK_1F1B
+    return (f.mid, ranks[f.ctype], f.lid)
+
+
+# ----------------------------------------------------------------- DSCP codec
+
+
+def encode(mid_level: int, ctype_level: int, lid_level: int) -> int:
+    """The 6-bit DSCP: 3 bits MID level, 1 bit CType level, 2 bits LID level (§5.4)."""
+    for name, v, hi in (("mid_level", mid_level, 7), ("ctype_level", ctype_level, 1), ("lid_level", lid_level, 3)):
+        if not 0 <= v <= hi:
+            raise ValueError(f"{name} must be in 0..{hi}, got {v}")
+    return mid_level << 3 | ctype_level << 2 | lid_level
+
+
+def decode(dscp: int) -> tuple[int, int, int]:
+    """(MID level, CType level, LID level) of a DSCP (0..63)."""
+    if not 0 <= dscp <= 63:
+        raise ValueError(f"DSCP must be in 0..63, got {dscp}")
+    return dscp >> 3, dscp >> 2 & 1, dscp & 3
+
+
+def mid_level(mid: int) -> int:
+    return 7 - min(mid, 7)
+
+
+def ctype_level(ctype: str, interleaved: bool = False) -> int:
+    return 1 if ctype == "EP" or (ctype == "PP" and not interleaved) else 0
+
+
+def lid_level(rank: int, count: int) -> int:
+    """Quarter of the sending GPU's layers the layer falls in, first quarter highest."""
+    if not 0 <= rank < count:
+        raise ValueError(f"layer rank {rank} outside 0..{count - 1}")
+    return 3 - (4 * rank) // count
+
+
+def dscp_of(f: Factors, lid_rank: int, lid_count: int, interleaved: bool = False) -> int:
+    """The DSCP Hermod marks a flow with: the quantized :func:`priority_key`."""
+    return encode(mid_level(f.mid), ctype_level(f.ctype, interleaved), lid_level(lid_rank, lid_count))
+
+
+# ------------------------------------------------------------ EP matching
+
+
+Phase = list[tuple[int, int, int]]  # (sender, receiver, bytes)
+
+
+def matching_phases(matrix: Sequence[Sequence[int]] | np.ndarray) -> list[Phase]:
+    """Alg. 3: the sub-phases of an EP transmission matrix (bytes ``matrix[i][j]`` from i to j).
+
+    Each phase is a matching (no sender or receiver twice); per phase every
+    sub-flow carries the same portion, the phase's weight. The diagonal
+    (a GPU's tokens for its own experts) is not network traffic and must be 0."""
+    t = np.array(matrix, dtype=np.int64)
+    if t.ndim != 2 or t.shape[0] != t.shape[1] or (t < 0).any() or np.diagonal(t).any():
+        raise ValueError("expected a square matrix of byte counts >= 0 with a zero diagonal")
+    phases: list[Phase] = []
+    while (t > 0).any():
+        rows, cols = linear_sum_assignment(t, maximize=True)
+        keep = t[rows, cols] > 0
+        rows, cols = rows[keep], cols[keep]
+        weight = int(t[rows, cols].min())
+        t[rows, cols] -= weight
+        phases.append([(int(i), int(j), weight) for i, j in zip(rows, cols)])
+    return phases
+
+
+def phase_deps(phases: list[Phase]) -> list[list[tuple[tuple[int, int, int], ...]]]:
+    """Per phase and sub-flow, the earlier sub-flows it waits for, as ``(phase, i, j)``:
+    the last earlier one from the same sender and the last earlier one into the same
+    receiver. A sub-phase thus starts per pair as soon as its sender and receiver are free
+    (no global barrier; the paper's workers derive the same sequence, §5.3.2)."""
+    last_send: dict[int, tuple[int, int, int]] = {}
+    last_recv: dict[int, tuple[int, int, int]] = {}
+    out = []
+    for k, phase in enumerate(phases):
+        row = []
+        for i, j, _ in phase:
+            row.append(tuple(dict.fromkeys(d for d in (last_send.get(i), last_recv.get(j)) if d is not None)))
+        for i, j, _ in phase:
+            last_send[i] = last_recv[j] = (k, i, j)
+        out.append(row)
+    return out
+
+
+def phases_time(phases: list[Phase]) -> int:
+    """Bytes-time of the phases run one after another (each as long as its largest sub-flow)."""
+    return sum(max(b for _, _, b in p) for p in phases)

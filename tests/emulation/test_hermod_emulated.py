@@ -1,0 +1,58 @@
+"""Hermod on the emulator: at the hosts a lower-priority flow on the same NIC waits for a
+higher one (seed 004, §5.4), measured from the agents' reports, and each flow's DSCP is on
+the wire (scapy reads a capture of the sender's NIC).
+
+Cluster: 2 servers with one 1 Gbit/s NIC (model) on one switch, k = 10 (100 Mbit/s real).
+The pure side is tests/test_hermod_sim.py (same job, exact times)."""
+
+import pytest
+
+from emulator.capture import Capture, parse_capture, pcap_name
+from emulator.runtime import run
+from emulator.testbed import Testbed
+from railbed.job import Job, Location
+from railbed.spec import ClusterSpec
+from railbed.topology import Topology
+from railbed.units import wire_bytes
+from schedulers import by_name
+
+scapy_all = pytest.importorskip("scapy.all")
+K = 10
+LINK = 1e9
+SPEC = ClusterSpec.from_dict({"servers": [{"count": 2, "nic_rate": LINK}], "fabric": {"type": "single_switch"}})
+S = 6_250_000
+T = 8 * wire_bytes(S) / LINK  # one flow alone: 0.05 s model, 0.5 s real
+
+
+def three_coflows() -> Job:
+    job = Job("hermod-order")
+    job.endpoint("a", Location(0, "gpu0", 0))
+    job.endpoint("b", Location(1, "gpu0", 0))
+    job.flow("dp", "a", "b", S, coflow="dp", coflow_type="DP", microbatch=3, layer=0, tags={"dp_phase": "rs"})
+    job.flow("pp1", "a", "b", S, coflow="pp1", coflow_type="PP", microbatch=1, layer=2)
+    job.flow("pp0", "a", "b", S, coflow="pp0", coflow_type="PP", microbatch=0, layer=2)
+    return job.validate()
+
+
+def test_lower_priority_waits_at_the_host_and_dscp_is_on_the_wire(tmp_path):
+    port = ("h0", "h0-eth0")
+    spec = parse_capture({"ports": [f"{port[0]}:{port[1]}"], "snaplen": 96, "max_bytes": "20MB"}, Topology(SPEC))
+    with Testbed(SPEC, scale=K) as tb:
+        cap = Capture(tb, spec, tmp_path)
+        cap.start()
+        try:
+            res = run(three_coflows(), by_name("hermod"), tb)
+        finally:
+            cap.stop()
+    r = res.items
+    # the agents' receive reports: each flow starts only after the higher one ended, alone at line rate
+    assert r["pp0"].end <= r["pp1"].start + 1e-9 and r["pp1"].end <= r["dp"].start + 1e-9
+    for fid, n in (("pp0", 1), ("pp1", 2), ("dp", 3)):
+        assert r[fid].end == pytest.approx(n * T, rel=0.15), fid
+    dscp = {fid: r[fid].dscp for fid in ("pp0", "pp1", "dp")}
+    assert dscp["pp0"] > dscp["pp1"] > dscp["dp"]
+    seen = set()
+    for pkt in scapy_all.PcapReader(str(tmp_path / pcap_name(*port))):
+        if scapy_all.IP in pkt and scapy_all.TCP in pkt and len(pkt[scapy_all.TCP].payload) > 0:
+            seen.add(pkt[scapy_all.IP].tos >> 2)
+    assert set(dscp.values()) <= seen

@@ -1,0 +1,168 @@
+"""Hermod's pure functions (schedulers/hermod_alg.py): the DSCP codec, the priority order of
+Tables 5.3-5.4 (seed 004, §5.3.1), and Alg. 3's EP matching (§5.3.2)."""
+
+import itertools
+
+import numpy as np
+import pytest
+
+from schedulers.hermod_alg import (
+    CTYPES,
+    Factors,
+    decode,
+    dscp_of,
+    encode,
+    factors_of,
+    matching_phases,
+    phase_deps,
+    phases_time,
+    priority_key,
+)
+
+
+def test_codec_round_trips_all_64_values():
+    seen = set()
+    for dscp in range(64):
+        fields = decode(dscp)
+        assert encode(*fields) == dscp
+        seen.add(fields)
+    assert len(seen) == 64
+    for bad in ((8, 0, 0), (0, 2, 0), (0, 0, 4), (-1, 0, 0)):
+        with pytest.raises(ValueError):
+            encode(*bad)
+    with pytest.raises(ValueError):
+        decode(64)
+
+
+def test_fields_sit_where_section_5_4_says():
+    assert encode(7, 0, 0) >> 3 == 7  # MID in the top three bits: the switch's class (dscp >> 3)
+    assert encode(0, 1, 0) == 4 and encode(0, 0, 3) == 3
+
+
+def first(a: Factors, b: Factors, interleaved: bool = False) -> Factors:
+    return min(a, b, key=lambda f: priority_key(f, interleaved))
+
+
+@pytest.mark.parametrize("interleaved", [False, True])
+def test_table_5_3_cases(interleaved):
+    # Case I: PP of microbatch 0 before EP of microbatch 1 (lower MID first)
+    assert first(Factors(0, "PP", 2), Factors(1, "EP", 1), interleaved) == Factors(0, "PP", 2)
+    # Case II: EP and PP before DP (DP carries the last MID of its iteration)
+    for t in ("EP", "PP"):
+        assert first(Factors(3, t, 5), Factors(3, "DP", 1), interleaved) == Factors(3, t, 5)
+    # Case III: next iteration's microbatch-0 EP/PP of a front layer before a later layer's gather
+    ag = factors_of("DP", 3, 4, "ag")
+    assert ag == Factors(0, "DP", 4)
+    assert first(Factors(0, "EP", 1), ag, interleaved) == Factors(0, "EP", 1)
+    # lower LID first among equal MID and CType
+    assert first(Factors(2, "EP", 3), Factors(2, "EP", 1), interleaved) == Factors(2, "EP", 1)
+
+
+def test_table_5_4_conflicts():
+    # MID + LID, no DP: MID wins (layer 2 of microbatch 0 before layer 1 of microbatch 1)
+    assert first(Factors(0, "EP", 2), Factors(1, "EP", 1)) == Factors(0, "EP", 2)
+    # MID + LID with DP: the paper's example, a layer-2 DP (all-gather, "microbatch-1 of the
+    # next iteration") before a layer-1 EP of microbatch 2
+    ag = factors_of("DP", 3, 2, "ag")
+    assert first(ag, Factors(1, "EP", 1)) == ag
+    # reduce-scatter keeps the last MID: after every EP/PP of its own iteration
+    rs = factors_of("DP", 3, 2, "rs")
+    assert rs == Factors(3, "DP", 2) and first(rs, Factors(3, "PP", 7)) == Factors(3, "PP", 7)
+
+
+def test_interleaved_orders_ep_before_pp_before_dp():
+    ep, pp, dp = Factors(1, "EP", 3), Factors(1, "PP", 0), Factors(1, "DP", 0)
+    assert sorted([dp, pp, ep], key=lambda f: priority_key(f, True)) == [ep, pp, dp]
+    # 1F1B: EP and PP tie on CType, LID decides
+    assert sorted([dp, ep, pp], key=priority_key) == [pp, ep, dp]
+
+
+@pytest.mark.parametrize("interleaved", [False, True])
+def test_dscp_is_a_monotone_quantization_of_the_key(interleaved):
+    count = 6  # layers held by the sending GPU
+    combos = [Factors(m, c, lid) for m in range(8) for c in CTYPES for lid in range(count)]
+    code = {f: dscp_of(f, f.lid, count, interleaved) for f in combos}
+    for a, b in itertools.combinations(combos, 2):
+        if interleaved and a.mid == b.mid and {a.ctype, b.ctype} == {"PP", "DP"}:
+            assert (code[a] ^ code[b]) >> 2 == 0  # the one documented tie: same MID and CType bits
+            continue
+        ka, kb = priority_key(a, interleaved), priority_key(b, interleaved)
+        if ka < kb:
+            assert code[a] >= code[b], (a, b)
+        elif kb < ka:
+            assert code[b] >= code[a], (a, b)
+    # the first microbatches' EP coflows land in distinct switch classes, highest first
+    assert [code[Factors(m, "EP", 0)] >> 3 for m in range(8)] == list(range(7, -1, -1))
+
+
+def brute_force(matrix: np.ndarray) -> int:
+    """Least total time of whole flows packed into matchings run one after another
+    (each round as long as its largest flow): every partition into matchings, searched."""
+    flows = sorted(((int(matrix[i, j]), i, j) for i, j in zip(*np.nonzero(matrix))), reverse=True)
+    best = [sum(b for b, _, _ in flows)]
+
+    def place(k: int, rounds: list[tuple[set, set, int]], cost: int) -> None:
+        if cost >= best[0]:
+            return
+        if k == len(flows):
+            best[0] = cost
+            return
+        b, i, j = flows[k]
+        for r, (snd, rcv, top) in enumerate(rounds):
+            if i not in snd and j not in rcv:
+                rounds[r] = (snd | {i}, rcv | {j}, max(top, b))
+                place(k + 1, rounds, cost + max(0, b - top))
+                rounds[r] = (snd, rcv, top)
+        rounds.append(({i}, {j}, b))
+        place(k + 1, rounds, cost + b)
+        rounds.pop()
+
+    place(0, [], 0)
+    return best[0]
+
+
+def random_matrix(rng, n: int, skew: float = 1.0) -> np.ndarray:
+    m = (rng.pareto(skew, size=(n, n)) * 1000).astype(np.int64) + rng.integers(0, 2, size=(n, n))
+    np.fill_diagonal(m, 0)
+    return m
+
+
+def test_subphases_carry_exactly_the_matrix_and_are_matchings():
+    rng = np.random.default_rng(7)
+    for n in (2, 3, 5, 8, 16):
+        for _ in range(5):
+            m = random_matrix(rng, n)
+            phases = matching_phases(m)
+            got = np.zeros_like(m)
+            for phase in phases:
+                assert len({i for i, _, _ in phase}) == len(phase) == len({j for _, j, _ in phase})
+                assert all(b > 0 for _, _, b in phase)
+                for i, j, b in phase:
+                    got[i, j] += b
+            assert (got == m).all()
+            lower = max(m.sum(0).max(), m.sum(1).max())
+            assert phases_time(phases) >= lower
+
+
+def test_subphases_no_worse_than_brute_force_on_small_matrices():
+    rng = np.random.default_rng(11)
+    for n in (2, 3, 4):
+        for _ in range(6 if n < 4 else 3):
+            m = random_matrix(rng, n)
+            assert phases_time(matching_phases(m)) <= brute_force(m), m
+
+
+def test_phase_deps_chain_each_sender_and_receiver():
+    phases = matching_phases(np.array([[0, 5, 3], [2, 0, 4], [1, 1, 0]]))
+    deps = phase_deps(phases)
+    for k, (phase, row) in enumerate(zip(phases, deps)):
+        for (i, j, _), ds in zip(phase, row):
+            for kk, ii, jj in ds:
+                assert kk < k and (ii == i or jj == j)
+    assert deps[0] == [()] * len(phases[0])
+
+
+def test_matching_rejects_bad_matrices():
+    for bad in ([[1, 0], [0, 0]], [[0, -1], [0, 0]], [[0, 1, 2]]):
+        with pytest.raises(ValueError):
+            matching_phases(bad)

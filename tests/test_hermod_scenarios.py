@@ -1,0 +1,43 @@
+"""Hermod's scenario files and claims (scenarios/hermod/): every claim loads and names a
+scheduler of its scenario; the reduced scenarios load (cluster, job, schedulers) and their
+jobs fit their clusters; the full-scale files are well-formed and sized."""
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from railbed.dispatch import check_placement
+from railbed.job import Placement
+from scenarios.reproduce import load_claims
+from scenarios.runner import Scenario
+from workloads import SIZE_HINTS
+
+HERE = Path(__file__).resolve().parents[1] / "scenarios" / "hermod"
+
+
+def test_claims_name_schedulers_their_scenarios_run():
+    _, claims = load_claims(HERE / "claims.yaml")
+    assert len(claims) >= 20
+    for claim in claims:
+        names = {s if isinstance(s, str) else s.get("label") or s["name"] for s in _doc(claim.scenario)["schedulers"]}
+        assert claim.scheduler in names and claim.relative_to in names, claim.claim
+
+
+def _doc(path: Path) -> dict:
+    return yaml.safe_load(path.read_text())
+
+
+@pytest.mark.parametrize("name", ["testbed-gpt3-sim.yaml", "testbed-gpt3-interleaved-sim.yaml"])
+def test_small_scenarios_load_and_fit_their_cluster(name):
+    sc = Scenario.load(HERE / name)
+    check_placement(sc.job, sc.cluster, Placement({n: e.pin for n, e in sc.job.endpoints.items()}))
+
+
+def test_full_scale_files_are_sized():
+    files = sorted((HERE / "full").glob("sim-*.yaml"))
+    assert len(files) == 12
+    for f in files:
+        doc = _doc(f)
+        assert (f.parent / doc["cluster"]).exists()
+        assert SIZE_HINTS["moe_training"](**doc["job"]["args"]) > 0

@@ -1,0 +1,116 @@
+"""Hermod and its baselines (schedulers/hermod.py) on the simulator: the order of §5.3.1 shows
+in completion times, Alg. 3's sub-phases carry an EP coflow, Lina holds DP behind backward EP,
+the Table 5.2 heuristics mark their type, and all are registered.
+
+Cluster: 3 servers, one 8 Gbit/s NIC each, one switch, no latency: a flow of ``S`` payload
+bytes alone takes ``T``."""
+
+import pytest
+
+from railbed.job import Job, Location
+from railbed.spec import ClusterSpec
+from railbed.units import wire_bytes
+from schedulers import REGISTRY, SchedulerSpec, by_name, make
+from schedulers.hermod import SCHEDULERS
+from simulator import simulate
+
+RATE = 8e9
+SPEC = ClusterSpec.from_dict(
+    {"servers": [{"count": 3, "gpus": 2, "nic_rate": RATE}], "fabric": {"type": "single_switch"}}
+)
+S = 10_000_000
+T = 8 * wire_bytes(S) / RATE
+
+
+def two_gpus() -> Job:
+    job = Job("hermod-order")
+    job.endpoint("a", Location(0, "gpu0", 0))
+    job.endpoint("b", Location(1, "gpu0", 0))
+    return job
+
+
+def three_coflows() -> Job:
+    """A DP reduction (last microbatch), PP of microbatch 1 and of microbatch 0, ready together."""
+    job = two_gpus()
+    job.flow("dp", "a", "b", S, coflow="dp", coflow_type="DP", microbatch=3, layer=0, tags={"dp_phase": "rs"})
+    job.flow("pp1", "a", "b", S, coflow="pp1", coflow_type="PP", microbatch=1, layer=2)
+    job.flow("pp0", "a", "b", S, coflow="pp0", coflow_type="PP", microbatch=0, layer=2)
+    return job.validate()
+
+
+def ends(result, ids=("pp0", "pp1", "dp")) -> list[float]:
+    return [result.items[i].end / T for i in ids]
+
+
+def test_hermod_order_shows_in_completion_times():
+    job = three_coflows()
+    assert ends(simulate(job, by_name("hermod"), SPEC)) == pytest.approx([1, 2, 3])
+    assert ends(simulate(job, by_name("megatron"), SPEC)) == pytest.approx([3, 3, 3])  # fair sharing
+    assert ends(simulate(job, by_name("dp-first"), SPEC))[2] == pytest.approx(1)
+    assert ends(simulate(job, by_name("pp-first"), SPEC)) == pytest.approx([2, 2, 3])
+    marks = simulate(job, by_name("hermod"), SPEC).items
+    assert marks["pp0"].dscp >> 3 == 7 and marks["pp1"].dscp >> 3 == 6 and marks["dp"].dscp >> 3 == 4
+
+
+def test_hermod_host_wait_keeps_order_inside_a_switch_class():
+    """Same MID, PP before DP by CType: one class at the switch (same MID level), the host waits."""
+    job = two_gpus()
+    job.flow("dp", "a", "b", S, coflow_type="DP", microbatch=0, layer=0, tags={"dp_phase": "ag"})
+    job.flow("pp", "a", "b", S, coflow_type="PP", microbatch=0, layer=1)
+    job.validate()
+    res = simulate(job, by_name("hermod"), SPEC)
+    assert res.items["dp"].dscp >> 3 == res.items["pp"].dscp >> 3
+    assert ends(res, ("pp", "dp")) == pytest.approx([1, 2])
+    assert ends(simulate(job, by_name("hermod-intra"), SPEC), ("pp", "dp")) == pytest.approx([2, 2])
+    no_wait = make(SchedulerSpec("hermod", {"host_wait": False}))
+    assert ends(simulate(job, no_wait, SPEC), ("pp", "dp")) == pytest.approx([2, 2])
+
+
+def ep_job() -> Job:
+    job = Job("ep")
+    for s in range(3):
+        job.endpoint(f"g{s}", Location(s, "gpu0", 0))
+    sizes = {(0, 1): 3 * S, (0, 2): S, (1, 0): S, (1, 2): 2 * S, (2, 0): 2 * S, (2, 1): S}
+    for (i, j), size in sizes.items():
+        job.flow(f"e{i}{j}", f"g{i}", f"g{j}", size, reveal="on_ready", coflow="ep", coflow_type="EP", microbatch=0)
+    return job.validate()
+
+
+def test_ep_coflow_split_into_matching_subphases():
+    job = ep_job()
+    res = simulate(job, by_name("hermod-intra"), SPEC)
+    subs = [r for r in res.items.values() if r.parent]
+    assert subs and {r.parent for r in subs} == {f.id for f in job.flows}
+    for f in job.flows:
+        assert res.items[f.id].received == f.size
+        assert sum(r.size for r in subs if r.parent == f.id) == f.size
+    fifo = simulate(job, by_name("megatron"), SPEC)
+    assert res.makespan <= fifo.makespan * (1 + 1e-5)  # sub-flows add a few partial packets' headers
+    assert res.makespan == pytest.approx(4 * T, rel=1e-5)  # the largest row/column sum: no incast
+
+
+def test_lina_holds_dp_behind_backward_ep_on_the_same_nic():
+    job = two_gpus()
+    job.flow("ep", "a", "b", S, coflow="ep", coflow_type="EP", microbatch=0, tags={"pass": "B"})
+    job.task("late", "a", T / 2)
+    job.flow("dp", "a", "b", S, ["late"], coflow="dp", coflow_type="DP", microbatch=0)
+    job.validate()
+    res = simulate(job, by_name("lina"), SPEC)
+    assert res.items["dp"].start == pytest.approx(T) and res.items["ep"].end == pytest.approx(T)
+    assert all(r.dscp in (0, None) for r in res.items.values() if r.kind == "flow")
+
+
+def test_registered_with_arguments():
+    for cls in SCHEDULERS:
+        assert REGISTRY[cls.name] is cls
+    sched = make(SchedulerSpec("hermod", {"interleaved": True, "intra": False}, "h-il"))
+    assert sched.interleaved and not sched.intra and sched.label == "h-il"
+    assert by_name("hermod-inter").intra is False and by_name("hermod-intra").inter is False
+
+
+def test_tree_flows_run_at_half_line_rate_under_hermod():
+    job = two_gpus()
+    job.flow("t", "a", "b", S, coflow_type="DP", microbatch=0, tags={"tree": 0, "dp_phase": "ar"})
+    job.validate()
+    res = simulate(job, by_name("hermod"), SPEC)
+    assert res.items["t"].rate == RATE / 2 and res.items["t"].end == pytest.approx(2 * T)

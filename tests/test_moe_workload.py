@@ -1,0 +1,152 @@
+"""The moe_training generator (workloads/moe.py): pipeline schedules (1F1B in-flight
+microbatches, counted on a simulated run), EP sizes revealed on ready after the metadata
+all-gather, Table 5.5 preset sizes, GPUs sharing NICs, registration and bad arguments."""
+
+import numpy as np
+import pytest
+
+from railbed.errors import SpecError
+from railbed.job import Flow
+from railbed.spec import ClusterSpec
+from schedulers import by_name
+from simulator import simulate
+from workloads import GENERATORS, generate
+from workloads.moe import PRESETS, moe_training, stage_order
+
+CLUSTER = ClusterSpec.from_dict(
+    {
+        "servers": [{"count": 4, "gpus": 8, "nics": 2, "nic_rate": "100Gbit"}],
+        "fabric": {"type": "rail_optimized", "spines": 1, "uplink_rate": "100Gbit"},
+    }
+)
+SMALL = dict(dp=2, pp=4, ep=2, layers=4, hidden=256, ffn=512, seq=128, experts=4, topk=2, microbatches=8)
+SMALL["nics_per_server"] = 2
+
+
+def in_flight(result, stage: int) -> int:
+    """Most microbatches of ``stage`` (replica 0) between their first forward task's start and
+    their last backward task's end at one time."""
+    spans: dict[int, list[float]] = {}
+    for r in result.items.values():
+        if r.kind == "task" and r.id.endswith(f".p{stage}d0t0") and ".attn." in r.id:
+            m = r.attrs["microbatch"]
+            lo, hi = spans.get(m, [np.inf, -np.inf])
+            spans[m] = [min(lo, r.start), max(hi, r.end)]
+    events = sorted([(a, 1) for a, _ in spans.values()] + [(b, -1) for _, b in spans.values()])
+    best = cur = 0
+    for _, d in events:
+        cur += d
+        best = max(best, cur)
+    return best
+
+
+@pytest.mark.parametrize("schedule", ["1f1b", "gpipe"])
+def test_in_flight_microbatches_per_stage(schedule):
+    job = moe_training(schedule=schedule, **SMALL)
+    result = simulate(job, by_name("fifo"), CLUSTER)
+    assert result.makespan > 0
+    for p in range(4):
+        want = 4 - p if schedule == "1f1b" else 8  # 1F1B keeps pp - p microbatches at stage p
+        assert in_flight(result, p) == want, (schedule, p)
+
+
+def test_stage_orders():
+    assert stage_order("1f1b", 4, 6, 1) == [("F", 0, 0), ("F", 1, 0)] + [
+        op for i in range(4) for op in (("F", i + 2, 0), ("B", i, 0))
+    ] + [("B", 4, 0), ("B", 5, 0)]
+    inter = stage_order("interleaved", 2, 4, 0, 2)  # Megatron: chunk 0 of microbatches 0-1, then chunk 1
+    assert inter[:5] == [("F", 0, 0), ("F", 1, 0), ("F", 0, 1), ("F", 1, 1), ("F", 2, 0)]
+    for sched, ch in (("gpipe", 1), ("1f1b", 1), ("interleaved", 2)):
+        for p in range(4):
+            ops = stage_order(sched, 4, 8, p, ch)
+            assert sorted(ops) == sorted((k, m, c) for k in "FB" for m in range(8) for c in range(ch))
+            for m in range(8):
+                for c in range(ch):
+                    assert ops.index(("F", m, c)) < ops.index(("B", m, c))
+
+
+def test_interleaved_runs_and_keeps_every_layer():
+    job = moe_training(schedule="interleaved", chunks=2, **{**SMALL, "layers": 8})
+    result = simulate(job, by_name("fifo"), CLUSTER)
+    attn = {(r.attrs["layer"], r.id.split(".")[1]) for r in result.items.values() if ".attn." in r.id}
+    assert attn == {(layer, k) for layer in range(8) for k in "FB"}
+    assert in_flight(result, 3) <= in_flight(result, 0)  # the first stage warms up most
+
+
+def test_ep_sizes_are_revealed_on_ready_after_the_metadata_gather():
+    job = moe_training(**SMALL)
+    public = job.public()
+    ep = [f for f in job.flows if f.coflow_type == "EP" and not f.tags.get("metadata")]
+    assert ep and all(f.reveal == "on_ready" and public.items[f.id].size is None for f in ep)
+    dispatch = [f for f in ep if ".dispatch." in f.id]
+    assert dispatch and all(any(".meta." in d for d in f.deps) for f in dispatch)
+    meta = [f for f in job.flows if f.tags.get("metadata")]
+    assert meta and all(public.items[f.id].size == 512 for f in meta)
+
+
+def test_ep_matrix_carries_every_routed_token():
+    job = moe_training(**SMALL, seed=3)
+    sent = sum(f.size for f in job.flows if ".i0.ep.dispatch.l0.m0." in f".{f.id}" and f.src == "p0d0t0")
+    local = [t for t in job.tasks if t.id == "i0.F.expert.l0.m0.p0d0t0"]
+    assert local and 0 < sent <= 128 * 2 * 256 * 2  # tokens x topk x hidden x bf16, minus its own experts'
+    a = moe_training(**SMALL, seed=3)
+    b = moe_training(**SMALL, seed=4)
+    sizes = [[f.size for f in j.flows if f.coflow_type == "EP"] for j in (a, b)]
+    assert sizes[0] == [f.size for f in job.flows if f.coflow_type == "EP"] and sizes[0] != sizes[1]
+
+
+def test_preset_sizes():
+    job = moe_training(model="mixtral-8x7b", dp=8, microbatches=2, layers=2, nics_per_server=2)
+    act = next(f for f in job.flows if f.coflow_type == "PP")
+    assert act.size == 4096 * 4 * 4096 * 2  # seq x microbatch x hidden x bf16
+    gpt = moe_training(model="gpt3-13b", dp=2, microbatches=4, layers=4, nics_per_server=2)
+    act = next(f for f in gpt.flows if f.coflow_type == "PP")
+    assert act.size == 2048 * 4 * 5120 * 2 // 4  # TP 4, sequence parallel
+    dp = [f for f in gpt.flows if f.coflow_type == "DP" and f.id.endswith(".s0.r0")]
+    assert dp and all(f.size == 12 * 5120**2 * 2 // 4 // 2 for f in dp)  # 12 h^2 / TP, chunk of a 2-ring
+    assert not [f for f in gpt.flows if f.coflow_type == "EP"]
+    assert set(PRESETS) == {"qwen-moe-12l", "qwen-moe-24l", "mixtral-8x7b", "mixtral-8x22b", "gpt3-13b", "gpt3-175b"}
+
+
+def test_gpus_share_nics_and_zero2_tags():
+    job = moe_training(**SMALL, zero2=True)
+    nics = {ep.pin.device: ep.pin.nic for ep in job.endpoints.values()}
+    assert nics == {f"gpu{g}": g // 4 for g in range(8)}
+    phases = {f.tags["dp_phase"] for f in job.flows if f.coflow_type == "DP"}
+    assert phases == {"rs", "ag"}
+    assert all(f.microbatch == 7 for f in job.flows if f.coflow_type == "DP")
+
+
+def test_registered_and_bad_arguments_name_the_field():
+    assert GENERATORS["moe_training"] is moe_training
+    job = generate("moe_training", {"pp": 2, "dp": 2, "layers": 2, "seq": 64, "hidden": 64, "ffn": 64})
+    assert isinstance(next(iter(job.items.values())), object) and any(isinstance(i, Flow) for i in job.items.values())
+    for args, where in (
+        ({"model": "gpt5"}, "model"),
+        ({"schedule": "zigzag"}, "schedule"),
+        ({"ep": 3}, "ep"),
+        ({"layers": 3}, "layers"),
+        ({"schedule": "interleaved", "chunks": 2, "microbatches": 3}, "microbatches"),
+        ({"tp": 3}, "tp"),
+    ):
+        with pytest.raises(SpecError) as err:
+            generate("moe_training", args)
+        assert err.value.field == f"job.args.{where}", args
+    with pytest.raises(SpecError, match="items"):
+        generate("moe_training", {"model": "mixtral-8x22b", "dp": 128})
+
+
+def test_double_binary_tree_moves_half_per_tree_and_gates_the_next_iteration():
+    job = moe_training(**{**SMALL, "dp": 4, "ep": 4}, dp_algo="tree", iterations=2, zero2=True)
+    dense = [f for f in job.flows if f.id.startswith("i0.dp.l0.p0t0.")]
+    n, half = 4, -(-(4 * 256 * 256 * 2) // 2)  # 4 h^2 bf16 gradients per layer, half per tree
+    assert len(dense) == 2 * 2 * (n - 1) and {f.size for f in dense} == {half}
+    for k in (0, 1):
+        tree = [f for f in dense if f.tags["tree"] == k]
+        ups = [f for f in tree if ".up" in f.id]
+        assert {f.tags["dp_phase"] for f in ups} == {"rs"} and len({f.src for f in ups}) == n - 1
+        assert len({f.dst for f in tree if ".down" in f.id}) == n - 1
+    nxt = next(t for t in job.tasks if t.id == "i1.F.attn.l0.m0.p0d0t0")
+    assert any(d.startswith("i0.dp.l0.p0t0.t") and ".down" in d for d in nxt.deps)
+    with pytest.raises(SpecError):
+        moe_training(**SMALL, dp_algo="butterfly")

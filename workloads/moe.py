@@ -1,0 +1,539 @@
+"""MoE (and dense) LLM training traffic for Hermod (seed 004, chapter 5): ``moe_training``.
+
+**Model** (§5.1.1, Fig. 5.4). ``layers`` transformer layers. A MoE layer's
+forward pass on a GPU: attention + gate (one task) -> metadata all-gather
+in the EP group -> EP dispatch all-to-all -> expert compute (in proportion
+to the tokens the GPU received) -> combine all-to-all. A dense layer
+(``experts`` = 0, GPT-3) is one task (attention + MLP). The backward pass
+mirrors it (combine gradients, expert backward, dispatch gradients,
+attention backward) at twice the compute.
+
+**Parallelism** ``(tp, pp, dp, ep)``. ``layout`` orders the ranks, TP
+fastest: ``"dp-outer"`` (default) ``r = t + tp * (p + pp * d)``, a
+replica's stages side by side and a stage's replicas on different
+servers, so DP and EP coflows cross the network as the paper's testbed
+measures them (EP over 80 % of Qwen's network traffic, §5.5.2);
+``"megatron"`` ``r = t + tp * (d + dp * p)`` (Megatron's default order,
+which on 8-GPU servers keeps a TP 1 job's DP and EP inside a server). The
+paper does not say which it used. Rank *r* sits on server ``r //
+gpus_per_server``, GPU ``g = r % gpus_per_server`` and NIC ``g *
+nics_per_server // gpus_per_server`` (8 GPUs on 2 NICs: GPUs 0-3 on NIC 0,
+4-7 on NIC 1, as the §5.5.1 testbed must share them). TP stays inside a server: its
+all-reduces run on NVLink and are folded into the compute times, as in
+:mod:`workloads.llm`; with sequence parallelism each tensor rank holds
+``1/tp`` of a microbatch's tokens, so PP and EP flows carry ``1/tp`` of the
+tokens each. EP groups are ``ep`` consecutive ranks of a stage's
+``dp * tp`` (data, tensor) plane (Megatron's expert parallelism over the
+DP x TP ranks, so EP 32 fits TP 8 x DP 16 of Table 5.5); each GPU holds
+``experts / ep`` experts. A stage's data-parallel replicas ring-all-reduce
+each layer's dense gradients (``bucket_layers`` layers per bucket),
+``1/tp`` of them per tensor rank; the expert gradients are reduced over
+the ``dp * tp / ep`` GPUs holding the same experts. With ``zero2`` the
+ring is a reduce-scatter (tag ``dp_phase: rs``) then an all-gather of the
+updated parameters (``dp_phase: ag``): ZeRO-2 moves the same bytes as an
+all-reduce (§5.1.1), the phases only say when the data is consumed.
+Without, every step is ``dp_phase: ar``. ``dp_algo: tree`` uses NCCL's
+double binary tree instead (half the bytes per tree, reduce then
+broadcast; Hermod runs each tree at half the line rate, §5.3.2). DP flows carry the last
+microbatch id: they start after the last microbatch's backward pass
+(§5.3.1). No barrier between iterations: the next iteration's forward pass
+of a layer waits only for that layer's DP (clip-by-value, §5.2.2 note 4).
+
+**Routing.** Per (iteration, layer) the experts' popularity is drawn from
+a Dirichlet of concentration ``skew`` (small: skewed, as EP matrices are,
+Table 5.1); per microbatch and GPU the ``tokens * topk`` assignments are a
+multinomial draw from it (a token may draw one expert twice: aggregates
+only). ``seed`` makes it reproducible. EP flows are ``reveal="on_ready"``.
+A ring all-gather of the token counts (``metadata`` bytes per GPU) precedes
+each forward dispatch (§5.3.2); the combine and the backward all-to-alls
+reuse those counts, as Megatron's token dispatcher does (the issue asks
+for one before each EP coflow; we follow the framework).
+
+**Pipeline schedules** (``schedule``): ``gpipe``, ``1f1b`` (PipeDream-Flush:
+``pp - p - 1`` warm-up forwards on stage *p*, then one forward one
+backward) and ``interleaved`` (Megatron's interleaved 1F1B with
+``chunks`` model chunks per stage; ``microbatches`` a multiple of ``pp``).
+Each stage runs its operations in that order (each waits for the one
+before on its GPU); PP sends are asynchronous (isend).
+
+**Sizes** (bf16, 2 bytes). Tokens per microbatch ``seq * mbs``; an
+activation is ``tokens / tp * hidden * 2`` bytes; a token routed to an
+expert moves ``hidden * 2`` bytes. Dense parameters per layer: ``4 h^2``
+attention (+ ``2 h ffn`` MLP when dense); an expert ``3 h ffn`` (SwiGLU).
+**Compute** (forward, backward twice that): attention ``tokens (8 h^2 +
+4 seq h)`` FLOPs, an expert ``6 h ffn`` per routed token, a dense MLP
+``4 h ffn`` per token, over ``gpu_tflops * efficiency``.
+
+**Presets** (``model``, Table 5.5): layers, experts, PP/TP/EP, sequence
+length and microbatch size from the table; the rest, where the table is
+silent, from the models' public configurations: Qwen1.5-MoE (hidden 2048,
+expert FFN 1408, top-4; the table's 64 experts counts its 4 shared ones as
+routed), Mixtral 8x7B (hidden 4096, FFN 14336, top-2), Mixtral 8x22B
+(hidden 6144, FFN 16384, top-2; the table's 32 layers, not the model's 56),
+GPT-3 13B (hidden 5120) and 175B (hidden 12288), FFN 4h. The paper gives
+no microbatch count; we use ``2 * pp`` unless told. Arguments given
+explicitly override the preset.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from railbed.errors import SpecError
+from railbed.job import Job, Location
+
+SCHEDULES = ("gpipe", "1f1b", "interleaved")
+PRESETS: dict[str, dict] = {
+    "qwen-moe-12l": dict(layers=12, experts=64, topk=4, hidden=2048, ffn=1408, pp=4, tp=1, ep=8, seq=4096, mbs=4),
+    "qwen-moe-24l": dict(layers=24, experts=64, topk=4, hidden=2048, ffn=1408, pp=8, tp=8, ep=32, seq=4096, mbs=8),
+    "mixtral-8x7b": dict(layers=32, experts=8, topk=2, hidden=4096, ffn=14336, pp=2, tp=1, ep=8, seq=4096, mbs=4),
+    "mixtral-8x22b": dict(layers=32, experts=8, topk=2, hidden=6144, ffn=16384, pp=8, tp=8, ep=8, seq=4096, mbs=8),
+    "gpt3-13b": dict(layers=40, experts=0, topk=0, hidden=5120, ffn=20480, pp=4, tp=4, ep=1, seq=2048, mbs=4),
+    "gpt3-175b": dict(layers=96, experts=0, topk=0, hidden=12288, ffn=49152, pp=8, tp=8, ep=1, seq=2048, mbs=8),
+}
+DEFAULTS = dict(layers=4, experts=8, topk=2, hidden=1024, ffn=2048, pp=2, tp=1, ep=2, seq=512, mbs=1)
+BYTES = 2  # bf16
+
+
+def stage_order(schedule: str, pp: int, microbatches: int, stage: int, chunks: int = 1) -> list[tuple[str, int, int]]:
+    """The operations of pipeline ``stage`` in the order its GPU runs them: ``("F"|"B", microbatch, chunk)``."""
+    m, p = microbatches, stage
+    if schedule == "gpipe":
+        return [("F", i, 0) for i in range(m)] + [("B", i, 0) for i in range(m)]
+    if schedule == "1f1b":
+        chunks, warm = 1, min(pp - p - 1, m)
+    else:
+        warm = m * chunks if m == pp else min((pp - p - 1) * 2 + (chunks - 1) * pp, m * chunks)
+
+    def op(kind: str, k: int) -> tuple[str, int, int]:
+        c = (k // pp) % chunks
+        return (kind, (k // (pp * chunks)) * pp + k % pp, c if kind == "F" else chunks - 1 - c)
+
+    total = m * chunks
+    ops = [op("F", k) for k in range(warm)]
+    for i in range(total - warm):
+        ops += [op("F", warm + i), op("B", i)]
+    return ops + [op("B", k) for k in range(total - warm, total)]
+
+
+@dataclass
+class _Shape:
+    layers: int
+    experts: int
+    topk: int
+    hidden: int
+    ffn: int
+    pp: int
+    tp: int
+    ep: int
+    seq: int
+    mbs: int
+    dp: int
+    microbatches: int
+    chunks: int
+    flops: float  # effective FLOP/s of a GPU
+
+    @property
+    def tokens(self) -> int:  # per GPU and microbatch (sequence parallel)
+        return self.seq * self.mbs // self.tp
+
+    def attn_time(self) -> float:
+        h = self.hidden
+        mlp = 0 if self.experts else 4 * h * self.ffn
+        return self.tokens * (8 * h * h + 4 * self.seq * h + mlp) / self.flops
+
+    def expert_time(self, routed: int) -> float:
+        return routed * 6 * self.hidden * self.ffn / self.flops
+
+    def dense_grad(self) -> int:
+        h = self.hidden
+        return (4 * h * h + (0 if self.experts else 2 * h * self.ffn)) * BYTES // self.tp
+
+    def expert_grad(self) -> int:
+        return (self.experts // self.ep) * 3 * self.hidden * self.ffn * BYTES
+
+
+@dataclass
+class _Builder:
+    job: Job
+    s: _Shape
+    rng: np.random.Generator
+    skew: float
+    metadata: int
+    zero2: bool
+    bucket: int
+    tree: bool = False
+    last: dict[str, list[str]] = field(default_factory=dict)  # endpoint -> items its GPU's next op waits for
+    dp_done: dict[tuple[str, int], list[str]] = field(default_factory=dict)  # (endpoint, layer) -> its DP ends
+    routes: dict = field(default_factory=dict)
+
+    # ranks and groups
+    def name(self, p: int, d: int, t: int) -> str:
+        return f"p{p}d{d}t{t}"
+
+    def plane(self, p: int) -> list[str]:
+        """A stage's ranks in (data, tensor) order, tensor fastest."""
+        return [self.name(p, d, t) for d in range(self.s.dp) for t in range(self.s.tp)]
+
+    def ep_group(self, p: int, q: int) -> list[str]:
+        e = self.s.ep
+        return self.plane(p)[(q // e) * e : (q // e + 1) * e]
+
+    def layers_of(self, vs: int) -> range:
+        n = self.s.layers // (self.s.pp * self.s.chunks)
+        return range(vs * n, (vs + 1) * n)
+
+    # EP routing
+    def matrix(self, it: int, layer: int, m: int, p: int, g: int) -> np.ndarray:
+        """Tokens routed from GPU a to GPU b of EP group g (experts of b): ``[a, b]``."""
+        key = (it, layer, m, p, g)
+        if key not in self.routes:
+            s = self.s
+            pop = self._popularity(it, layer)
+            counts = self.rng.multinomial(s.tokens * s.topk, pop, size=s.ep)  # [gpu, expert]
+            self.routes[key] = counts.reshape(s.ep, s.ep, s.experts // s.ep).sum(axis=2)
+        return self.routes[key]
+
+    def _popularity(self, it: int, layer: int) -> np.ndarray:
+        key = ("pop", it, layer)
+        if key not in self.routes:
+            self.routes[key] = self.rng.dirichlet(np.full(self.s.experts, self.skew))
+        return self.routes[key]
+
+
+def _check_int(name: str, value, low: int = 1) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < low:
+        raise SpecError(name, f"must be an integer >= {low}, got {value!r}")
+    return value
+
+
+def _shape(model, args: dict, dp: int, microbatches, chunks: int, flops: float) -> _Shape:
+    if model is not None and model not in PRESETS:
+        raise SpecError("model", f"unknown model {model!r} (known: {', '.join(PRESETS)})")
+    base = dict(DEFAULTS, **(PRESETS[model] if model else {}))
+    base.update({k: v for k, v in args.items() if v is not None})
+    for k, v in base.items():
+        _check_int(k, v, 0 if k in ("experts", "topk") else 1)
+    mb = base["pp"] * 2 if microbatches is None else _check_int("microbatches", microbatches)
+    return _Shape(**base, dp=_check_int("dp", dp), microbatches=mb, chunks=chunks, flops=flops)
+
+
+def _validate(s: _Shape, schedule: str, gpus: int, nics: int) -> None:
+    if schedule not in SCHEDULES:
+        raise SpecError("schedule", f"must be one of {', '.join(SCHEDULES)}, got {schedule!r}")
+    if s.chunks > 1 and schedule != "interleaved":
+        raise SpecError("chunks", "model chunks need schedule: interleaved")
+    if schedule == "interleaved" and (s.microbatches % s.pp or s.pp < 2):
+        raise SpecError("microbatches", f"interleaved 1F1B needs pp >= 2 and microbatches a multiple of pp ({s.pp})")
+    if s.layers % (s.pp * s.chunks):
+        raise SpecError("layers", f"{s.layers} layers do not split into {s.pp} stages x {s.chunks} chunks")
+    if gpus % s.tp:
+        raise SpecError("tp", f"a tensor-parallel group must fit in a server: {s.tp} does not divide {gpus}")
+    if nics > gpus:
+        raise SpecError("nics_per_server", f"more NICs ({nics}) than GPUs ({gpus}) per server")
+    if s.experts:
+        if s.topk < 1 or s.topk > s.experts:
+            raise SpecError("topk", f"must be in 1..experts ({s.experts}), got {s.topk}")
+        if (s.dp * s.tp) % s.ep or s.experts % s.ep:
+            raise SpecError("ep", f"{s.ep} must divide dp x tp ({s.dp * s.tp}) and experts ({s.experts})")
+    if s.tokens < 1:
+        raise SpecError("seq", "seq * mbs must be at least tp")
+
+
+def moe_training(
+    model: str | None = None,
+    dp: int = 2,
+    microbatches: int | None = None,
+    iterations: int = 1,
+    schedule: str = "1f1b",
+    chunks: int = 1,
+    zero2: bool = False,
+    bucket_layers: int = 1,
+    dp_algo: str = "ring",
+    skew: float = 1.0,
+    seed: int = 0,
+    metadata: int = 512,
+    layout: str = "dp-outer",
+    gpus_per_server: int = 8,
+    nics_per_server: int = 8,
+    gpu_tflops: float = 312.0,
+    efficiency: float = 0.5,
+    layers: int | None = None,
+    experts: int | None = None,
+    topk: int | None = None,
+    hidden: int | None = None,
+    ffn: int | None = None,
+    pp: int | None = None,
+    tp: int | None = None,
+    ep: int | None = None,
+    seq: int | None = None,
+    mbs: int | None = None,
+    name: str | None = None,
+) -> Job:
+    """A MoE or dense training job (see the module docstring); ``model`` picks a Table 5.5 preset."""
+    shape_args = dict(layers=layers, experts=experts, topk=topk, hidden=hidden, ffn=ffn)
+    shape_args.update(pp=pp, tp=tp, ep=ep, seq=seq, mbs=mbs)
+    if not (isinstance(gpu_tflops, (int, float)) and isinstance(efficiency, (int, float))) or not (
+        gpu_tflops > 0 and 0 < efficiency <= 1
+    ):
+        raise SpecError("efficiency", "gpu_tflops must be > 0 and efficiency in (0, 1]")
+    if not (isinstance(skew, (int, float)) and skew > 0):
+        raise SpecError("skew", f"must be > 0, got {skew!r}")
+    s = _shape(model, shape_args, dp, microbatches, _check_int("chunks", chunks), gpu_tflops * 1e12 * efficiency)
+    gpus, nics = _check_int("gpus_per_server", gpus_per_server), _check_int("nics_per_server", nics_per_server)
+    _validate(s, schedule, gpus, nics)
+    _check_int("iterations", iterations)
+    _check_int("bucket_layers", bucket_layers)
+    _check_int("seed", seed, 0)
+    _check_int("metadata", metadata, 0)
+    if not s.experts:
+        s.ep = 1
+    label = name or f"{model or 'moe'}-t{s.tp}p{s.pp}d{s.dp}e{s.ep}-{schedule}"
+    if dp_algo not in ("ring", "tree"):
+        raise SpecError("dp_algo", f"must be ring or tree, got {dp_algo!r}")
+    b = _Builder(Job(label), s, np.random.default_rng(seed), float(skew), metadata, bool(zero2), bucket_layers)
+    b.tree = dp_algo == "tree"
+    if layout not in ("dp-outer", "megatron"):
+        raise SpecError("layout", f"must be dp-outer or megatron, got {layout!r}")
+    _endpoints(b, gpus_per_server, nics_per_server, layout)
+    for it in range(iterations):
+        _iteration(b, it, schedule)
+    return b.job.validate()
+
+
+def _endpoints(b: _Builder, gpus: int, nics: int, layout: str) -> None:
+    s = b.s
+    for p in range(s.pp):
+        for d in range(s.dp):
+            for t in range(s.tp):
+                r = t + s.tp * ((p + s.pp * d) if layout == "dp-outer" else (d + s.dp * p))
+                g = r % gpus
+                b.job.endpoint(b.name(p, d, t), Location(r // gpus, f"gpu{g}", g * nics // gpus), role="gpu")
+                b.last[b.name(p, d, t)] = []
+
+
+def _iteration(b: _Builder, it: int, schedule: str) -> None:
+    """Every stage's operations in its order (each waits for its GPU's previous one, for its
+    input from the neighbouring virtual stage and, at a layer's first forward pass, for that
+    layer's DP of the previous iteration), then the DP synchronisation. A schedule that could
+    deadlock would be a dependency cycle, which ``Job.validate`` refuses."""
+    s = b.s
+    for p in range(s.pp):
+        for kind, m, c in stage_order(schedule, s.pp, s.microbatches, p, s.chunks):
+            _op(b, it, kind, m, c * s.pp + p)
+    _dp_sync(b, it)
+
+
+def _op(b: _Builder, it: int, kind: str, m: int, vs: int) -> None:
+    """Forward or backward pass of microbatch ``m`` through virtual stage ``vs`` on every (d, t)."""
+    s = b.s
+    p = vs % s.pp
+    layers = b.layers_of(vs) if kind == "F" else reversed(b.layers_of(vs))
+    for d in range(s.dp):
+        for t in range(s.tp):
+            here = b.name(p, d, t)
+            b.last[here] = b.last[here] + _input_flow(b, it, kind, m, vs, d, t)
+    for layer in layers:
+        if kind == "F" and m == 0:
+            for r in b.plane(p):
+                b.last[r] = b.last[r] + b.dp_done.pop((r, layer), [])
+        _layer(b, it, kind, m, p, layer)
+    nxt = vs + 1 if kind == "F" else vs - 1
+    if 0 <= nxt < s.pp * s.chunks:
+        for d in range(s.dp):
+            for t in range(s.tp):
+                here = b.name(p, d, t)
+                tag = "act" if kind == "F" else "grad"
+                b.job.flow(
+                    f"i{it}.{tag}.v{vs}.m{m}.{here}", here, b.name(nxt % s.pp, d, t),
+                    s.tokens * s.hidden * BYTES, list(b.last[here]),
+                    iteration=it, microbatch=m, layer=b.layers_of(vs)[-1 if kind == "F" else 0],
+                    coflow=f"i{it}.pp.{kind}.v{vs}.m{m}", coflow_type="PP", tags={"pass": kind},
+                )  # fmt: skip
+
+
+def _input_flow(b: _Builder, it: int, kind: str, m: int, vs: int, d: int, t: int) -> list[str]:
+    s = b.s
+    prev = vs - 1 if kind == "F" else vs + 1
+    if not 0 <= prev < s.pp * s.chunks:
+        return []
+    tag = "act" if kind == "F" else "grad"
+    return [f"i{it}.{tag}.v{prev}.m{m}.{b.name(prev % s.pp, d, t)}"]
+
+
+def _layer(b: _Builder, it: int, kind: str, m: int, p: int, layer: int) -> None:
+    s = b.s
+    attrs = dict(iteration=it, microbatch=m, layer=layer)
+    scale = 1.0 if kind == "F" else 2.0
+    plane = b.plane(p)
+    if kind == "F" or not s.experts:  # attention (+ gate, + dense MLP) first in forward
+        for ep in plane:
+            tid = b.job.task(f"i{it}.{kind}.attn.l{layer}.m{m}.{ep}", ep, scale * s.attn_time(), b.last[ep], **attrs)
+            b.last[ep] = [tid]
+    if s.experts:
+        for g in range(len(plane) // s.ep):
+            _moe_block(b, it, kind, m, p, layer, g, scale)
+    if kind == "B" and s.experts:
+        for ep in plane:
+            tid = b.job.task(f"i{it}.{kind}.attn.l{layer}.m{m}.{ep}", ep, scale * s.attn_time(), b.last[ep], **attrs)
+            b.last[ep] = [tid]
+
+
+def _moe_block(b: _Builder, it: int, kind: str, m: int, p: int, layer: int, g: int, scale: float) -> None:
+    """All-to-all, expert compute, all-to-all in EP group ``g`` of stage ``p``."""
+    s = b.s
+    group = b.ep_group(p, g * s.ep)
+    tokens = b.matrix(it, layer, m, p, g)
+    attrs = dict(iteration=it, microbatch=m, layer=layer)
+    if kind == "F" and b.metadata and s.ep > 1:
+        _metadata(b, it, m, layer, group, attrs)
+    first = "dispatch" if kind == "F" else "combine-grad"
+    second = "combine" if kind == "F" else "dispatch-grad"
+    into = _all_to_all(b, it, kind, m, layer, g, group, tokens, first, attrs)
+    for j, ep in enumerate(group):
+        routed = int(tokens[:, j].sum())
+        tid = b.job.task(
+            f"i{it}.{kind}.expert.l{layer}.m{m}.{ep}", ep, scale * s.expert_time(routed), b.last[ep] + into[j], **attrs
+        )
+        b.last[ep] = [tid]
+    back = _all_to_all(b, it, kind, m, layer, g, group, tokens.T, second, attrs)
+    for j, ep in enumerate(group):
+        b.last[ep] = b.last[ep] + back[j]
+
+
+def _all_to_all(b, it, kind, m, layer, g, group, tokens, what, attrs) -> list[list[str]]:
+    """Flows ``tokens[i, j] * hidden * 2`` bytes from group[i] to group[j] (sizes revealed on ready);
+    returns, per receiver, the flows into it."""
+    into: list[list[str]] = [[] for _ in group]
+    coflow = f"i{it}.ep.{what}.l{layer}.m{m}.p{group[0]}"
+    for i, src in enumerate(group):
+        for j, dst in enumerate(group):
+            if i != j and tokens[i, j] > 0:
+                fid = b.job.flow(
+                    f"{coflow}.{i}-{j}", src, dst, int(tokens[i, j]) * b.s.hidden * BYTES, list(b.last[src]),
+                    reveal="on_ready", coflow=coflow, coflow_type="EP", tags={"pass": kind, "ep": [i, j]}, **attrs,
+                )  # fmt: skip
+                into[j].append(fid)
+    return into
+
+
+def _metadata(b, it, m, layer, group, attrs) -> None:
+    """Ring all-gather of the token counts: after ``n - 1`` steps every GPU has the matrix."""
+    n = len(group)
+    prev: dict[int, str] = {}
+    coflow = f"i{it}.meta.l{layer}.m{m}.p{group[0]}"
+    for step in range(n - 1):
+        cur = {}
+        for i, src in enumerate(group):
+            deps = list(b.last[src]) if step == 0 else [prev[(i - 1) % n]]
+            cur[i] = b.job.flow(
+                f"{coflow}.s{step}.r{i}", src, group[(i + 1) % n], b.metadata, deps,
+                coflow=coflow, coflow_type="EP", tags={"metadata": True}, **attrs,
+            )  # fmt: skip
+        prev = cur
+    for i, src in enumerate(group):
+        b.last[src] = b.last[src] + [prev[(i - 1) % n]]
+
+
+def _dp_sync(b: _Builder, it: int) -> None:
+    """Per bucket of layers: dense gradients over the data-parallel replicas, expert gradients
+    over the GPUs holding the same experts (ring all-reduce, or ZeRO-2 reduce-scatter + all-gather)."""
+    s = b.s
+    for p in range(s.pp):
+        stage_layers = sorted((vs_l for c in range(s.chunks) for vs_l in b.layers_of(c * s.pp + p)), reverse=True)
+        for k in range(0, len(stage_layers), b.bucket):
+            bucket = stage_layers[k : k + b.bucket]
+            for t in range(s.tp):
+                ranks = [b.name(p, d, t) for d in range(s.dp)]
+                _allreduce(b, it, ranks, s.dense_grad() * len(bucket), bucket, f"i{it}.dp.l{bucket[0]}.p{p}t{t}")
+            if s.experts and s.dp * s.tp > s.ep:
+                plane = b.plane(p)
+                for q in range(s.ep):
+                    ranks = plane[q :: s.ep]
+                    _allreduce(b, it, ranks, s.expert_grad() * len(bucket), bucket, f"i{it}.edp.l{bucket[0]}.p{p}q{q}")
+
+
+def _allreduce(b: _Builder, it: int, ranks: list[str], nbytes: int, bucket: list[int], prefix: str) -> None:
+    """All-reduce ``nbytes`` over ``ranks`` (ring or double binary tree) after each rank's backward
+    pass of the bucket's first layer (the last it computes); records where each rank holds the result."""
+    if len(ranks) < 2 or nbytes <= 0:
+        return
+    after = {r: f"i{it}.B.attn.l{min(bucket)}.m{_last_bwd(b.s)}.{r}" for r in ranks}
+    ends = (_tree if b.tree else _ring)(b, it, ranks, nbytes, after, bucket, prefix)
+    for rank, items in ends.items():
+        for layer in bucket:
+            b.dp_done.setdefault((rank, layer), []).extend(items)
+
+
+def _dp_flow(b: _Builder, it: int, fid: str, src: str, dst: str, size: int, deps, bucket, prefix, tags) -> str:
+    return b.job.flow(
+        fid, src, dst, size, deps, iteration=it, microbatch=b.s.microbatches - 1, layer=min(bucket),
+        coflow=prefix, coflow_type="DP", tags=tags,
+    )  # fmt: skip
+
+
+def _tree(b: _Builder, it: int, ranks: list[str], nbytes: int, after, bucket, prefix) -> dict[str, list[str]]:
+    """Double binary tree (NCCL's): half the bytes over each of two trees, reduced to the root
+    then broadcast down (tags ``tree``: 0, 1; ``dp_phase`` rs/ag with ZeRO-2, else ar). Tree 0 is
+    the binary heap over ``ranks``, tree 1 the heap over them reversed, so most of tree 0's
+    leaves are inner nodes of tree 1. Not pipelined in chunks: each hop carries its half at once."""
+    n, half = len(ranks), -(-nbytes // 2)
+    ends: dict[str, list[str]] = {r: [] for r in ranks}
+    for k, order in enumerate((ranks, ranks[::-1])):
+        up: dict[int, list[str]] = {i: [] for i in range(n)}  # flows into position i, reduce phase
+        for i in reversed(range(1, n)):
+            tags = {"dp_phase": "rs" if b.zero2 else "ar", "tree": k}
+            fid = f"{prefix}.t{k}.up{i}"
+            up[(i - 1) // 2].append(
+                _dp_flow(
+                    b, it, fid, order[i], order[(i - 1) // 2], half, [after[order[i]], *up[i]], bucket, prefix, tags
+                )
+            )
+        down: dict[int, list[str]] = {0: [after[order[0]], *up[0]]}
+        for i in range(1, n):
+            tags = {"dp_phase": "ag" if b.zero2 else "ar", "tree": k}
+            fid = f"{prefix}.t{k}.down{i}"
+            down[i] = [
+                _dp_flow(b, it, fid, order[(i - 1) // 2], order[i], half, down[(i - 1) // 2], bucket, prefix, tags)
+            ]
+        for i in range(n):
+            ends[order[i]] += down[i]
+    return ends
+
+
+def _ring(b: _Builder, it: int, ranks: list[str], nbytes: int, after, bucket, prefix) -> dict[str, list[str]]:
+    """Ring all-reduce (NCCL's): ``2 (n - 1)`` steps of ``nbytes / n`` to the next rank."""
+    n, s = len(ranks), b.s
+    chunk = -(-nbytes // n)
+    prev: dict[int, str] = {}
+    for step in range(2 * (n - 1)):
+        phase = ("rs" if step < n - 1 else "ag") if b.zero2 else "ar"
+        cur = {}
+        for i, src in enumerate(ranks):
+            deps = [after[src]] if step == 0 else [prev[(i - 1) % n], prev[i]]
+            cur[i] = b.job.flow(
+                f"{prefix}.s{step}.r{i}", src, ranks[(i + 1) % n], chunk, deps,
+                iteration=it, microbatch=s.microbatches - 1, layer=min(bucket), coflow=prefix,
+                coflow_type="DP", tags={"dp_phase": phase},
+            )  # fmt: skip
+        prev = cur
+    return {ranks[(i + 1) % n]: [prev[i]] for i in range(n)}
+
+
+def _last_bwd(s: _Shape) -> int:
+    """The microbatch whose backward pass a stage runs last (in every schedule here: the last)."""
+    return s.microbatches - 1
+
+
+def item_estimate(model=None, dp=2, microbatches=None, iterations=1, **kw) -> int:
+    """Upper bound of the job's items, to refuse huge jobs before building them."""
+    base = dict(DEFAULTS, **(PRESETS.get(model, {}) if isinstance(model, str) else {}))
+    base.update({k: v for k, v in kw.items() if k in base and isinstance(v, int) and v > 0})
+    pp, tp, ep, layers = base["pp"], base["tp"], max(1, base["ep"]), base["layers"]
+    mb = microbatches if isinstance(microbatches, int) and microbatches > 0 else 2 * pp
+    dp = dp if isinstance(dp, int) and dp > 0 else 1
+    it = iterations if isinstance(iterations, int) and iterations > 0 else 1
+    per_rank_layer_mb = 2 * (3 + (5 * ep if base["experts"] else 0)) + 2
+    return it * dp * tp * layers * (mb * per_rank_layer_mb + 4 * dp)
