@@ -53,7 +53,7 @@ class ItemRecord:
     option: str | None = None
     spine: int | None = None  # the ECMP spine a flow between leaves crossed
     parent: str | None = None  # a sub-flow: the flow a scheduler split
-    children: list[str] = field(default_factory=list)  # a split flow: its sub-flows
+    children: list[str] | None = None  # a split flow: its sub-flows (None, not [], keeps 2 M records light)
     remarked: bool = False  # the scheduler changed the flow's DSCP while it ran (``dscp`` is the first)
     attrs: dict[str, Any] = field(default_factory=dict)
 

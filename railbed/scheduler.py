@@ -122,7 +122,7 @@ ProgressSource = Callable[[str], "tuple[int, float, float]"]
 """flow id -> (payload bytes delivered, current model wire bit/s, model time of these numbers)."""
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class ActiveFlow:
     """A flow in the network (or in its latency), as a scheduler sees it.
 
