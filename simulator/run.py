@@ -29,6 +29,7 @@ result notes say so.
 
 from __future__ import annotations
 
+import gc
 import heapq
 import math
 import time
@@ -102,6 +103,16 @@ class Simulation:
 
     # ------------------------------------------------------------------ run
     def run(self) -> RunResult:
+        # The job, records and dispatcher built so far live through the run: freeze them out of
+        # the cyclic GC, which otherwise re-scans them at every collection (at 8192 GPUs, 2.3 M
+        # records: the run took 1.23x the time it takes with GC off, bench/bench_dispatch.py).
+        gc.freeze()
+        try:
+            return self._run()
+        finally:
+            gc.unfreeze()
+
+    def _run(self) -> RunResult:
         wall0 = time.perf_counter()
         next_progress = wall0 + self.progress_every
         disp = self.dispatcher
