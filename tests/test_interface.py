@@ -275,45 +275,40 @@ def test_a_relay_through_another_server_carries_the_bytes_twice():
     assert (res.items["f.hop2"].server, res.items["f.hop2"].dst_server) == (1, 2)
 
 
-def test_a_coflow_split_with_dependencies_across_originals():
-    """Two flows into w2 in two phases: phase 1 sends a's first half, phase 2 (after it) the rest."""
+class SplitBoth(Scheduler):
+    """Holds until flows a and b are both ready, then splits them as ``parts``."""
+
+    name = "split-both"
+
+    def __init__(self, parts):
+        self.parts = parts
+
+    def on_ready(self, item, view):
+        return Split(self.parts) if {"a", "b"} <= set(view.held) else HOLD
+
+
+def two_into_w2() -> Job:
     job = pinned_job()
     job.flow("a", "w0", "w2", S)
     job.flow("b", "w1", "w2", S)
+    return job
 
-    class Phases(Scheduler):
-        name = "phases"
 
-        def on_ready(self, item, view):
-            if not {"a", "b"} <= set(view.held):
-                return HOLD
-            return Split(
-                {
-                    "a": [SubFlow("a.1", S // 2), SubFlow("a.2", S - S // 2, deps=("a.1",))],
-                    "b": [SubFlow("b.2", S, deps=("a.1",))],
-                }
-            )
-
-    res = simulate(job, Phases(), SPEC)
+def test_a_coflow_split_with_dependencies_across_originals():
+    """Two flows into w2 in two phases: phase 1 sends a's first half, phase 2 (after it) the rest."""
+    parts = {
+        "a": [SubFlow("a.1", S // 2), SubFlow("a.2", S - S // 2, deps=("a.1",))],
+        "b": [SubFlow("b.2", S, deps=("a.1",))],
+    }
+    res = simulate(two_into_w2(), SplitBoth(parts), SPEC)
     assert res.items["b.2"].start == pytest.approx(res.items["a.1"].end)
     assert res.items["a"].end == res.items["a.2"].end and res.items["b"].received == S
 
 
 def test_a_sub_flow_may_wait_for_one_listed_later_in_the_split():
     """Sub-flow deps across originals in any order (Hermod's EP sub-phases need it)."""
-    job = pinned_job()
-    job.flow("a", "w0", "w2", S)
-    job.flow("b", "w1", "w2", S)
-
-    class Phases(Scheduler):
-        name = "phases"
-
-        def on_ready(self, item, view):
-            if not {"a", "b"} <= set(view.held):
-                return HOLD
-            return Split({"b": [SubFlow("b.2", S, deps=("a.1",))], "a": [SubFlow("a.1", S)]})
-
-    res = simulate(job, Phases(), SPEC)
+    parts = {"b": [SubFlow("b.2", S, deps=("a.1",))], "a": [SubFlow("a.1", S)]}
+    res = simulate(two_into_w2(), SplitBoth(parts), SPEC)
     assert res.items["b.2"].start == pytest.approx(res.items["a.1"].end) == pytest.approx(T)
 
 
