@@ -51,7 +51,18 @@ from functools import cache
 from railbed.errors import SpecError
 from railbed.job import Flow, Item, Job, Location, Placement, Task, attrs_of
 from railbed.results import ItemRecord, RunResult
-from railbed.scheduler import KEEP, ActiveFlow, Change, Decision, ProgressSource, RunView, Scheduler, Split, SubFlow
+from railbed.scheduler import (
+    KEEP,
+    ActiveFlow,
+    Change,
+    Decision,
+    DoneRecords,
+    ProgressSource,
+    RunView,
+    Scheduler,
+    Split,
+    SubFlow,
+)
 from railbed.spec import ClusterSpec, Server
 from railbed.topology import Topology
 
@@ -188,12 +199,15 @@ class Dispatcher:
         placement = scheduler.place(job.public(), cluster)
         check_placement(job, cluster, placement)
         self.placement = placement
-        self.items: dict[str, Item] = dict(job.items)  # the job's, then sub-flows as schedulers make them
+        # the job's items; a copy with the sub-flows once a scheduler splits (a copy of millions
+        # of ids costs memory and cache at 8192 GPUs, bench/bench_dispatch.py)
+        self.items: dict[str, Item] = job.items
         self.order = {i: k for k, i in enumerate(job.items)}
         self.dependents = job.dependents()
         self.missing = {i: len(it.deps) for i, it in job.items.items()}
         self.view = RunView(job.public(), cluster, self.topology, placement)
         self.records = {i: self._record(it) for i, it in job.items.items()}
+        self.view.records = DoneRecords(self.records, self.view.done)
         self.events: list[tuple[float, str, str]] = []
         self.notes: list[str] = []
         self.progress_source: ProgressSource | None = None
@@ -316,7 +330,7 @@ class Dispatcher:
     def _finish(self, item_id: str, now: float) -> list[str]:
         self._log(now, "end", item_id)
         self.view.done.add(item_id)
-        self.view.records[item_id] = rec = self.records[item_id]
+        rec = self.records[item_id]
         if self._calls_on_done:
             self.scheduler.on_done(self._public(item_id), rec, self.view)
         ready = []
@@ -568,6 +582,8 @@ class Dispatcher:
             self._phase[orig_id] = "split"
             self._children_left[orig_id] = len(subs)
             self.records[orig_id].children = [s.id for s in subs]
+            if self.items is self.job.items:
+                self.items = dict(self.job.items)
             for sub in subs:
                 src, dst, size = self._sub_ends(sub, orig)
                 flow = replace(orig, id=sub.id, src=src, dst=dst, size=size, deps=tuple(sub.deps), parent=orig_id)

@@ -167,6 +167,30 @@ class ActiveFlow:
         return self._progress()[2]
 
 
+class DoneRecords(Mapping):
+    """``RunView.records``: the records of finished items, read through to the run's
+    records (no second dict of millions of entries at 8192 GPUs)."""
+
+    __slots__ = ("_records", "_done")
+
+    def __init__(self, records: dict[str, ItemRecord], done: set[str]) -> None:
+        self._records, self._done = records, done
+
+    def __getitem__(self, item_id: str) -> ItemRecord:
+        if item_id not in self._done:
+            raise KeyError(item_id)
+        return self._records[item_id]
+
+    def __contains__(self, item_id: object) -> bool:
+        return item_id in self._done
+
+    def __iter__(self):
+        return iter(self._done)
+
+    def __len__(self) -> int:
+        return len(self._done)
+
+
 @dataclass
 class RunView:
     """What a scheduler may look at during a run (read-only by convention).
@@ -186,7 +210,7 @@ class RunView:
     running: dict[str, Task] = field(default_factory=dict)
     held: list[str] = field(default_factory=list)
     done: set[str] = field(default_factory=set)
-    records: dict[str, ItemRecord] = field(default_factory=dict)
+    records: Mapping[str, ItemRecord] = field(default_factory=dict)
     ready_at: dict[str, float] = field(default_factory=dict)
     wakes: list[float] = field(default_factory=list)
 

@@ -160,7 +160,10 @@ class Watcher(Scheduler):
         return {}
 
     def on_done(self, item, record, view):
-        assert item.id in view.records and record.end == view.now
+        assert item.id in view.records and view.records[item.id] is record and record.end == view.now
+        # records of finished items only, read through to the run's records
+        assert set(view.records) == view.done and len(view.records) == len(view.done)
+        assert all(r.end is not None for r in view.records.values())
         self.done.append((item.id, record.end))
 
 
