@@ -18,6 +18,7 @@ from railbed.job import Job
 from railbed.safeload import describe, key_name
 from railbed.units import parse_duration, parse_size
 from workloads.gnn import gnn_training
+from workloads.gnn_fullgraph import gnn_fullgraph
 from workloads.llm import hybrid_parallel
 from workloads.moe import item_estimate as _moe_items
 from workloads.moe import moe_training
@@ -27,6 +28,7 @@ GENERATORS: dict[str, Callable[..., Job]] = {
     "hybrid_parallel": hybrid_parallel,
     "all_to_all": all_to_all,
     "gnn_training": gnn_training,
+    "gnn_fullgraph": gnn_fullgraph,
     "moe_training": moe_training,
 }
 SIZE_ARGS = {"activation", "gradient", "size"}
