@@ -147,6 +147,14 @@ class Requirements:
         np.cumsum(np.bincount(key // m, minlength=n), out=ptr[1:])
         return cls(part, ptr, (key % m).astype(np.int64), np.full(n, float(nbytes)))
 
+    def pair_bytes(self, m: int) -> np.ndarray:
+        """(m, m) integer bytes GPU ``s`` sends GPU ``d`` directly: its vertices that ``d`` needs."""
+        counts = np.diff(self.dest_ptr)
+        out = np.zeros((m, m), dtype=np.int64)
+        sizes = np.repeat(np.rint(self.nbytes).astype(np.int64), counts)
+        np.add.at(out, (np.repeat(self.source, counts), self.dest), sizes)
+        return out
+
     def dests_of(self, v: int) -> list[int]:
         return self.dest[self.dest_ptr[v] : self.dest_ptr[v + 1]].tolist()
 

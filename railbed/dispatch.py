@@ -535,8 +535,6 @@ class Dispatcher:
             item = self.items.get(orig)
             if orig not in held or not isinstance(item, Flow):
                 raise SchedulerError(f"{who}: {orig!r} is not a ready, held flow")
-            if not subs:
-                raise SchedulerError(f"{who}: {orig} gets no sub-flows (a zero-byte flow still needs one)")
             if item.options:
                 raise SchedulerError(f"{who}: {orig} offers path options; a flow with options cannot be split")
             for sub in subs:
@@ -546,7 +544,7 @@ class Dispatcher:
                     ends[carried].append((src, dst, share))
         for orig, carried_ends in ends.items():
             if not carried_ends:
-                raise SchedulerError(f"{who}: no sub-flow carries {orig}")
+                raise SchedulerError(f"{who}: no sub-flow carries {orig} (a zero-byte flow still needs one)")
             _check_conservation(self.items[orig], carried_ends, who)
         for subs in split.parts.values():
             for sub in subs:

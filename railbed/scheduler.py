@@ -82,7 +82,7 @@ class SubFlow:
     many of its ``size`` bytes are that original's (each at most ``size``;
     one copy serves several originals, as a relay that forwards an embedding
     it also keeps). Empty (the default): all its bytes belong to the original
-    it is listed under. Byte conservation is checked per original over these
+    it is listed under (an original's own list may then be empty). Byte conservation is checked per original over these
     shares; an original is done when the last sub-flow carrying it is."""
 
     id: str

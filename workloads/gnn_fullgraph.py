@@ -22,6 +22,11 @@ paper's servers use one IB NIC each, §7)
     ``e<e>.bwd<l>.<d>-<s>`` (same bytes, reverse direction) after
     ``b<l>.w<d>``, and ``b<l-1>.w<s>`` waits for every gradient into ``s``.
     The next epoch's first layer waits for the last backward layer.
+    With ``sockets`` > 0, endpoints ``mem<server>c<c>`` (pinned on device
+    ``cpu<c>``: the host memory of CPU socket ``c``, a node of the server's
+    intra-host preset) are relays for the ``swap`` planner; GPU ``i`` of a
+    server belongs to socket ``i sockets // gpus_per_server`` (DGX-1 and
+    pcie8: GPUs 0-3 under CPU 0).
     Exchanges of one graphAllgather share ``coflow`` (``e<e>.fwd<l>``),
     ``coflow_type`` ``"graph-data"`` (``"gradient"`` backward), ``layer``;
     their ``tags["graph"]`` say how to rebuild the requirement set
@@ -147,15 +152,6 @@ def _requirements(indptr, indices, part, nbytes: float) -> Requirements:
     return _REQ_CACHE[key]
 
 
-def pair_bytes(req: Requirements, gpus: int) -> np.ndarray:
-    """(gpus, gpus) bytes GPU s sends GPU d in one graphAllgather: its vertices that d needs."""
-    counts = np.diff(req.dest_ptr)
-    src = np.repeat(req.source, counts)
-    out = np.zeros((gpus, gpus))
-    np.add.at(out, (src, req.dest), np.repeat(req.nbytes, counts))
-    return out
-
-
 def _check(name: str, value, low) -> None:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or value < low:
         raise SpecError(name, f"must be >= {low}, got {value!r}")
@@ -173,6 +169,7 @@ def gnn_fullgraph(
     max_edges: int = 2_000_000,
     locality: float = 0.8,
     partitioner: str = "contiguous",
+    sockets: int = 0,
     seed: int = 0,
     name: str | None = None,
 ) -> Job:
@@ -182,6 +179,7 @@ def gnn_fullgraph(
     for key, value, low in (("hidden", hidden, 1), ("epochs", epochs, 1), ("max_edges", max_edges, 1000)):
         _check(key, value, low)
     _check("compute", compute, 0)
+    _check("sockets", sockets, 0)
     _check("backward", backward, 0)
     if not 0.0 <= locality <= 1.0:
         raise SpecError("locality", f"must be in [0, 1], got {locality!r}")
@@ -190,10 +188,13 @@ def gnn_fullgraph(
     n, _, scale = graph_shape(dataset, max_edges)
     graph = {"dataset": dataset, "gpus": gpus, "max_edges": max_edges, "locality": locality}
     graph |= {"partitioner": partitioner, "seed": seed, "hidden": hidden, "vertices": n, "scale": scale}
-    sizes = pair_bytes(requirements(graph), gpus)
+    sizes = requirements(graph).pair_bytes(gpus)
     job = Job(name or f"gnn-full-{dataset}-{gpus}gpu-{partitioner}")
     workers = [job.endpoint(f"w{g}", Location(g // gpus_per_server, f"gpu{g % gpus_per_server}", 0), "worker")
                for g in range(gpus)]  # fmt: skip
+    for server in range(-(-gpus // gpus_per_server)):
+        for c in range(sockets):
+            job.endpoint(f"mem{server}c{c}", Location(server, f"cpu{c}", 0), "host-memory")
     last: list[str] = []
     for e in range(epochs):
         last = _epoch(job, e, workers, layers, sizes, graph, compute, backward, last)
