@@ -129,7 +129,7 @@ def _metis(indptr: np.ndarray, indices: np.ndarray, parts: int, seed: int) -> np
     xadj = np.zeros(n + 1, dtype=np.int64)
     np.cumsum(np.bincount(key // n, minlength=n), out=xadj[1:])
     opts = pymetis.Options(seed=seed)
-    _, membership = pymetis.part_graph(parts, xadj=xadj, adjncy=key % n, options=opts)
+    _, membership = pymetis.part_graph(parts, pymetis.CSRAdjacency(xadj, key % n), options=opts)
     return np.asarray(membership, dtype=np.int64)
 
 
