@@ -15,7 +15,8 @@ Life of an item
     destination leg plus the option's extra time (a wait). A flow whose
     endpoints share a server never touches the network: it is one wait of the
     server's intra-host model (0 s when the server has no ``intra_host``
-    preset; the run notes it).
+    preset; the run notes it); the same-server flows that start in one batch
+    are timed together (concurrent legs: they share the server's links).
 
 After every batch of changes to the set of network flows the dispatcher calls
 ``on_flows_changed`` and turns its answer into :class:`SetRate` and
@@ -25,7 +26,8 @@ Sub-flows
     ``on_ready`` may answer :class:`~railbed.scheduler.Split`: the original
     flows (ready, not started) are replaced by scheduler-made sub-flows,
     checked to carry each original's bytes from its source to its
-    destination (relays forward what they receive). A sub-flow starts with
+    destination (relays forward what they receive; a multicast hop counts
+    for every original in its ``carries``, with that original's share). A sub-flow starts with
     its own DSCP and cap once its dependencies are done; the original ends
     with its last sub-flow, and its record keeps the bytes its destination
     received and the ids of its ``children``.
