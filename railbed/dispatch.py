@@ -546,7 +546,7 @@ class Dispatcher:
                     ends[carried].append((src, dst, share))
         for orig, carried_ends in ends.items():
             if not carried_ends:
-                raise SchedulerError(f"{who}: no sub-flow carries {orig} (a zero-byte flow still needs one)")
+                raise SchedulerError(f"{who}: {orig} gets no sub-flows: none listed under it or carrying it")
             _check_conservation(self.items[orig], carried_ends, who)
         for subs in split.parts.values():
             for sub in subs:
