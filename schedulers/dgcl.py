@@ -39,7 +39,8 @@ class GraphAllgather(Scheduler):
 
     def __init__(self, seed: int = 0) -> None:
         self.seed = seed
-        self._members: dict[str, list[str]] | None = None
+        self._members: dict[str, list[str]] = {}
+        self._job: int | None = None  # id of the job the members are of (an instance may run several)
         self._plans: dict[tuple, list[Hop]] = {}
 
     def on_ready(self, item, view: RunView):
@@ -56,17 +57,19 @@ class GraphAllgather(Scheduler):
 
     # ------------------------------------------------------------------
     def _coflow(self, job: Job, coflow: str) -> list[str]:
-        if self._members is None:
-            self._members = {}
+        if self._job != id(job):
+            self._job, self._members = id(job), {}
             for f in job.flows:
                 if f.coflow is not None and "graph" in f.tags:
                     self._members.setdefault(f.coflow, []).append(f.id)
         return self._members[coflow]
 
     def _plan(self, graph: dict, backward: bool, view: RunView) -> list[Hop]:
-        key = (tuple(sorted(graph.items())), backward)
+        where = (id(view.cluster), tuple(sorted((e, tuple(loc.__dict__.values())) for e, loc in
+                                                 view.placement.locations.items())))  # fmt: skip
+        key = (tuple(sorted(graph.items())), where, backward)
         if key not in self._plans:
-            fwd = (tuple(sorted(graph.items())), False)
+            fwd = (*key[:2], False)
             if fwd not in self._plans:
                 self._plans[fwd] = self.hops(graph, view)
             self._plans[key] = reverse(self._plans[fwd]) if backward else self._plans[fwd]
@@ -138,6 +141,11 @@ class Dgcl(GraphAllgather):
     """SPST's trees (§5.2, Alg. 1-2), stages in order, relays through GPUs."""
 
     name = "dgcl"
+
+    def check(self, job: Job, cluster: ClusterSpec) -> None:
+        for f in job.flows:
+            if "graph" in f.tags and not 2 <= f.tags["graph"].get("gpus", 0) <= 32:
+                raise SpecError(f"items.{f.id}.tags.graph.gpus", "SPST's hops are planned for 2 to 32 GPUs")
 
     def hops(self, graph, view):
         topo = planning_topology(view.job, view.cluster, view, graph["gpus"])
