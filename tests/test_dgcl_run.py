@@ -156,3 +156,19 @@ def test_same_server_flows_started_together_share_the_host_links():
     both = Dispatcher(job, by_name("fifo"), DGX1).begin(0.0)
     assert all(w.seconds == pytest.approx(2 * alone, rel=0.02) for w in both)
     assert np.isfinite(alone) and alone > 0
+
+
+@pytest.mark.parametrize("name", ["dgcl", "p2p"])
+def test_a_runs_forward_exchange_takes_the_cost_models_time(name):
+    """Fig. 10's question asked of railbed: the run (hops as concurrent legs of the max-min host model,
+    stage after stage) against the stage cost model of §5.1 for the same plan. Within 2 %: the run
+    adds the hops' latency (1 us per hop, under 1 % of a millisecond-long exchange) and max-min
+    sharing finishes a stage when its busiest hop drains, as the model says."""
+    from hwmodels.dgcl import peer_to_peer, plan_cost
+    from workloads.gnn_fullgraph import requirements
+
+    job = _job(sockets=0)
+    req = requirements(job.flows[0].tags["graph"])
+    model = spst(TOPO, req)[1] if name == "dgcl" else plan_cost(TOPO, peer_to_peer(req), req)
+    run = coflow_completion_times(simulate(job, by_name(name), DGX1))["e0.fwd2"]
+    assert run == pytest.approx(model, rel=0.02)
