@@ -172,9 +172,21 @@ class Swap(GraphAllgather):
 
     def hops(self, graph, view):
         m, sockets = graph["gpus"], _sockets(view.job)
-        per_server = len([g for g in range(m) if view.location(f"w{g}").server == 0]) or m
-        socket_of = [(g // per_server) * sockets + (g % per_server) * sockets // per_server for g in range(m)]
+        socket_of = []
+        for g in range(m):
+            loc = view.location(f"w{g}")
+            socket_of.append(loc.server * sockets + min(_nearest_cpu(view.cluster, loc), sockets - 1))
         return swap_hops(_requirements(graph), m, socket_of)
+
+
+def _nearest_cpu(cluster: ClusterSpec, loc) -> int:
+    """The CPU socket whose memory is fewest hops from the GPU (its PCIe root): ``c`` of ``cpu<c>``."""
+    from hwmodels.graph import load_preset
+
+    graph = load_preset(cluster.servers[loc.server].intra_host)
+    cpus = graph.of_type("cpu")
+    best = min(cpus, key=lambda c: (len(graph.routes(loc.device, c)[0][0]), c))
+    return int(best[3:]) if best[3:].isdigit() else 0
 
 
 SCHEDULERS = (Dgcl, PeerToPeer, Swap)

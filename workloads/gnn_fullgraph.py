@@ -24,9 +24,9 @@ paper's servers use one IB NIC each, §7)
     The next epoch's first layer waits for the last backward layer.
     With ``sockets`` > 0, endpoints ``mem<server>c<c>`` (pinned on device
     ``cpu<c>``: the host memory of CPU socket ``c``, a node of the server's
-    intra-host preset) are relays for the ``swap`` planner; GPU ``i`` of a
-    server belongs to socket ``i sockets // gpus_per_server`` (DGX-1 and
-    pcie8: GPUs 0-3 under CPU 0).
+    intra-host preset) are relays for the ``swap`` planner, which sends each
+    GPU's embeddings to the socket nearest to it (DGX-1 and pcie8: GPUs 0-3
+    under CPU 0).
     Exchanges of one graphAllgather share ``coflow`` (``e<e>.fwd<l>``),
     ``coflow_type`` ``"graph-data"`` (``"gradient"`` backward), ``layer``;
     their ``tags["graph"]`` say how to rebuild the requirement set
