@@ -15,7 +15,8 @@ Life of an item
     destination leg plus the option's extra time (a wait). A flow whose
     endpoints share a server never touches the network: it is one wait of the
     server's intra-host model (0 s when the server has no ``intra_host``
-    preset; the run notes it).
+    preset; the run notes it); the same-server flows that start in one batch
+    are timed together (concurrent legs: they share the server's links).
 
 After every batch of changes to the set of network flows the dispatcher calls
 ``on_flows_changed`` and turns its answer into :class:`SetRate` and
@@ -25,7 +26,8 @@ Sub-flows
     ``on_ready`` may answer :class:`~railbed.scheduler.Split`: the original
     flows (ready, not started) are replaced by scheduler-made sub-flows,
     checked to carry each original's bytes from its source to its
-    destination (relays forward what they receive). A sub-flow starts with
+    destination (relays forward what they receive; a multicast hop counts
+    for every original in its ``carries``, with that original's share). A sub-flow starts with
     its own DSCP and cap once its dependencies are done; the original ends
     with its last sub-flow, and its record keeps the bytes its destination
     received and the ids of its ``children``.
@@ -224,6 +226,8 @@ class Dispatcher:
         self._local_no_model = 0
         self._sub: dict[str, SubFlow] = {}  # sub-flow id -> how the scheduler made it
         self._children_left: dict[str, int] = {}  # split original -> sub-flows not yet done
+        self._shares: dict[str, dict[str, int]] = {}  # sub-flow id -> {original: its bytes in the sub-flow}
+        self._local_batch: list[tuple[Flow, int, str, str]] = []  # same-server flows started in this batch
         self._wakes: dict[str, float] = {}
         self._calls_on_done = type(scheduler).on_done is not Scheduler.on_done
 
@@ -343,7 +347,8 @@ class Dispatcher:
         if sub is None:
             self._done += 1
         else:
-            ready += self._child_done(self.items[item_id].parent, now)
+            for parent in self._shares[item_id]:
+                ready += self._child_done(parent, now)
         return ready
 
     def _child_done(self, parent_id: str, now: float) -> list[str]:
@@ -352,7 +357,11 @@ class Dispatcher:
             return []
         parent = self.items[parent_id]
         rec = self.records[parent_id]
-        rec.received = sum(self.records[c].received or 0 for c in rec.children if self.items[c].dst == parent.dst)
+        rec.received = sum(
+            min(self._shares[c][parent_id], self.records[c].received or 0)
+            for c in rec.children
+            if self.items[c].dst == parent.dst
+        )
         if rec.received != rec.size:
             raise SchedulerError(f"{parent_id}: its sub-flows delivered {rec.received} bytes of {rec.size}")
         return self._finish(parent_id, now)
@@ -455,6 +464,8 @@ class Dispatcher:
         for dev in sorted(touched):
             actions.extend(self._run_queue(dev, now))
         self.view.held = list(self._held)
+        if self._local_batch:
+            actions.extend(self._time_local())
         if self._flows_changed:
             self._flows_changed = False
             actions.extend(self._rerate())
@@ -535,17 +546,22 @@ class Dispatcher:
         if not isinstance(split.parts, Mapping) or offered not in split.parts:
             raise SchedulerError(f"{who}: its parts must include the offered flow")
         new_ids: set[str] = set()
+        ends: dict[str, list[tuple[str, str, int]]] = {orig: [] for orig in split.parts}
         for orig, subs in split.parts.items():
             item = self.items.get(orig)
             if orig not in held or not isinstance(item, Flow):
                 raise SchedulerError(f"{who}: {orig!r} is not a ready, held flow")
-            if not subs:
-                raise SchedulerError(f"{who}: {orig} gets no sub-flows (a zero-byte flow still needs one)")
             if item.options:
                 raise SchedulerError(f"{who}: {orig} offers path options; a flow with options cannot be split")
             for sub in subs:
                 self._check_sub(sub, who, new_ids)
-            _check_conservation(item, [self._sub_ends(sub, item) for sub in subs], who)
+                src, dst, _ = self._sub_ends(sub, item)
+                for carried, share in _shares_of(sub, orig, split, who).items():
+                    ends[carried].append((src, dst, share))
+        for orig, carried_ends in ends.items():
+            if not carried_ends:
+                raise SchedulerError(f"{who}: {orig} gets no sub-flows: none listed under it or carrying it")
+            _check_conservation(self.items[orig], carried_ends, who)
         for subs in split.parts.values():
             for sub in subs:
                 for d in sub.deps:
@@ -575,16 +591,21 @@ class Dispatcher:
     def _split(self, split: Split, now: float) -> list[Action]:
         """Replace the originals by their sub-flows; start those without pending deps."""
         actions: list[Action] = []
+        if self.items is self.job.items:
+            self.items = dict(self.job.items)
+        for orig_id in split.parts:
+            self._log(now, "start", orig_id)
+            self._phase[orig_id] = "split"
+            self._children_left[orig_id] = 0
+            self.records[orig_id].children = []
         for orig_id, subs in split.parts.items():
             orig = self.items[orig_id]
             assert isinstance(orig, Flow)
-            self._log(now, "start", orig_id)
-            self._phase[orig_id] = "split"
-            self._children_left[orig_id] = len(subs)
-            self.records[orig_id].children = [s.id for s in subs]
-            if self.items is self.job.items:
-                self.items = dict(self.job.items)
             for sub in subs:
+                self._shares[sub.id] = shares = _shares_of(sub, orig_id, split, "")
+                for carried in shares:
+                    self._children_left[carried] += 1
+                    self.records[carried].children.append(sub.id)
                 src, dst, size = self._sub_ends(sub, orig)
                 flow = replace(orig, id=sub.id, src=src, dst=dst, size=size, deps=tuple(sub.deps), parent=orig_id)
                 flow = replace(flow, reveal="upfront")
@@ -615,22 +636,35 @@ class Dispatcher:
         rec.dscp, rec.rate = decision.dscp, decision.rate
         self._log(now, "start", flow.id)
         src, dst = self.placement[flow.src], self.placement[flow.dst]
-        if src.server == dst.server:
+        if src.server == dst.server:  # timed with the other same-server flows of this batch
             self._phase[flow.id] = "local"
-            model = self._host_model(src.server)
-            if model is None or src.device == dst.device:
-                self._local_no_model += model is None
-                seconds = 0.0
-            else:
-                from hwmodels.plugin import Leg as HwLeg
-
-                seconds = float(model.leg(HwLeg(src.device, dst.device, float(flow.size or 0))).duration)
-            return [StartWait(f"{flow.id}/local", src.server, seconds)]
+            self._local_batch.append((flow, src.server, src.device, dst.device))
+            return []
         opt = self._option(flow)
         if opt is not None and opt.src_leg is not None:
             self._phase[flow.id] = "src"
             return [StartWait(f"{flow.id}/src", src.server, self._leg_time(flow, opt.src_leg, "src")[0])]
         return [self._start_net(flow.id, now)]
+
+    def _time_local(self) -> list[Action]:
+        """Waits for the same-server flows started in this batch: the flows of one server that start
+        together are concurrent legs of its intra-host model (they share its links)."""
+        from hwmodels.plugin import Leg as HwLeg
+
+        batch, self._local_batch = self._local_batch, []
+        seconds = [0.0] * len(batch)
+        for server in sorted({b[1] for b in batch}):
+            model = self._host_model(server)
+            mine = [k for k, b in enumerate(batch) if b[1] == server]
+            if model is None:
+                self._local_no_model += len(mine)
+                continue
+            legs = [k for k in mine if batch[k][2] != batch[k][3]]
+            if legs:
+                timings = model.legs([HwLeg(batch[k][2], batch[k][3], float(batch[k][0].size or 0)) for k in legs])
+                for k, t in zip(legs, timings):
+                    seconds[k] = float(t.duration)
+        return [StartWait(f"{flow.id}/local", server, seconds[k]) for k, (flow, server, _, _) in enumerate(batch)]
 
     def _start_net(self, flow_id: str, now: float) -> StartFlow:
         flow = self.items[flow_id]
@@ -702,6 +736,24 @@ class Dispatcher:
 def run_label(scheduler: Scheduler) -> str:
     """The name a run goes by in results: the scenario's ``label``, else the scheduler's name."""
     return getattr(scheduler, "label", None) or getattr(scheduler, "name", type(scheduler).__name__)
+
+
+def _shares_of(sub: SubFlow, listed_under: str, split: Split, who: str) -> dict[str, int]:
+    """{original: bytes of it in ``sub``}: its whole size for the original it is listed under, unless
+    ``carries`` names the originals it serves (a multicast hop)."""
+    if not sub.carries:
+        return {listed_under: sub.size}
+    shares: dict[str, int] = {}
+    for entry in sub.carries:
+        if not (isinstance(entry, tuple) and len(entry) == 2):
+            raise SchedulerError(f"{who}: sub-flow {sub.id} carries {entry!r}, not (original id, bytes)")
+        orig, share = entry
+        if orig not in split.parts or orig in shares:
+            raise SchedulerError(f"{who}: sub-flow {sub.id} carries {orig!r}: not an original of the split, or twice")
+        if isinstance(share, bool) or not isinstance(share, int) or not 0 <= share <= sub.size:
+            raise SchedulerError(f"{who}: sub-flow {sub.id} carries {share!r} bytes of {orig}, not in 0..{sub.size}")
+        shares[orig] = share
+    return shares
 
 
 def _check_conservation(orig: Flow, ends: list[tuple[str, str, int]], who: str) -> None:

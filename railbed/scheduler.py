@@ -75,7 +75,15 @@ class SubFlow:
     ``id`` must be new in the run. ``deps`` name other sub-flows of the same
     :class:`Split` (or any finished item); a sub-flow starts, with its own
     ``dscp`` and ``rate`` cap, as soon as they are done (``on_ready`` is not
-    asked again). ``src``/``dst`` default to the original's endpoints."""
+    asked again). ``src``/``dst`` default to the original's endpoints.
+
+    ``carries`` makes it a multicast hop: ``((original id, bytes), ...)``
+    names every original of the same split whose bytes it carries and how
+    many of its ``size`` bytes are that original's (each at most ``size``;
+    one copy serves several originals, as a relay that forwards an embedding
+    it also keeps). Empty (the default): all its bytes belong to the original
+    it is listed under (an original's own list may then be empty). Byte conservation is checked per original over these
+    shares; an original is done when the last sub-flow carrying it is."""
 
     id: str
     size: int
@@ -84,6 +92,7 @@ class SubFlow:
     deps: tuple[str, ...] = ()
     dscp: int = 0
     rate: float | None = None
+    carries: tuple[tuple[str, int], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -96,7 +105,8 @@ class Split:
     and arriving at the destination each add up to the original's size, and
     every other endpoint forwards what it receives (a relay). The original
     counts as done when its last sub-flow is; the run checks, per byte, that
-    its destination received its size."""
+    its destination received its size. A sub-flow with ``carries`` counts,
+    for each original it names, with that original's share of its bytes."""
 
     parts: Mapping[str, Sequence[SubFlow]]
 
