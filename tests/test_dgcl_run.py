@@ -172,3 +172,30 @@ def test_a_runs_forward_exchange_takes_the_cost_models_time(name):
     model = spst(TOPO, req)[1] if name == "dgcl" else plan_cost(TOPO, peer_to_peer(req), req)
     run = coflow_completion_times(simulate(job, by_name(name), DGX1))["e0.fwd2"]
     assert run == pytest.approx(model, rel=0.02)
+
+
+def test_requirements_are_the_graphs_own_after_the_graph_cache_evicts():
+    """More graphs than partitioned_graph caches: a freed graph's arrays may be reused at the same
+    address, so a cache keyed by the arrays' id handed one graph another's requirement set."""
+    from workloads.gnn_fullgraph import partitioned_graph, requirements
+
+    base = {"dataset": "web-google", "gpus": 4, "max_edges": 5000, "locality": 0.8, "partitioner": "contiguous"}
+    for seed in range(20):
+        req = requirements(base | {"seed": seed, "hidden": 8})
+        indptr, indices, part, scale = partitioned_graph("web-google", 4, 5000, 0.8, "contiguous", seed)
+        fresh = Requirements.from_csr(indptr, indices, part, 32 * scale)
+        assert np.array_equal(req.dest_ptr, fresh.dest_ptr) and np.array_equal(req.dest, fresh.dest), seed
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_requirements_from_csr_agree_with_from_graph(seed):
+    """The vectorised CSR builder against the obvious per-edge loop of from_graph."""
+    from workloads.gnn_graph import power_law_graph
+
+    indptr, indices = power_law_graph(300, 4.0, 4, seed, locality=0.7)
+    part = np.random.default_rng(seed).integers(0, 4, 300)
+    edges = np.stack([np.repeat(np.arange(300), np.diff(indptr)), indices], axis=1)
+    fast, slow = Requirements.from_csr(indptr, indices, part, 64.0), Requirements.from_graph(edges, part, 64.0)
+    assert np.array_equal(fast.source, slow.source) and np.array_equal(fast.dest_ptr, slow.dest_ptr)
+    assert np.array_equal(fast.dest, slow.dest) and np.array_equal(fast.nbytes, slow.nbytes)
+    assert len(fast.dest) > 0

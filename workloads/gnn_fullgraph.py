@@ -139,20 +139,16 @@ def _metis(indptr: np.ndarray, indices: np.ndarray, parts: int, seed: int) -> np
 def requirements(graph: dict) -> Requirements:
     """The requirement set of an exchange (``tags["graph"]`` of its flows): which GPU computes every
     vertex, which GPUs need it, and its embedding bytes."""
-    indptr, indices, part, scale = partitioned_graph(
-        graph["dataset"], graph["gpus"], graph["max_edges"], graph["locality"], graph["partitioner"], graph["seed"]
-    )
-    return _requirements(indptr, indices, part, FLOAT_BYTES * graph["hidden"] * scale)
+    keys = ("dataset", "gpus", "max_edges", "locality", "partitioner", "seed", "hidden")
+    return _requirements(*(graph[k] for k in keys))
 
 
-_REQ_CACHE: dict[tuple, Requirements] = {}
-
-
-def _requirements(indptr, indices, part, nbytes: float) -> Requirements:
-    key = (id(indptr), nbytes)
-    if key not in _REQ_CACHE:
-        _REQ_CACHE[key] = Requirements.from_csr(indptr, indices, part, nbytes)
-    return _REQ_CACHE[key]
+@lru_cache(maxsize=8)
+def _requirements(dataset, gpus, max_edges, locality, partitioner, seed, hidden) -> Requirements:
+    """Cached by the graph's parameters (not by the arrays' ``id``: a graph evicted from
+    :func:`partitioned_graph`'s cache frees its arrays, and a new graph's may reuse the address)."""
+    indptr, indices, part, scale = partitioned_graph(dataset, gpus, max_edges, locality, partitioner, seed)
+    return Requirements.from_csr(indptr, indices, part, FLOAT_BYTES * hidden * scale)
 
 
 def _check(name: str, value, low) -> None:
