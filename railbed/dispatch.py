@@ -358,7 +358,7 @@ class Dispatcher:
         parent = self.items[parent_id]
         rec = self.records[parent_id]
         rec.received = sum(
-            min(self._shares[c][parent_id], self.records[c].received or 0)
+            _share_received(self._shares[c][parent_id], self.records[c])
             for c in rec.children
             if self.items[c].dst == parent.dst
         )
@@ -754,6 +754,13 @@ def _shares_of(sub: SubFlow, listed_under: str, split: Split, who: str) -> dict[
             raise SchedulerError(f"{who}: sub-flow {sub.id} carries {share!r} bytes of {orig}, not in 0..{sub.size}")
         shares[orig] = share
     return shares
+
+
+def _share_received(share: int, rec: ItemRecord) -> int:
+    """The bytes of an original's ``share`` that a sub-flow delivered: all of them when it delivered
+    its size, else in proportion (a hop that lost bytes cannot count whole for a smaller share)."""
+    received = rec.received or 0
+    return share if received >= rec.size else share * received // rec.size
 
 
 def _check_conservation(orig: Flow, ends: list[tuple[str, str, int]], who: str) -> None:

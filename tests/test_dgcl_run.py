@@ -199,3 +199,37 @@ def test_requirements_from_csr_agree_with_from_graph(seed):
     assert np.array_equal(fast.source, slow.source) and np.array_equal(fast.dest_ptr, slow.dest_ptr)
     assert np.array_equal(fast.dest, slow.dest) and np.array_equal(fast.nbytes, slow.nbytes)
     assert len(fast.dest) > 0
+
+
+class Merge(Scheduler):
+    """a -> x and c -> x, then one hop x -> b carrying both originals (60 + 40 of its 100 bytes)."""
+
+    name = "merge"
+
+    def on_ready(self, item, view):
+        from railbed.scheduler import HOLD
+
+        if len(view.held) < 2:
+            return HOLD
+        xb = SubFlow("xb", 100, "x", "b", ("ax", "cx"), carries=(("f_ab", 60), ("f_cb", 40)))
+        return Split({"f_ab": [SubFlow("ax", 60, "a", "x"), xb], "f_cb": [SubFlow("cx", 40, "c", "x")]})
+
+
+def test_a_multicast_hop_that_lost_bytes_counts_for_no_original_whole():
+    """xb delivers 60 of its 100 bytes: as many as f_ab's share, but not f_ab's whole share."""
+    spec = ClusterSpec.from_dict(
+        {"servers": [{"count": 4, "gpus": 8, "nics": 1, "nic_rate": "50Gbit"}], "fabric": {"type": "single_switch"}}
+    )
+    job = Job()
+    for name, server in (("a", 0), ("c", 1), ("x", 2), ("b", 3)):
+        job.endpoint(name, Location(server, "gpu0", 0))
+    job.flow("f_ab", "a", "b", 60)
+    job.flow("f_cb", "c", "b", 40)
+    whole = simulate(job, Merge(), spec)
+    assert whole.items["f_ab"].received == 60 and whole.items["f_cb"].received == 40
+    d = Dispatcher(job, Merge(), spec)
+    assert {a.id for a in d.begin(0.0) if hasattr(a, "id")} == {"ax", "cx"}
+    d.flow_done("ax", 1.0)
+    assert [a.id for a in d.flow_done("cx", 1.0) if hasattr(a, "id")] == ["xb"]
+    with pytest.raises(SchedulerError, match="f_ab: its sub-flows delivered 36 bytes of 60"):
+        d.flow_done("xb", 2.0, received=60)
