@@ -179,7 +179,8 @@ class ActiveFlow:
 
 class DoneRecords(Mapping):
     """``RunView.records``: the records of finished items, read through to the run's
-    records (no second dict of millions of entries at 8192 GPUs)."""
+    records (no second dict of millions of entries at 8192 GPUs). Iterates in the run's
+    record order (the job's items, then sub-flows as made), not the done set's hash order."""
 
     __slots__ = ("_records", "_done")
 
@@ -195,7 +196,8 @@ class DoneRecords(Mapping):
         return item_id in self._done
 
     def __iter__(self):
-        return iter(self._done)
+        done = self._done
+        return (i for i in self._records if i in done)
 
     def __len__(self) -> int:
         return len(self._done)
