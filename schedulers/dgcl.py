@@ -40,7 +40,9 @@ class GraphAllgather(Scheduler):
     def __init__(self, seed: int = 0) -> None:
         self.seed = seed
         self._members: dict[str, list[str]] = {}
-        self._job: int | None = None  # id of the job the members are of (an instance may run several)
+        # the job and cluster the caches are of, held (an id may be reused once a run's objects are freed)
+        self._job: Job | None = None
+        self._cluster: ClusterSpec | None = None
         self._plans: dict[tuple, list[Hop]] = {}
 
     def on_ready(self, item, view: RunView):
@@ -57,17 +59,17 @@ class GraphAllgather(Scheduler):
 
     # ------------------------------------------------------------------
     def _coflow(self, job: Job, coflow: str) -> list[str]:
-        if self._job != id(job):
-            self._job, self._members = id(job), {}
+        if self._job is not job:
+            self._job, self._members = job, {}
             for f in job.flows:
                 if f.coflow is not None and "graph" in f.tags:
                     self._members.setdefault(f.coflow, []).append(f.id)
         return self._members[coflow]
 
     def _plan(self, graph: dict, backward: bool, view: RunView) -> list[Hop]:
-        where = (id(view.cluster), tuple(sorted((e, tuple(loc.__dict__.values())) for e, loc in
-                                                 view.placement.locations.items())))  # fmt: skip
-        key = (tuple(sorted(graph.items())), where, backward)
+        if self._cluster is not view.cluster:
+            self._cluster, self._plans = view.cluster, {}
+        key = (tuple(sorted(graph.items())), tuple(sorted(view.placement.locations.items())), backward)
         if key not in self._plans:
             fwd = (*key[:2], False)
             if fwd not in self._plans:

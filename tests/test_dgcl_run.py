@@ -233,3 +233,17 @@ def test_a_multicast_hop_that_lost_bytes_counts_for_no_original_whole():
     assert [a.id for a in d.flow_done("cx", 1.0) if hasattr(a, "id")] == ["xb"]
     with pytest.raises(SchedulerError, match="f_ab: its sub-flows delivered 36 bytes of 60"):
         d.flow_done("xb", 2.0, received=60)
+
+
+def test_one_dgcl_instance_plans_for_each_cluster_it_runs_on():
+    """The plan cache belongs to one cluster: run on the DGX-1 then on the PCIe box, the instance
+    times the PCIe run as a fresh one does (plans differ: NVLink trees against PCIe ones)."""
+    pcie = ClusterSpec.from_dict(
+        {"servers": [{"count": 1, "gpus": 8, "nics": 1, "nic_rate": "50Gbit", "intra_host": "pcie8"}],
+         "fabric": {"type": "single_switch"}}
+    )  # fmt: skip
+    job = _job(sockets=0)
+    reused = by_name("dgcl")
+    on_dgx = simulate(job, reused, DGX1).makespan
+    on_pcie = simulate(job, reused, pcie).makespan
+    assert on_pcie == simulate(job, by_name("dgcl"), pcie).makespan and on_pcie != on_dgx
