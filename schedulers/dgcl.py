@@ -14,8 +14,11 @@ Where the hops run: a hop between GPUs of one server is a wait of the
 server's intra-host model (the hops of a stage start together and share its
 links); a hop between servers is a network flow between the servers' NICs
 (the job pins every worker on NIC 0, as the paper's servers use one IB NIC).
-Its PCIe legs are not timed: GPUDirect RDMA pipelines them and PCIe (11.13
-GB/s) is faster than IB (6.37 GB/s, Table 1), so the NIC bounds the hop.
+Its legs inside the servers are not timed, our choice: PCIe (11.13 GB/s) is
+faster than IB (6.37 GB/s, Table 1), so the NIC bounds one hop. The paper
+enables GPU RDMA only for the GPUs under the NIC's PCIe switch (§7) and
+does not say how the others reach the NIC (through host memory, at a cost
+not modelled here); SPST's planning topology does include those links.
 
 SPST plans on the communication topology of the workers' GPUs: one
 server's intra-host graph, or several joined through their NICs and a
