@@ -81,9 +81,14 @@ class SubFlow:
     names every original of the same split whose bytes it carries and how
     many of its ``size`` bytes are that original's (each at most ``size``;
     one copy serves several originals, as a relay that forwards an embedding
-    it also keeps). Empty (the default): all its bytes belong to the original
-    it is listed under (an original's own list may then be empty). Byte conservation is checked per original over these
-    shares; an original is done when the last sub-flow carrying it is."""
+    it also keeps, or a reduction, as the reverse of such a hop carrying the
+    summed gradients of several destinations' copies. Bytes are shared only
+    among originals of one source or of one destination: the largest share
+    per source, summed, or per destination, summed, is at most ``size``).
+    Empty (the default): all its bytes belong to the original it is listed
+    under (an original's own list may then be empty). Byte conservation is
+    checked per original over these shares; an original is done when the
+    last sub-flow carrying it is."""
 
     id: str
     size: int

@@ -247,3 +247,38 @@ def test_one_dgcl_instance_plans_for_each_cluster_it_runs_on():
     on_dgx = simulate(job, reused, DGX1).makespan
     on_pcie = simulate(job, reused, pcie).makespan
     assert on_pcie == simulate(job, by_name("dgcl"), pcie).makespan and on_pcie != on_dgx
+
+
+class Cross(Scheduler):
+    """f_ab and f_cd meet at x and share the hop x -> y of ``size`` bytes; y sends each on."""
+
+    name = "cross"
+
+    def __init__(self, size):
+        self.size = size
+
+    def on_ready(self, item, view):
+        from railbed.scheduler import HOLD
+
+        if len(view.held) < 2:
+            return HOLD
+        xy = SubFlow("xy", self.size, "x", "y", ("ax", "cx"), carries=(("f_ab", 60), ("f_cd", 40)))
+        return Split({"f_ab": [SubFlow("ax", 60, "a", "x"), xy, SubFlow("yb", 60, "y", "b", ("xy",))],
+                      "f_cd": [SubFlow("cx", 40, "c", "x"), SubFlow("yd", 40, "y", "d", ("xy",))]})  # fmt: skip
+
+
+def test_originals_of_different_sources_and_destinations_cannot_share_a_hops_bytes():
+    """One copy serves one source's originals (multicast) or one destination's (reduction); f_ab and
+    f_cd have neither in common, so x -> y needs 100 bytes, not 60."""
+    spec = ClusterSpec.from_dict(
+        {"servers": [{"count": 6, "gpus": 8, "nics": 1, "nic_rate": "50Gbit"}], "fabric": {"type": "single_switch"}}
+    )
+    job = Job()
+    for server, name in enumerate("acxybd"):
+        job.endpoint(name, Location(server, "gpu0", 0))
+    job.flow("f_ab", "a", "b", 60)
+    job.flow("f_cd", "c", "d", 40)
+    with pytest.raises(SchedulerError, match="xy carries at least 100 distinct bytes in 60"):
+        Dispatcher(job, Cross(60), spec).begin(0.0)
+    res = simulate(job, Cross(100), spec)
+    assert res.items["f_ab"].received == 60 and res.items["f_cd"].received == 40
