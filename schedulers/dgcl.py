@@ -151,6 +151,9 @@ class Dgcl(GraphAllgather):
         for f in job.flows:
             if "graph" in f.tags and not 2 <= f.tags["graph"].get("gpus", 0) <= 32:
                 raise SpecError(f"items.{f.id}.tags.graph.gpus", "SPST's hops are planned for 2 to 32 GPUs")
+        pinned = {e.pin.server for e in job.endpoints.values() if e.pin is not None}
+        if any(s < len(cluster.servers) and cluster.servers[s].intra_host is None for s in pinned):
+            raise SpecError("servers.intra_host", "DGCL plans on the servers' intra-host presets; a server has none")
 
     def hops(self, graph, view):
         topo = planning_topology(view.job, view.cluster, view, graph["gpus"])

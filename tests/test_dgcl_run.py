@@ -282,3 +282,14 @@ def test_originals_of_different_sources_and_destinations_cannot_share_a_hops_byt
         Dispatcher(job, Cross(60), spec).begin(0.0)
     res = simulate(job, Cross(100), spec)
     assert res.items["f_ab"].received == 60 and res.items["f_cd"].received == 40
+
+
+def test_dgcl_without_intra_host_presets_is_refused_before_the_run():
+    from railbed.errors import SpecError
+
+    bare = ClusterSpec.from_dict(
+        {"servers": [{"count": 1, "gpus": 8, "nics": 1, "nic_rate": "50Gbit"}], "fabric": {"type": "single_switch"}}
+    )
+    with pytest.raises(SpecError, match="intra_host"):
+        by_name("dgcl").check(_job(sockets=0), bare)
+    by_name("dgcl").check(_job(sockets=0), DGX1)
