@@ -293,3 +293,18 @@ def test_dgcl_without_intra_host_presets_is_refused_before_the_run():
     with pytest.raises(SpecError, match="intra_host"):
         by_name("dgcl").check(_job(sockets=0), bare)
     by_name("dgcl").check(_job(sockets=0), DGX1)
+
+
+@pytest.mark.parametrize(
+    "field, value",
+    [("gpus", 8.0), ("gpus", 40), ("gpus_per_server", 2.5), ("max_edges", "x"), ("max_edges", 10**9),
+     ("hidden", 1.5), ("sockets", -1), ("locality", "hi"), ("locality", 1.5), ("compute", -1.0),
+     ("partitioner", "kl")],
+)  # fmt: skip
+def test_bad_gnn_fullgraph_arguments_are_spec_errors_naming_them(field, value):
+    """Called directly too (generate() checks types from the annotations; a library caller does not)."""
+    from railbed.errors import SpecError
+
+    with pytest.raises(SpecError) as err:
+        gnn_fullgraph(**{"max_edges": 5000, field: value})
+    assert err.value.field == field
