@@ -358,7 +358,7 @@ class Dispatcher:
         parent = self.items[parent_id]
         rec = self.records[parent_id]
         rec.received = sum(
-            min(self._shares[c][parent_id], self.records[c].received or 0)
+            _share_received(self._shares[c][parent_id], self.records[c])
             for c in rec.children
             if self.items[c].dst == parent.dst
         )
@@ -547,6 +547,7 @@ class Dispatcher:
             raise SchedulerError(f"{who}: its parts must include the offered flow")
         new_ids: set[str] = set()
         ends: dict[str, list[tuple[str, str, int]]] = {orig: [] for orig in split.parts}
+        carried_by: list[tuple[SubFlow, dict[str, int]]] = []
         for orig, subs in split.parts.items():
             item = self.items.get(orig)
             if orig not in held or not isinstance(item, Flow):
@@ -556,12 +557,15 @@ class Dispatcher:
             for sub in subs:
                 self._check_sub(sub, who, new_ids)
                 src, dst, _ = self._sub_ends(sub, item)
-                for carried, share in _shares_of(sub, orig, split, who).items():
+                carried_by.append((sub, _shares_of(sub, orig, split, who)))
+                for carried, share in carried_by[-1][1].items():
                     ends[carried].append((src, dst, share))
         for orig, carried_ends in ends.items():
             if not carried_ends:
                 raise SchedulerError(f"{who}: {orig} gets no sub-flows: none listed under it or carrying it")
             _check_conservation(self.items[orig], carried_ends, who)
+        for sub, shares in carried_by:
+            self._check_copies(sub, shares, who)
         for subs in split.parts.values():
             for sub in subs:
                 for d in sub.deps:
@@ -583,6 +587,21 @@ class Dispatcher:
                 raise SchedulerError(f"{who}: sub-flow {sub.id} names unknown endpoint {end!r}")
         self._check_dscp(sub.dscp, sub.id)
         self._check_rate(sub.rate, sub.id)
+
+    def _check_copies(self, sub: SubFlow, shares: dict[str, int], who: str) -> None:
+        """One copy serves the originals of one source (multicast) or of one destination (a
+        reduction: gradients summed at a relay); others need bytes of their own. So the largest
+        share per source, summed, or per destination, summed, fits in the sub-flow's size."""
+        need = min(self._copies(shares, "src"), self._copies(shares, "dst"))
+        if need > sub.size:
+            raise SchedulerError(f"{who}: sub-flow {sub.id} carries at least {need} distinct bytes in {sub.size}")
+
+    def _copies(self, shares: dict[str, int], end: str) -> int:
+        largest: dict[str, int] = {}
+        for carried, share in shares.items():
+            key = getattr(self.items[carried], end)
+            largest[key] = max(largest.get(key, 0), share)
+        return sum(largest.values())
 
     @staticmethod
     def _sub_ends(sub: SubFlow, orig: Flow) -> tuple[str, str, int]:
@@ -754,6 +773,13 @@ def _shares_of(sub: SubFlow, listed_under: str, split: Split, who: str) -> dict[
             raise SchedulerError(f"{who}: sub-flow {sub.id} carries {share!r} bytes of {orig}, not in 0..{sub.size}")
         shares[orig] = share
     return shares
+
+
+def _share_received(share: int, rec: ItemRecord) -> int:
+    """The bytes of an original's ``share`` that a sub-flow delivered: all of them when it delivered
+    its size, else in proportion (a hop that lost bytes cannot count whole for a smaller share)."""
+    received = rec.received or 0
+    return share if received >= rec.size else share * received // rec.size
 
 
 def _check_conservation(orig: Flow, ends: list[tuple[str, str, int]], who: str) -> None:

@@ -81,9 +81,14 @@ class SubFlow:
     names every original of the same split whose bytes it carries and how
     many of its ``size`` bytes are that original's (each at most ``size``;
     one copy serves several originals, as a relay that forwards an embedding
-    it also keeps). Empty (the default): all its bytes belong to the original
-    it is listed under (an original's own list may then be empty). Byte conservation is checked per original over these
-    shares; an original is done when the last sub-flow carrying it is."""
+    it also keeps, or a reduction, as the reverse of such a hop carrying the
+    summed gradients of several destinations' copies. Bytes are shared only
+    among originals of one source or of one destination: the largest share
+    per source, summed, or per destination, summed, is at most ``size``).
+    Empty (the default): all its bytes belong to the original it is listed
+    under (an original's own list may then be empty). Byte conservation is
+    checked per original over these shares; an original is done when the
+    last sub-flow carrying it is."""
 
     id: str
     size: int
@@ -179,7 +184,8 @@ class ActiveFlow:
 
 class DoneRecords(Mapping):
     """``RunView.records``: the records of finished items, read through to the run's
-    records (no second dict of millions of entries at 8192 GPUs)."""
+    records (no second dict of millions of entries at 8192 GPUs). Iterates in the run's
+    record order (the job's items, then sub-flows as made), not the done set's hash order."""
 
     __slots__ = ("_records", "_done")
 
@@ -195,7 +201,8 @@ class DoneRecords(Mapping):
         return item_id in self._done
 
     def __iter__(self):
-        return iter(self._done)
+        done = self._done
+        return (i for i in self._records if i in done)
 
     def __len__(self) -> int:
         return len(self._done)

@@ -141,6 +141,8 @@ def _claim(raw: Any, base: Path, where: str) -> Claim:
     unit = str(raw.get("unit", "number"))
     if unit not in UNITS:
         raise SpecError(f"{where}.unit", f"must be one of {', '.join(UNITS)}")
+    if unit == "ratio" and not raw.get("relative_to"):
+        raise SpecError(f"{where}.relative_to", "unit ratio is a metric over another scheduler's: name it")
     scenario = (base / str(raw["scenario"])).resolve()
     if not scenario.exists():
         raise SpecError(f"{where}.scenario", f"no such file {scenario}")

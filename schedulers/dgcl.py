@@ -14,8 +14,11 @@ Where the hops run: a hop between GPUs of one server is a wait of the
 server's intra-host model (the hops of a stage start together and share its
 links); a hop between servers is a network flow between the servers' NICs
 (the job pins every worker on NIC 0, as the paper's servers use one IB NIC).
-Its PCIe legs are not timed: GPUDirect RDMA pipelines them and PCIe (11.13
-GB/s) is faster than IB (6.37 GB/s, Table 1), so the NIC bounds the hop.
+Its legs inside the servers are not timed, our choice: PCIe (11.13 GB/s) is
+faster than IB (6.37 GB/s, Table 1), so the NIC bounds one hop. The paper
+enables GPU RDMA only for the GPUs under the NIC's PCIe switch (§7) and
+does not say how the others reach the NIC (through host memory, at a cost
+not modelled here); SPST's planning topology does include those links.
 
 SPST plans on the communication topology of the workers' GPUs: one
 server's intra-host graph, or several joined through their NICs and a
@@ -40,7 +43,9 @@ class GraphAllgather(Scheduler):
     def __init__(self, seed: int = 0) -> None:
         self.seed = seed
         self._members: dict[str, list[str]] = {}
-        self._job: int | None = None  # id of the job the members are of (an instance may run several)
+        # the job and cluster the caches are of, held (an id may be reused once a run's objects are freed)
+        self._job: Job | None = None
+        self._cluster: ClusterSpec | None = None
         self._plans: dict[tuple, list[Hop]] = {}
 
     def on_ready(self, item, view: RunView):
@@ -57,17 +62,17 @@ class GraphAllgather(Scheduler):
 
     # ------------------------------------------------------------------
     def _coflow(self, job: Job, coflow: str) -> list[str]:
-        if self._job != id(job):
-            self._job, self._members = id(job), {}
+        if self._job is not job:
+            self._job, self._members = job, {}
             for f in job.flows:
                 if f.coflow is not None and "graph" in f.tags:
                     self._members.setdefault(f.coflow, []).append(f.id)
         return self._members[coflow]
 
     def _plan(self, graph: dict, backward: bool, view: RunView) -> list[Hop]:
-        where = (id(view.cluster), tuple(sorted((e, tuple(loc.__dict__.values())) for e, loc in
-                                                 view.placement.locations.items())))  # fmt: skip
-        key = (tuple(sorted(graph.items())), where, backward)
+        if self._cluster is not view.cluster:
+            self._cluster, self._plans = view.cluster, {}
+        key = (tuple(sorted(graph.items())), tuple(sorted(view.placement.locations.items())), backward)
         if key not in self._plans:
             fwd = (*key[:2], False)
             if fwd not in self._plans:
@@ -146,6 +151,9 @@ class Dgcl(GraphAllgather):
         for f in job.flows:
             if "graph" in f.tags and not 2 <= f.tags["graph"].get("gpus", 0) <= 32:
                 raise SpecError(f"items.{f.id}.tags.graph.gpus", "SPST's hops are planned for 2 to 32 GPUs")
+        pinned = {e.pin.server for e in job.endpoints.values() if e.pin is not None}
+        if any(s < len(cluster.servers) and cluster.servers[s].intra_host is None for s in pinned):
+            raise SpecError("servers.intra_host", "DGCL plans on the servers' intra-host presets; a server has none")
 
     def hops(self, graph, view):
         topo = planning_topology(view.job, view.cluster, view, graph["gpus"])

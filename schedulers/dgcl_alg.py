@@ -26,7 +26,11 @@ serves every destination below it, so one copy counts for several pairs
     QPI; NeuGraph's chain-transfer optimisation is not modelled.
 :func:`reverse`
     The backward pass (§6): stages in reverse order, every hop reversed,
-    and the pair ``(s, d)`` becomes ``(d, s)`` (gradients flow back).
+    and the pair ``(s, d)`` becomes ``(d, s)`` (gradients flow back). A
+    reversed tree hop keeps its size: one gradient per vertex, the sum of
+    the destinations' below it (a relay adds what it receives before sending
+    on). §6 only says the send and receive tables are switched; tables of
+    vertex ids, each once, imply this reduction, our reading.
 
 Stages run in order; the planners make every hop of stage ``k`` wait for
 every hop of stage ``k - 1`` (the cost model's assumption, §5.1: "a stage

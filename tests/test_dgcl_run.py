@@ -172,3 +172,139 @@ def test_a_runs_forward_exchange_takes_the_cost_models_time(name):
     model = spst(TOPO, req)[1] if name == "dgcl" else plan_cost(TOPO, peer_to_peer(req), req)
     run = coflow_completion_times(simulate(job, by_name(name), DGX1))["e0.fwd2"]
     assert run == pytest.approx(model, rel=0.02)
+
+
+def test_requirements_are_the_graphs_own_after_the_graph_cache_evicts():
+    """More graphs than partitioned_graph caches: a freed graph's arrays may be reused at the same
+    address, so a cache keyed by the arrays' id handed one graph another's requirement set."""
+    from workloads.gnn_fullgraph import partitioned_graph, requirements
+
+    base = {"dataset": "web-google", "gpus": 4, "max_edges": 5000, "locality": 0.8, "partitioner": "contiguous"}
+    for seed in range(20):
+        req = requirements(base | {"seed": seed, "hidden": 8})
+        indptr, indices, part, scale = partitioned_graph("web-google", 4, 5000, 0.8, "contiguous", seed)
+        fresh = Requirements.from_csr(indptr, indices, part, 32 * scale)
+        assert np.array_equal(req.dest_ptr, fresh.dest_ptr) and np.array_equal(req.dest, fresh.dest), seed
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_requirements_from_csr_agree_with_from_graph(seed):
+    """The vectorised CSR builder against the obvious per-edge loop of from_graph."""
+    from workloads.gnn_graph import power_law_graph
+
+    indptr, indices = power_law_graph(300, 4.0, 4, seed, locality=0.7)
+    part = np.random.default_rng(seed).integers(0, 4, 300)
+    edges = np.stack([np.repeat(np.arange(300), np.diff(indptr)), indices], axis=1)
+    fast, slow = Requirements.from_csr(indptr, indices, part, 64.0), Requirements.from_graph(edges, part, 64.0)
+    assert np.array_equal(fast.source, slow.source) and np.array_equal(fast.dest_ptr, slow.dest_ptr)
+    assert np.array_equal(fast.dest, slow.dest) and np.array_equal(fast.nbytes, slow.nbytes)
+    assert len(fast.dest) > 0
+
+
+class Merge(Scheduler):
+    """a -> x and c -> x, then one hop x -> b carrying both originals (60 + 40 of its 100 bytes)."""
+
+    name = "merge"
+
+    def on_ready(self, item, view):
+        from railbed.scheduler import HOLD
+
+        if len(view.held) < 2:
+            return HOLD
+        xb = SubFlow("xb", 100, "x", "b", ("ax", "cx"), carries=(("f_ab", 60), ("f_cb", 40)))
+        return Split({"f_ab": [SubFlow("ax", 60, "a", "x"), xb], "f_cb": [SubFlow("cx", 40, "c", "x")]})
+
+
+def test_a_multicast_hop_that_lost_bytes_counts_for_no_original_whole():
+    """xb delivers 60 of its 100 bytes: as many as f_ab's share, but not f_ab's whole share."""
+    spec = ClusterSpec.from_dict(
+        {"servers": [{"count": 4, "gpus": 8, "nics": 1, "nic_rate": "50Gbit"}], "fabric": {"type": "single_switch"}}
+    )
+    job = Job()
+    for name, server in (("a", 0), ("c", 1), ("x", 2), ("b", 3)):
+        job.endpoint(name, Location(server, "gpu0", 0))
+    job.flow("f_ab", "a", "b", 60)
+    job.flow("f_cb", "c", "b", 40)
+    whole = simulate(job, Merge(), spec)
+    assert whole.items["f_ab"].received == 60 and whole.items["f_cb"].received == 40
+    d = Dispatcher(job, Merge(), spec)
+    assert {a.id for a in d.begin(0.0) if hasattr(a, "id")} == {"ax", "cx"}
+    d.flow_done("ax", 1.0)
+    assert [a.id for a in d.flow_done("cx", 1.0) if hasattr(a, "id")] == ["xb"]
+    with pytest.raises(SchedulerError, match="f_ab: its sub-flows delivered 36 bytes of 60"):
+        d.flow_done("xb", 2.0, received=60)
+
+
+def test_one_dgcl_instance_plans_for_each_cluster_it_runs_on():
+    """The plan cache belongs to one cluster: run on the DGX-1 then on the PCIe box, the instance
+    times the PCIe run as a fresh one does (plans differ: NVLink trees against PCIe ones)."""
+    pcie = ClusterSpec.from_dict(
+        {"servers": [{"count": 1, "gpus": 8, "nics": 1, "nic_rate": "50Gbit", "intra_host": "pcie8"}],
+         "fabric": {"type": "single_switch"}}
+    )  # fmt: skip
+    job = _job(sockets=0)
+    reused = by_name("dgcl")
+    on_dgx = simulate(job, reused, DGX1).makespan
+    on_pcie = simulate(job, reused, pcie).makespan
+    assert on_pcie == simulate(job, by_name("dgcl"), pcie).makespan and on_pcie != on_dgx
+
+
+class Cross(Scheduler):
+    """f_ab and f_cd meet at x and share the hop x -> y of ``size`` bytes; y sends each on."""
+
+    name = "cross"
+
+    def __init__(self, size):
+        self.size = size
+
+    def on_ready(self, item, view):
+        from railbed.scheduler import HOLD
+
+        if len(view.held) < 2:
+            return HOLD
+        xy = SubFlow("xy", self.size, "x", "y", ("ax", "cx"), carries=(("f_ab", 60), ("f_cd", 40)))
+        return Split({"f_ab": [SubFlow("ax", 60, "a", "x"), xy, SubFlow("yb", 60, "y", "b", ("xy",))],
+                      "f_cd": [SubFlow("cx", 40, "c", "x"), SubFlow("yd", 40, "y", "d", ("xy",))]})  # fmt: skip
+
+
+def test_originals_of_different_sources_and_destinations_cannot_share_a_hops_bytes():
+    """One copy serves one source's originals (multicast) or one destination's (reduction); f_ab and
+    f_cd have neither in common, so x -> y needs 100 bytes, not 60."""
+    spec = ClusterSpec.from_dict(
+        {"servers": [{"count": 6, "gpus": 8, "nics": 1, "nic_rate": "50Gbit"}], "fabric": {"type": "single_switch"}}
+    )
+    job = Job()
+    for server, name in enumerate("acxybd"):
+        job.endpoint(name, Location(server, "gpu0", 0))
+    job.flow("f_ab", "a", "b", 60)
+    job.flow("f_cd", "c", "d", 40)
+    with pytest.raises(SchedulerError, match="xy carries at least 100 distinct bytes in 60"):
+        Dispatcher(job, Cross(60), spec).begin(0.0)
+    res = simulate(job, Cross(100), spec)
+    assert res.items["f_ab"].received == 60 and res.items["f_cd"].received == 40
+
+
+def test_dgcl_without_intra_host_presets_is_refused_before_the_run():
+    from railbed.errors import SpecError
+
+    bare = ClusterSpec.from_dict(
+        {"servers": [{"count": 1, "gpus": 8, "nics": 1, "nic_rate": "50Gbit"}], "fabric": {"type": "single_switch"}}
+    )
+    with pytest.raises(SpecError, match="intra_host"):
+        by_name("dgcl").check(_job(sockets=0), bare)
+    by_name("dgcl").check(_job(sockets=0), DGX1)
+
+
+@pytest.mark.parametrize(
+    "field, value",
+    [("gpus", 8.0), ("gpus", 40), ("gpus_per_server", 2.5), ("max_edges", "x"), ("max_edges", 10**9),
+     ("hidden", 1.5), ("sockets", -1), ("locality", "hi"), ("locality", 1.5), ("compute", -1.0),
+     ("partitioner", "kl")],
+)  # fmt: skip
+def test_bad_gnn_fullgraph_arguments_are_spec_errors_naming_them(field, value):
+    """Called directly too (generate() checks types from the annotations; a library caller does not)."""
+    from railbed.errors import SpecError
+
+    with pytest.raises(SpecError) as err:
+        gnn_fullgraph(**{"max_edges": 5000, field: value})
+    assert err.value.field == field

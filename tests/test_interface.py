@@ -404,3 +404,16 @@ def test_a_split_cannot_take_a_flow_started_earlier_in_the_same_round():
         simulate(job, Greedy(), SPEC)
     with pytest.raises(SchedulerError, match="no sub-flows"):
         simulate(job, Splitter(lambda item, view: {item.id: []}), SPEC)
+
+
+def test_done_records_iterate_in_the_runs_record_order():
+    """A scheduler that walks view.records sees the same order in every process (not hash order)."""
+    from railbed.results import ItemRecord
+    from railbed.scheduler import DoneRecords
+
+    ids = [f"item{k * 7919 % 101}" for k in range(60)]
+    records = {i: ItemRecord(i, "flow") for i in ids}
+    done = set(ids[::2])
+    view = DoneRecords(records, done)
+    assert list(view) == ids[::2] and [r.id for r in view.values()] == ids[::2]
+    assert "item0" in view and ids[1] not in view and len(view) == 30

@@ -154,3 +154,8 @@ def test_ratio_unit_reports_one_metric_over_another(tmp_path):
     value, fidelity = measure(claim, {"runs": runs})
     assert value == 2.0 and fmt_value(claim, value) == "2x" and verdict(claim, value) == "holds"
     assert fidelity == "simulated"
+    path.write_text(
+        f"title: t\nclaims:\n  - {{claim: r, paper: 2x, scenario: {SCENARIO}, metric: makespan, unit: ratio}}\n"
+    )
+    with pytest.raises(SpecError, match="relative_to"):
+        load_claims(path)  # a plain makespan shown as "2x" would read as a ratio

@@ -139,25 +139,40 @@ def _metis(indptr: np.ndarray, indices: np.ndarray, parts: int, seed: int) -> np
 def requirements(graph: dict) -> Requirements:
     """The requirement set of an exchange (``tags["graph"]`` of its flows): which GPU computes every
     vertex, which GPUs need it, and its embedding bytes."""
-    indptr, indices, part, scale = partitioned_graph(
-        graph["dataset"], graph["gpus"], graph["max_edges"], graph["locality"], graph["partitioner"], graph["seed"]
-    )
-    return _requirements(indptr, indices, part, FLOAT_BYTES * graph["hidden"] * scale)
+    keys = ("dataset", "gpus", "max_edges", "locality", "partitioner", "seed", "hidden")
+    return _requirements(*(graph[k] for k in keys))
 
 
-_REQ_CACHE: dict[tuple, Requirements] = {}
+@lru_cache(maxsize=8)
+def _requirements(dataset, gpus, max_edges, locality, partitioner, seed, hidden) -> Requirements:
+    """Cached by the graph's parameters (not by the arrays' ``id``: a graph evicted from
+    :func:`partitioned_graph`'s cache frees its arrays, and a new graph's may reuse the address)."""
+    indptr, indices, part, scale = partitioned_graph(dataset, gpus, max_edges, locality, partitioner, seed)
+    return Requirements.from_csr(indptr, indices, part, FLOAT_BYTES * hidden * scale)
 
 
-def _requirements(indptr, indices, part, nbytes: float) -> Requirements:
-    key = (id(indptr), nbytes)
-    if key not in _REQ_CACHE:
-        _REQ_CACHE[key] = Requirements.from_csr(indptr, indices, part, nbytes)
-    return _REQ_CACHE[key]
+def _check(name: str, value, low, kinds=(int, float)) -> None:
+    if isinstance(value, bool) or not isinstance(value, kinds) or value < low:
+        raise SpecError(name, f"must be {'a whole number ' if kinds is int else ''}>= {low}, got {value!r}")
 
 
-def _check(name: str, value, low) -> None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or value < low:
-        raise SpecError(name, f"must be >= {low}, got {value!r}")
+def _check_args(counts: dict[str, int], compute, backward, locality, partitioner: str) -> None:
+    """A SpecError naming the first bad argument (whole numbers first, then their upper bounds)."""
+    low = {"gpus": 2, "max_edges": 1000, "sockets": 0}
+    for key, value in counts.items():
+        _check(key, value, low.get(key, 1), int)
+    if counts["gpus"] > MAX_GPUS:
+        raise SpecError(
+            "gpus", f"at most {MAX_GPUS} (the planners' per-vertex destination masks), got {counts['gpus']}"
+        )
+    if counts["max_edges"] > MAX_EDGES:
+        raise SpecError("max_edges", f"at most {MAX_EDGES} (the graph is built in memory), got {counts['max_edges']}")
+    _check("compute", compute, 0)
+    _check("backward", backward, 0)
+    if isinstance(locality, bool) or not isinstance(locality, (int, float)) or not 0.0 <= locality <= 1.0:
+        raise SpecError("locality", f"must be in [0, 1], got {locality!r}")
+    if partitioner not in PARTITIONERS:
+        raise SpecError("partitioner", f"unknown partitioner {partitioner!r} (known: {', '.join(PARTITIONERS)})")
 
 
 def gnn_fullgraph(
@@ -177,21 +192,8 @@ def gnn_fullgraph(
     name: str | None = None,
 ) -> Job:
     """Full-graph training of a ``layers``-layer GNN on ``dataset`` over ``gpus`` GPUs (module docstring)."""
-    for key, value, low in (("gpus", gpus, 2), ("gpus_per_server", gpus_per_server, 1), ("layers", layers, 1)):
-        _check(key, value, low)
-    if gpus > MAX_GPUS:
-        raise SpecError("gpus", f"at most {MAX_GPUS} (the planners' per-vertex destination masks), got {gpus}")
-    if max_edges > MAX_EDGES:
-        raise SpecError("max_edges", f"at most {MAX_EDGES} (the graph is built in memory), got {max_edges}")
-    for key, value, low in (("hidden", hidden, 1), ("epochs", epochs, 1), ("max_edges", max_edges, 1000)):
-        _check(key, value, low)
-    _check("compute", compute, 0)
-    _check("sockets", sockets, 0)
-    _check("backward", backward, 0)
-    if not 0.0 <= locality <= 1.0:
-        raise SpecError("locality", f"must be in [0, 1], got {locality!r}")
-    if partitioner not in PARTITIONERS:
-        raise SpecError("partitioner", f"unknown partitioner {partitioner!r} (known: {', '.join(PARTITIONERS)})")
+    counts = {"gpus": gpus, "gpus_per_server": gpus_per_server, "layers": layers, "hidden": hidden, "epochs": epochs}
+    _check_args(counts | {"max_edges": max_edges, "sockets": sockets}, compute, backward, locality, partitioner)
     n, _, scale = graph_shape(dataset, max_edges)
     graph = {"dataset": dataset, "gpus": gpus, "max_edges": max_edges, "locality": locality}
     graph |= {"partitioner": partitioner, "seed": seed, "hidden": hidden, "vertices": n, "scale": scale}

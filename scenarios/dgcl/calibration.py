@@ -1,8 +1,9 @@
 """Why the DGX-1 model overstates DGCL's gain over peer-to-peer: the issue's candidate causes, measured.
 
-``python -m scenarios.dgcl.calibration [--write]`` prints (and with
-``--write`` stores in ``calibration.yaml`` beside this file, under
-``model``) the stage cost model's numbers (DGCL §5.1: the plan's stages,
+``python -m scenarios.dgcl.calibration [--write] [--readme README.md]``
+prints (and with ``--write`` stores in ``calibration.yaml`` beside this
+file, under ``model``; with ``--readme`` writes the stored summary as the
+README's table) the stage cost model's numbers (DGCL §5.1: the plan's stages,
 each as long as its slowest physical hop) for one graphAllgather of
 feature size 128 on 8 GPUs, for each graph of Table 4 (generated with
 :mod:`workloads.gnn_fullgraph`), under the unchanged model and under each
@@ -75,6 +76,16 @@ VARIANTS = {  # name: (latency s per stage, QPI gain, PCIe-switch uplink gain, M
     "nvlink_half": (LATENCY, QPI_FIT, 1.0, True, 0.5),
 }
 MAX_EDGES = 500_000  # scale of the generated graphs (each vertex then stands for E / 500k real ones)
+LABELS = {  # the README table's rows
+    "model": "Table 1 speeds, locality 0.8 (as the runs use)",
+    "latency": "+ 50 us per stage (launch, flag handshake)",
+    "qpi": "QPI twice as fast (contention too harsh)",
+    "pcie_switch": "PCIe switch uplinks not shared",
+    "metis": "METIS-like requirement sets (locality 0.95, METIS)",
+    "calibrated": "calibrated: 50 us, METIS-like, QPI x 1.3 (fitted to Table 6's dense graphs)",
+    "nvlink_half": "calibrated, and NVLink at half speed (a hypothesis, not fitted)",
+}
+BEGIN, END = "<!-- calibration:begin -->", "<!-- calibration:end -->"
 
 
 def graph_of(name: str, variant: str) -> dict:
@@ -156,6 +167,22 @@ def summary(model: dict) -> dict[str, dict[str, float]]:
     return out
 
 
+def table(doc: dict) -> str:
+    """The README's table: mean / max of peer-to-peer over DGCL on the DGX-1 per variant (the
+    stored ``summary``), then §7.2's."""
+    rows = ["| model | mean | max |", "| --- | --- | --- |"]
+    rows += [f"| {LABELS[v]} | {s['mean']:.1f}x | {s['max']:.1f}x |" for v, s in doc["summary"].items()]
+    paper = doc["paper"]["p2p_over_dgcl_dgx1"]
+    rows.append(f"| paper (§7.2) | {paper['mean']:g}x | {paper['max']:g}x |")
+    return "\n".join(rows)
+
+
+def write_readme(path: Path, doc: dict) -> None:
+    """Replace the table between ``BEGIN`` and ``END`` in ``path`` by :func:`table`."""
+    head, rest = path.read_text().split(BEGIN)
+    path.write_text(f"{head}{BEGIN}\n{table(doc)}\n{END}{rest.split(END)[1]}")
+
+
 def main(argv: list[str]) -> None:
     model = measure_all()
     for variant, graphs in model.items():
@@ -169,6 +196,8 @@ def main(argv: list[str]) -> None:
             + yaml.safe_dump({"model": model}, sort_keys=False)
             + yaml.safe_dump({"summary": summary(model)}, sort_keys=False)
         )
+    if "--readme" in argv:
+        write_readme(Path(argv[argv.index("--readme") + 1]), load())
 
 
 if __name__ == "__main__":
