@@ -191,7 +191,8 @@ def _queue_kernel(arrival, rtype, path, size, compute, ptr, idx, is_link, bw, tr
     for t in range(n):
         r = rtype[t]
         p = path[t]
-        jct[t], wait[t] = _step(work, last, is_link, bw, tr, cap, arrival[t], idx[ptr[p] : ptr[p + 1]], size[r], compute[r])
+        elems = idx[ptr[p] : ptr[p + 1]]
+        jct[t], wait[t] = _step(work, last, is_link, bw, tr, cap, arrival[t], elems, size[r], compute[r])
     return jct, wait
 
 

@@ -82,7 +82,8 @@ class DatapathHost:
 
     def __init__(self, spec: DatapathSpec) -> None:
         self.spec = spec
-        self.queues = HostQueues(host_datapath(spec.model, spec.cpu_cores, spec.acc_cores, spec.pcie_gbps, spec.axi_gbps))
+        model = host_datapath(spec.model, spec.cpu_cores, spec.acc_cores, spec.pcie_gbps, spec.axi_gbps)
+        self.queues = HostQueues(model)
 
     def _path(self, leg: Leg) -> tuple[str, str, np.ndarray]:
         """(path name, device, compute vector) of a leg."""
