@@ -100,6 +100,29 @@ server_group = maybe_dict(
         "nic_rate": field(st.one_of(rates, st.lists(rates, max_size=5))),
         "resources": field(st.dictionaries(st.text(max_size=5), scalars, max_size=3)),
         "intra_host": field(st.sampled_from(["dgx1-v100", "pcie8", "dgx-9"])),
+        "datapath": field(
+            maybe_dict(
+                {
+                    "preset": field(st.sampled_from(["f-nic", "g+f-nic", "bf-3", "bf-9"])),
+                    "model": field(st.sampled_from(["direct", "on-path", "off-path", "sideways"])),
+                    "cpu_cores": field(st.integers(-1, 5000)),
+                    "acc_cores": field(st.integers(-1, 5000)),
+                    "pcie_rate": field(rates),
+                    "jitter": field(st.lists(st.sampled_from(["3us", "9us", "-1us", "x"]), max_size=3)),
+                    "seed": field(st.integers(-1, 3)),
+                    "compute": field(
+                        st.dictionaries(
+                            st.sampled_from(["kvs", "f"]),
+                            st.dictionaries(
+                                st.sampled_from(["cpu", "acc", "gpu"]),
+                                field(st.sampled_from(["1us", "5GB/s", "-2us", "4Gb"])),
+                            ),
+                            max_size=2,
+                        )
+                    ),
+                }
+            )
+        ),
     }
 )
 fabric = maybe_dict(
