@@ -80,8 +80,13 @@ def presets(size: int = 1 << 20) -> dict[str, tuple[RequestType, ...]]:
         ),
         "dfs": (
             RequestType(
-                "chunk", 1.0, ((round(chunk * 0.518), 8),), req_work="compress", resp_work="decompress",
-                dependency="msg", group=4,
+                "chunk",
+                1.0,
+                ((round(chunk * 0.518), 8),),
+                req_work="compress",
+                resp_work="decompress",
+                dependency="msg",
+                group=4,
             ),
         ),  # fmt: skip
         "ebs-64k": (RequestType("read", 1.0, ((64, 64 << 10),), resp_work="ebs"),),
