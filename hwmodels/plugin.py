@@ -109,6 +109,22 @@ class DatapathHost:
         path, _, compute = self._path(leg)
         return self.queues.base(path, leg.nbytes, compute)
 
+    def demand(self, leg: Leg) -> tuple[np.ndarray, np.ndarray]:
+        """(element ids, work each receives) of the leg: T_c at its device, 8 * bytes / BW on each link."""
+        path, _, compute = self._path(leg)
+        ids = self.queues.path_ids[path]
+        q = self.queues
+        work = np.array([8.0 * leg.nbytes / q.bw[e] if q.is_link[e] else compute[e] for e in ids])
+        return ids, work
+
+    @property
+    def size(self) -> int:
+        """Number of elements (devices and links) of the host."""
+        return len(self.queues.model.elements)
+
+    def capacities(self) -> np.ndarray:
+        return self.queues.cap.astype(float)
+
     def leg(self, leg: Leg) -> LegTiming:
         path, _, compute = self._path(leg)
         jct, _ = self.queues.step(path, leg.start, leg.nbytes, compute)
