@@ -189,7 +189,7 @@ class ClusterSpec:
             )
         groups: dict[tuple, list[str]] = {}
         for s in self.servers:
-            hw = s.intra_host or (f"{s.datapath.preset} ({s.datapath.model})" if s.datapath else None)
+            hw = s.intra_host or (_datapath_text(s.datapath) if s.datapath else None)
             key = (s.gpus, s.nic_rates, tuple(sorted(s.resources.items())), hw)
             groups.setdefault(key, []).append(s.name)
         for (gpus, rates, res, hw), names in groups.items():
@@ -374,6 +374,11 @@ def _functions(value: object, where: str) -> tuple[dict, dict]:
             else:
                 times.setdefault(name, {})[dev] = parse_duration(t, dwhere)
     return times, rates
+
+
+def _datapath_text(d: DatapathSpec) -> str:
+    jitter = f", jitter {d.jitter[0] * 1e6:g}-{d.jitter[1] * 1e6:g} us" if d.jitter else ""
+    return f"{d.preset} ({d.model}, {d.cpu_cores} CPU cores, {d.acc_cores} accelerator cores{jitter})"
 
 
 def _datapath_doc(d: DatapathSpec) -> dict[str, Any]:
