@@ -207,7 +207,7 @@ job_doc = st.one_of(
 generator_args = st.dictionaries(
     st.sampled_from(
         ["dp", "pp", "tp", "microbatches", "iterations", "fwd", "bwd", "activation", "gradient", "gpus_per_server"]
-        + ["layout", "dscp", "name", "n", "size", "compute", "bogus"]
+        + ["layout", "dscp", "name", "n", "size", "compute", "bogus", "preset", "load", "requests", "arrival"]
     ),
     field(st.one_of(st.integers(0, 6), st.sampled_from(["1ms", "2MB", "rail", None, {"PP": 46, "DP": 0}]))),
     max_size=5,
@@ -252,6 +252,7 @@ scenario_doc = st.one_of(
             "trace": field(st.sampled_from([0, 0.1, -1])),
             "strict": field(st.booleans()),
             "timeout": field(st.sampled_from([10, 0, math.nan])),
+            "loads": field(st.sampled_from([[1e6, 2e6], [], [1e6, 1e6], [-1], "1e6", [math.inf]])),
         }
     ),
     anything,
