@@ -36,6 +36,13 @@ The numba kernel ``_queue_kernel`` touches only the elements of each
 request's path (draining lazily by the time elapsed since each element was
 last touched); :func:`queue_jct_reference` applies (6.1)/(6.2) literally to
 every element at every step. Tests check that they agree.
+
+In a run (section "one host in a run" below): each server has its own
+elements (:func:`host_datapath`) and queues (:class:`HostQueues`, the same
+numba ``_step`` one leg at a time), so a request's legs on the requester
+and on the responder queue where they happen, when they happen.
+:class:`DatapathSpec` is a server's datapath as the cluster file gives it,
+:data:`HOST_PRESETS` §6.4's hosts.
 """
 
 from __future__ import annotations
