@@ -83,6 +83,11 @@ class Agent:
         self.trace = trace
         self.progress = progress
         self.live: dict[str, socket.socket] = {}
+        # flow id -> its pacing (bytes/s, 0: none) and TOS, from its "send" on: a "rate" or "tos"
+        # that arrives before the flow's socket exists (it is still waiting or connecting) is kept
+        # here and applied when the socket is made (before, such a change was lost: a flow capped in
+        # the batch that started it ran uncapped, and OES's incast into a slow server overflowed it)
+        self.settings: dict[str, dict[str, int]] = {}
         self.writer: asyncio.StreamWriter | None = None
         self.zeros = _zero_file()
         self.background: set[asyncio.Task] = set()
@@ -219,15 +224,16 @@ class Agent:
             await asyncio.sleep(delay)
         sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         try:
-            sock.setsockopt(socket.IPPROTO_IP, socket.IP_TOS, int(cmd["tos"]))
+            settings = self.settings[fid]
+            sock.setsockopt(socket.IPPROTO_IP, socket.IP_TOS, settings["tos"])
             if cmd.get("mark"):  # pins the flow to one spine (policy routing by mark)
                 sock.setsockopt(socket.SOL_SOCKET, socket.SO_MARK, int(cmd["mark"]))
-            if cmd.get("pace"):
-                set_pacing(sock, cmd["pace"])
+            if settings["pace"]:
+                set_pacing(sock, settings["pace"])
+            self.live[fid] = sock  # later changes go to the socket itself
             sock.bind((cmd["src"], 0))
             sock.setblocking(False)
             await loop.sock_connect(sock, (cmd["dst"], self.port))
-            self.live[fid] = sock
             await loop.sock_sendall(sock, HEADER.pack(int(cmd["n"]), int(cmd["size"])))
             remaining = int(cmd["size"]) - int(cmd.get("short", 0))
             while remaining > 0:
@@ -243,9 +249,12 @@ class Agent:
             self.emit(ev="error", msg=f"flow {fid} from h{self.server} ({cmd['src']} -> {cmd['dst']}): {exc}")
         finally:
             self.live.pop(fid, None)
+            self.settings.pop(fid, None)
             sock.close()
 
     def set_rate(self, fid: str, pace: int) -> None:
+        if fid in self.settings:
+            self.settings[fid]["pace"] = pace
         sock = self.live.get(fid)
         if sock is not None:
             try:
@@ -254,6 +263,8 @@ class Agent:
                 pass  # the flow just ended
 
     def set_tos(self, fid: str, tos: int) -> None:
+        if fid in self.settings:
+            self.settings[fid]["tos"] = tos
         sock = self.live.get(fid)
         if sock is not None:
             try:
@@ -288,7 +299,11 @@ class Agent:
             if op == "wait":
                 self.spawn(self.wait_until(cmd["key"], cmd["until"]))
             elif op == "send":
-                self.spawn(self.send_message(cmd) if cmd.get("persist") else self.send(cmd))
+                if cmd.get("persist"):
+                    self.spawn(self.send_message(cmd))
+                else:
+                    self.settings[cmd["id"]] = {"pace": int(cmd.get("pace") or 0), "tos": int(cmd["tos"])}
+                    self.spawn(self.send(cmd))
             elif op == "rate":
                 self.set_rate(cmd["id"], cmd["pace"])
             elif op == "tos":

@@ -19,6 +19,13 @@ priority leakage
     share of bytes lower classes still got (strict priority says ~0).
 drops
     packets the shaper's queues dropped (TCP recovers; reported, not fatal).
+TCP recovery
+    retransmitted segments and retransmission timeouts (RTOs) of the
+    servers' TCP stacks (``/proc/<pid>/net/{snmp,netstat}`` read in each
+    server's namespace before and after the run). A timeout stalls its flow
+    for at least the minimum RTO (real time; see ``emulator.nodes.RTO_MIN``),
+    which the fluid model has no counterpart for: a warning naming what it
+    costs in model time, not a verdict (short flows can end early anyway).
 CPU saturation
     share of intervals the host was >= 95 % busy (a warning only: the
     efficiency check says whether it mattered).
@@ -43,6 +50,33 @@ SOLO_MIN_SECONDS = 0.05  # real: shorter flows are dominated by connection set-u
 LEAKAGE_LIMIT = 0.05
 CPU_BUSY = 0.95
 CPU_SATURATION_LIMIT = 0.25
+
+
+# Linux counts a retransmission timeout in one of four counters, by the state it fired in
+# (tcp_retransmit_timer: open, or after a SACK / Reno / RTO recovery that failed).
+RTO_COUNTERS = ("TCPTimeouts", "TCPSackFailures", "TCPRenoFailures", "TCPLossFailures")
+TCP_COUNTERS = {"Tcp": ("RetransSegs",), "TcpExt": (*RTO_COUNTERS, "TCPSpuriousRTOs")}
+
+
+def tcp_counters(pid: int) -> dict[str, int]:
+    """The TCP counters of :data:`TCP_COUNTERS` in the network namespace of process ``pid``."""
+    out = {}
+    for name in ("snmp", "netstat"):
+        with open(f"/proc/{pid}/net/{name}") as f:
+            out.update(parse_counters(f.read()))
+    return out
+
+
+def parse_counters(text: str) -> dict[str, int]:
+    """The counters of :data:`TCP_COUNTERS` in ``/proc/net/{snmp,netstat}`` text: line pairs
+    ``Proto: name name ...`` / ``Proto: value value ...``."""
+    out = {}
+    lines = text.splitlines()
+    for head, values in zip(lines[::2], lines[1::2]):
+        proto, _, keys = head.partition(":")
+        row = dict(zip(keys.split(), values.partition(":")[2].split()))
+        out.update({k: int(row[k]) for k in TCP_COUNTERS.get(proto, ()) if k in row})
+    return out
 
 
 def cpu_times() -> tuple[int, int]:
@@ -130,11 +164,15 @@ def fidelity_report(
     model_rates: dict[tuple[str, str], float],
     class_ids: dict[tuple[str, str], dict[int, int]],
     solo: list[tuple[str, float, float]] | None = None,
+    tcp: dict[str, int] | None = None,
+    rto_min_model: float = 0.0,
 ) -> tuple[dict[str, dict], dict]:
     """(per-link statistics keyed ``node:ifname``, fidelity dict with ``ok`` and ``problems``).
 
     ``solo``: (NIC, expected real seconds, achieved real seconds) of NICs whose
-    flows had their queues to themselves (:func:`nic_groups`)."""
+    flows had their queues to themselves (:func:`nic_groups`). ``tcp``: the
+    servers' :func:`tcp_counters` accrued during the run, summed;
+    ``rto_min_model``: the minimum RTO in model seconds."""
     links: dict[str, dict] = {}
     problems: list[str] = []
     prio_bytes = [0, 0]  # lower-class bytes, all bytes, in intervals with a queued higher class
@@ -193,6 +231,13 @@ def fidelity_report(
         # a warning, not a verdict: short runs have few samples, and a busy CPU that still
         # delivers the configured rates (the efficiency check) has not broken anything
         warnings.append(f"host CPU >= {100 * CPU_BUSY:.0f}% busy in {100 * saturated:.0f}% of samples")
+    tcp = tcp or {}
+    timeouts = sum(tcp.get(k, 0) for k in RTO_COUNTERS)
+    if timeouts:
+        warnings.append(
+            f"{timeouts} TCP retransmission timeouts ({tcp.get('TCPSpuriousRTOs', 0)} found spurious): "
+            f"each stalled a flow for at least {rto_min_model * 1e6:.3g} us of model time"
+        )
     eff = sorted(exp / got for _, exp, got in (solo or []) if got > 0 and exp >= SOLO_MIN_SECONDS)
     solo_median = percentile(eff, 50) if eff else None
     if solo_median is not None and solo_median < SOLO_EFFICIENCY:
@@ -213,6 +258,8 @@ def fidelity_report(
         "cpu_max": max(cpu) if cpu else 0.0,
         "cpu_saturated_share": saturated,
         "max_peak_util": max((v["peak_util"] for v in links.values()), default=0.0),
+        "tcp_retransmits": tcp.get("RetransSegs", 0),
+        "tcp_timeouts": timeouts,
         "isolated_nics": len(eff),
         "isolated_efficiency_median": solo_median,
         "isolated_efficiency_min": eff[0] if eff else None,

@@ -35,8 +35,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from emulator.fidelity import LinkSampler, fidelity_report, link_series, nic_groups
+from emulator.fidelity import LinkSampler, fidelity_report, link_series, nic_groups, tcp_counters
 from emulator.loadtest import _env, python_argv
+from emulator.nodes import RTO_MIN
 from emulator.state import STATE_DIR, RunState
 from emulator.testbed import Testbed
 from railbed.dispatch import Action, Dispatcher, SetDscp, SetRate, StartFlow, StartWait
@@ -126,6 +127,7 @@ class _Run:
         self.now = 0.0
         self.ctl_path = STATE_DIR / f"ctl-{tb.run_id}.sock"
         self.listener: socket.socket | None = None
+        self.tcp: dict[str, int] = {}
         # LEO's request streams (every flow a tagged request message) ride persistent connections
         flows = [it for it in job.items.values() if isinstance(it, Flow)]
         self.persistent = bool(flows) and all("request" in f.tags for f in flows)
@@ -143,9 +145,11 @@ class _Run:
                 on_agents({s: a.proc.pid for s, a in self.agents.items()})
             ports = {key: self.tb.netns(key[0]) for key in self.tb.topology.ports}
             sampler = LinkSampler(ports, self.sample_interval)
+            tcp_before = self._tcp_counters()
             sampler.start()
             self._loop()
             sampler.stop()
+            self.tcp = {k: v - tcp_before.get(k, 0) for k, v in self._tcp_counters().items()}
             failed = False
         finally:
             if sampler is not None and failed:
@@ -170,6 +174,14 @@ class _Run:
             raise RunFailed("fidelity broken: " + "; ".join(result.fidelity["problems"]))
         return result
 
+    def _tcp_counters(self) -> dict[str, int]:
+        """The servers' TCP counters (``emulator.fidelity.tcp_counters``), summed."""
+        total: dict[str, int] = {}
+        for host in self.tb.topology.hosts:
+            for k, v in tcp_counters(self.tb.node(host).pid).items():
+                total[k] = total.get(k, 0) + v
+        return total
+
     def _fidelity(self, result: RunResult, sampler: LinkSampler) -> None:
         topo = self.tb.topology
         policy = self.tb.policy
@@ -185,7 +197,9 @@ class _Run:
             return
         latency = self.tb.spec.fabric.latency if self.tb.latency_mode != "none" else 0.0
         solo = nic_groups(result, topo, self.tb.scale, latency, self.rerated)
-        result.links, result.fidelity = fidelity_report(sampler.samples, real, model, classes, solo)
+        result.links, result.fidelity = fidelity_report(
+            sampler.samples, real, model, classes, solo, self.tcp, RTO_MIN / self.k
+        )
         result.link_series = link_series(sampler.samples, real, self.t0, self.k)
         if sampler.error:
             result.notes.append(f"fidelity sampler stopped early: {sampler.error}")

@@ -131,6 +131,30 @@ class Requirements:
                 need[b].add(int(part[a]))
         return cls.from_lists(part.tolist(), [sorted(n) for n in need], nbytes)
 
+    @classmethod
+    def from_csr(cls, indptr: np.ndarray, indices: np.ndarray, part: np.ndarray, nbytes: float) -> Requirements:
+        """:meth:`from_graph` for a CSR graph, vectorised: edge u->w (either direction) makes the
+        part of each end need the other end's embedding when the parts differ."""
+        part = np.asarray(part, dtype=np.int64)
+        n, m = len(part), int(part.max()) + 1 if len(part) else 1
+        src = np.repeat(np.arange(n, dtype=np.int64), np.diff(indptr))
+        dst = np.asarray(indices, dtype=np.int64)
+        vertex = np.concatenate([src, dst])
+        needer = np.concatenate([part[dst], part[src]])
+        cross = part[vertex] != needer
+        key = np.unique(vertex[cross] * m + needer[cross])
+        ptr = np.zeros(n + 1, dtype=np.int64)
+        np.cumsum(np.bincount(key // m, minlength=n), out=ptr[1:])
+        return cls(part, ptr, (key % m).astype(np.int64), np.full(n, float(nbytes)))
+
+    def pair_bytes(self, m: int) -> np.ndarray:
+        """(m, m) integer bytes GPU ``s`` sends GPU ``d`` directly: its vertices that ``d`` needs."""
+        counts = np.diff(self.dest_ptr)
+        out = np.zeros((m, m), dtype=np.int64)
+        sizes = np.repeat(np.rint(self.nbytes).astype(np.int64), counts)
+        np.add.at(out, (np.repeat(self.source, counts), self.dest), sizes)
+        return out
+
     def dests_of(self, v: int) -> list[int]:
         return self.dest[self.dest_ptr[v] : self.dest_ptr[v + 1]].tolist()
 

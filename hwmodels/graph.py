@@ -20,7 +20,7 @@ link and multiplied by the count). Latencies are not in the paper; we use
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
 
@@ -30,7 +30,7 @@ import yaml
 from railbed.errors import SpecError
 
 PRESET_DIR = Path(__file__).resolve().parent / "presets"
-NODE_TYPES = ("gpu", "pcie_switch", "cpu", "nic", "nvswitch", "accel", "wire")
+NODE_TYPES = ("gpu", "pcie_switch", "cpu", "nic", "nvswitch", "accel", "wire", "switch")
 LINK_TYPES = ("nvlink", "pcie", "qpi", "axi", "nic")
 GB = 8e9  # one GB/s in bit/s
 
@@ -222,6 +222,21 @@ def from_dict(doc: dict, source: str = "preset") -> IntraHostGraph:
     graph = IntraHostGraph(name, node_types, links, {"expect": doc.get("expect") or {}})
     graph.check()
     return graph
+
+
+def join(graphs: list[IntraHostGraph], nics: list[str], rates: list[float], latency: float = DEFAULT_LATENCY):
+    """Servers side by side (nodes ``s<i>.<node>``; the NICs' network-side ``wire`` nodes dropped),
+    NIC ``nics[i]`` of server ``i`` joined to one network ``switch`` node by a link of ``rates[i]``
+    bit/s: the communication topology of a multi-server job (DGCL §7's 16 GPUs on two servers)."""
+    node_types: dict[str, str] = {"switch": "switch"}
+    links: list[HwLink] = []
+    for i, g in enumerate(graphs):
+        node_types |= {f"s{i}.{n}": t for n, t in g.node_types.items() if t != "wire"}
+        links += [replace(lk, a=f"s{i}.{lk.a}", b=f"s{i}.{lk.b}") for lk in g.links if lk.kind != "nic"]
+        links.append(HwLink(f"s{i}.{nics[i]}", "switch", "nic", float(rates[i]), latency))
+    joined = IntraHostGraph("+".join(g.name for g in graphs), node_types, links)
+    joined.check()
+    return joined
 
 
 def load_preset(name: str) -> IntraHostGraph:

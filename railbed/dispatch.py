@@ -15,7 +15,8 @@ Life of an item
     destination leg plus the option's extra time (a wait). A flow whose
     endpoints share a server never touches the network: it is one wait of the
     server's intra-host model (0 s when the server has no ``intra_host``
-    preset; the run notes it).
+    preset; the run notes it); the same-server flows that start in one batch
+    are timed together (concurrent legs: they share the server's links).
 
 Host models
     Each leg is asked of its server's model once, when it starts, with the
@@ -36,7 +37,8 @@ Sub-flows
     ``on_ready`` may answer :class:`~railbed.scheduler.Split`: the original
     flows (ready, not started) are replaced by scheduler-made sub-flows,
     checked to carry each original's bytes from its source to its
-    destination (relays forward what they receive). A sub-flow starts with
+    destination (relays forward what they receive; a multicast hop counts
+    for every original in its ``carries``, with that original's share). A sub-flow starts with
     its own DSCP and cap once its dependencies are done; the original ends
     with its last sub-flow, and its record keeps the bytes its destination
     received and the ids of its ``children``.
@@ -62,7 +64,18 @@ from functools import cache
 from railbed.errors import SpecError
 from railbed.job import Flow, Item, Job, Location, Placement, Task, attrs_of
 from railbed.results import ItemRecord, RunResult
-from railbed.scheduler import KEEP, ActiveFlow, Change, Decision, ProgressSource, RunView, Scheduler, Split, SubFlow
+from railbed.scheduler import (
+    KEEP,
+    ActiveFlow,
+    Change,
+    Decision,
+    DoneRecords,
+    ProgressSource,
+    RunView,
+    Scheduler,
+    Split,
+    SubFlow,
+)
 from railbed.spec import ClusterSpec, Server
 from railbed.topology import Topology
 
@@ -199,12 +212,15 @@ class Dispatcher:
         placement = scheduler.place(job.public(), cluster)
         check_placement(job, cluster, placement)
         self.placement = placement
-        self.items: dict[str, Item] = dict(job.items)  # the job's, then sub-flows as schedulers make them
+        # the job's items; a copy with the sub-flows once a scheduler splits (a copy of millions
+        # of ids costs memory and cache at 8192 GPUs, bench/bench_dispatch.py)
+        self.items: dict[str, Item] = job.items
         self.order = {i: k for k, i in enumerate(job.items)}
         self.dependents = job.dependents()
         self.missing = {i: len(it.deps) for i, it in job.items.items()}
         self.view = RunView(job.public(), cluster, self.topology, placement)
         self.records = {i: self._record(it) for i, it in job.items.items()}
+        self.view.records = DoneRecords(self.records, self.view.done)
         self.events: list[tuple[float, str, str]] = []
         self.notes: list[str] = []
         self.progress_source: ProgressSource | None = None
@@ -223,6 +239,8 @@ class Dispatcher:
         self._local_no_model = 0
         self._sub: dict[str, SubFlow] = {}  # sub-flow id -> how the scheduler made it
         self._children_left: dict[str, int] = {}  # split original -> sub-flows not yet done
+        self._shares: dict[str, dict[str, int]] = {}  # sub-flow id -> {original: its bytes in the sub-flow}
+        self._local_batch: list[tuple[Flow, int, str, str]] = []  # same-server flows started in this batch
         self._wakes: dict[str, float] = {}
         self._calls_on_done = type(scheduler).on_done is not Scheduler.on_done
         self._datapaths_jitter = any(s.datapath is not None and s.datapath.jitter for s in cluster.servers)
@@ -330,7 +348,7 @@ class Dispatcher:
     def _finish(self, item_id: str, now: float) -> list[str]:
         self._log(now, "end", item_id)
         self.view.done.add(item_id)
-        self.view.records[item_id] = rec = self.records[item_id]
+        rec = self.records[item_id]
         if self._calls_on_done:
             self.scheduler.on_done(self._public(item_id), rec, self.view)
         ready = []
@@ -343,7 +361,8 @@ class Dispatcher:
         if sub is None:
             self._done += 1
         else:
-            ready += self._child_done(self.items[item_id].parent, now)
+            for parent in self._shares[item_id]:
+                ready += self._child_done(parent, now)
         return ready
 
     def _child_done(self, parent_id: str, now: float) -> list[str]:
@@ -352,7 +371,11 @@ class Dispatcher:
             return []
         parent = self.items[parent_id]
         rec = self.records[parent_id]
-        rec.received = sum(self.records[c].received or 0 for c in rec.children if self.items[c].dst == parent.dst)
+        rec.received = sum(
+            _share_received(self._shares[c][parent_id], self.records[c])
+            for c in rec.children
+            if self.items[c].dst == parent.dst
+        )
         if rec.received != rec.size:
             raise SchedulerError(f"{parent_id}: its sub-flows delivered {rec.received} bytes of {rec.size}")
         return self._finish(parent_id, now)
@@ -488,6 +511,8 @@ class Dispatcher:
         for dev in sorted(touched):
             actions.extend(self._run_queue(dev, now))
         self.view.held = list(self._held)
+        if self._local_batch:
+            actions.extend(self._time_local())
         if self._flows_changed:
             self._flows_changed = False
             actions.extend(self._rerate())
@@ -568,17 +593,26 @@ class Dispatcher:
         if not isinstance(split.parts, Mapping) or offered not in split.parts:
             raise SchedulerError(f"{who}: its parts must include the offered flow")
         new_ids: set[str] = set()
+        ends: dict[str, list[tuple[str, str, int]]] = {orig: [] for orig in split.parts}
+        carried_by: list[tuple[SubFlow, dict[str, int]]] = []
         for orig, subs in split.parts.items():
             item = self.items.get(orig)
             if orig not in held or not isinstance(item, Flow):
                 raise SchedulerError(f"{who}: {orig!r} is not a ready, held flow")
-            if not subs:
-                raise SchedulerError(f"{who}: {orig} gets no sub-flows (a zero-byte flow still needs one)")
             if item.options:
                 raise SchedulerError(f"{who}: {orig} offers path options; a flow with options cannot be split")
             for sub in subs:
                 self._check_sub(sub, who, new_ids)
-            _check_conservation(item, [self._sub_ends(sub, item) for sub in subs], who)
+                src, dst, _ = self._sub_ends(sub, item)
+                carried_by.append((sub, _shares_of(sub, orig, split, who)))
+                for carried, share in carried_by[-1][1].items():
+                    ends[carried].append((src, dst, share))
+        for orig, carried_ends in ends.items():
+            if not carried_ends:
+                raise SchedulerError(f"{who}: {orig} gets no sub-flows: none listed under it or carrying it")
+            _check_conservation(self.items[orig], carried_ends, who)
+        for sub, shares in carried_by:
+            self._check_copies(sub, shares, who)
         for subs in split.parts.values():
             for sub in subs:
                 for d in sub.deps:
@@ -601,6 +635,21 @@ class Dispatcher:
         self._check_dscp(sub.dscp, sub.id)
         self._check_rate(sub.rate, sub.id)
 
+    def _check_copies(self, sub: SubFlow, shares: dict[str, int], who: str) -> None:
+        """One copy serves the originals of one source (multicast) or of one destination (a
+        reduction: gradients summed at a relay); others need bytes of their own. So the largest
+        share per source, summed, or per destination, summed, fits in the sub-flow's size."""
+        need = min(self._copies(shares, "src"), self._copies(shares, "dst"))
+        if need > sub.size:
+            raise SchedulerError(f"{who}: sub-flow {sub.id} carries at least {need} distinct bytes in {sub.size}")
+
+    def _copies(self, shares: dict[str, int], end: str) -> int:
+        largest: dict[str, int] = {}
+        for carried, share in shares.items():
+            key = getattr(self.items[carried], end)
+            largest[key] = max(largest.get(key, 0), share)
+        return sum(largest.values())
+
     @staticmethod
     def _sub_ends(sub: SubFlow, orig: Flow) -> tuple[str, str, int]:
         return (sub.src or orig.src, sub.dst or orig.dst, sub.size)
@@ -608,14 +657,21 @@ class Dispatcher:
     def _split(self, split: Split, now: float) -> list[Action]:
         """Replace the originals by their sub-flows; start those without pending deps."""
         actions: list[Action] = []
+        if self.items is self.job.items:
+            self.items = dict(self.job.items)
+        for orig_id in split.parts:
+            self._log(now, "start", orig_id)
+            self._phase[orig_id] = "split"
+            self._children_left[orig_id] = 0
+            self.records[orig_id].children = []
         for orig_id, subs in split.parts.items():
             orig = self.items[orig_id]
             assert isinstance(orig, Flow)
-            self._log(now, "start", orig_id)
-            self._phase[orig_id] = "split"
-            self._children_left[orig_id] = len(subs)
-            self.records[orig_id].children = [s.id for s in subs]
             for sub in subs:
+                self._shares[sub.id] = shares = _shares_of(sub, orig_id, split, "")
+                for carried in shares:
+                    self._children_left[carried] += 1
+                    self.records[carried].children.append(sub.id)
                 src, dst, size = self._sub_ends(sub, orig)
                 flow = replace(orig, id=sub.id, src=src, dst=dst, size=size, deps=tuple(sub.deps), parent=orig_id)
                 flow = replace(flow, reveal="upfront")
@@ -646,20 +702,10 @@ class Dispatcher:
         rec.dscp, rec.rate = decision.dscp, decision.rate
         self._log(now, "start", flow.id)
         src, dst = self.placement[flow.src], self.placement[flow.dst]
-        if src.server == dst.server:
+        if src.server == dst.server:  # timed with the other same-server flows of this batch
             self._phase[flow.id] = "local"
-            model = self._host_model(src.server)
-            if model is None or src.device == dst.device:
-                self._local_no_model += model is None
-                seconds = 0.0
-            else:
-                from hwmodels.plugin import Leg as HwLeg
-
-                try:
-                    seconds = float(model.leg(HwLeg(src.device, dst.device, float(flow.size or 0), now)).duration)
-                except ValueError as exc:  # a datapath server has no device-to-device leg
-                    raise SpecError(f"items.{flow.id}", f"same-server flow on h{src.server}: {exc}") from None
-            return [StartWait(f"{flow.id}/local", src.server, seconds)]
+            self._local_batch.append((flow, src.server, src.device, dst.device))
+            return []
         opt = self._option(flow)
         jitter = self._jitter(flow) if opt is not None and self._datapaths_jitter else 0.0
         if jitter:
@@ -669,6 +715,32 @@ class Dispatcher:
             seconds = self._leg_time(flow, opt.src_leg, "src", now)[0] if opt.src_leg is not None else 0.0
             return [StartWait(f"{flow.id}/src", src.server, seconds + jitter)]
         return [self._start_net(flow.id, now)]
+
+    def _time_local(self) -> list[Action]:
+        """Waits for the same-server flows started in this batch: the flows of one server that start
+        together are concurrent legs of its intra-host model (they share its links)."""
+        from hwmodels.plugin import Leg as HwLeg
+
+        batch, self._local_batch = self._local_batch, []
+        seconds = [0.0] * len(batch)
+        for server in sorted({b[1] for b in batch}):
+            model = self._host_model(server)
+            mine = [k for k, b in enumerate(batch) if b[1] == server]
+            if model is None:
+                self._local_no_model += len(mine)
+                continue
+            legs = [k for k in mine if batch[k][2] != batch[k][3]]
+            if legs:
+                now = self.view.now
+                try:
+                    timings = model.legs(
+                        [HwLeg(batch[k][2], batch[k][3], float(batch[k][0].size or 0), now) for k in legs]
+                    )
+                except ValueError as exc:  # a datapath server has no device-to-device leg
+                    raise SpecError(f"items.{batch[legs[0]][0].id}", f"same-server flow on h{server}: {exc}") from None
+                for k, t in zip(legs, timings):
+                    seconds[k] = float(t.duration)
+        return [StartWait(f"{flow.id}/local", server, seconds[k]) for k, (flow, server, _, _) in enumerate(batch)]
 
     def _start_net(self, flow_id: str, now: float) -> StartFlow:
         flow = self.items[flow_id]
@@ -740,6 +812,31 @@ class Dispatcher:
 def run_label(scheduler: Scheduler) -> str:
     """The name a run goes by in results: the scenario's ``label``, else the scheduler's name."""
     return getattr(scheduler, "label", None) or getattr(scheduler, "name", type(scheduler).__name__)
+
+
+def _shares_of(sub: SubFlow, listed_under: str, split: Split, who: str) -> dict[str, int]:
+    """{original: bytes of it in ``sub``}: its whole size for the original it is listed under, unless
+    ``carries`` names the originals it serves (a multicast hop)."""
+    if not sub.carries:
+        return {listed_under: sub.size}
+    shares: dict[str, int] = {}
+    for entry in sub.carries:
+        if not (isinstance(entry, tuple) and len(entry) == 2):
+            raise SchedulerError(f"{who}: sub-flow {sub.id} carries {entry!r}, not (original id, bytes)")
+        orig, share = entry
+        if orig not in split.parts or orig in shares:
+            raise SchedulerError(f"{who}: sub-flow {sub.id} carries {orig!r}: not an original of the split, or twice")
+        if isinstance(share, bool) or not isinstance(share, int) or not 0 <= share <= sub.size:
+            raise SchedulerError(f"{who}: sub-flow {sub.id} carries {share!r} bytes of {orig}, not in 0..{sub.size}")
+        shares[orig] = share
+    return shares
+
+
+def _share_received(share: int, rec: ItemRecord) -> int:
+    """The bytes of an original's ``share`` that a sub-flow delivered: all of them when it delivered
+    its size, else in proportion (a hop that lost bytes cannot count whole for a smaller share)."""
+    received = rec.received or 0
+    return share if received >= rec.size else share * received // rec.size
 
 
 def _check_conservation(orig: Flow, ends: list[tuple[str, str, int]], who: str) -> None:

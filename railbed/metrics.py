@@ -118,6 +118,8 @@ METRICS: dict[str, Callable[[RunResult], float]] = {
     "fct_p99": lambda r: percentile(r.flow_completion_times().values(), 99),
     "cct_p50": lambda r: percentile(coflow_completion_times(r).values(), 50),
     "cct_p99": lambda r: percentile(coflow_completion_times(r).values(), 99),
+    "cct_mean": lambda r: _mean(coflow_completion_times(r).values()),
+    "cct_sum": lambda r: sum(coflow_completion_times(r).values()),
     "flows": lambda r: float(len(r.flow_completion_times())),
     "request_p50": lambda r: percentile(request_latencies(r), 50),
     "request_p99": lambda r: percentile(request_latencies(r), 99),

@@ -34,7 +34,7 @@ from typing import Any
 from railbed.units import format_rate
 
 
-@dataclass
+@dataclass(slots=True)
 class ItemRecord:
     id: str
     kind: str  # "task" | "flow"

@@ -254,6 +254,6 @@ def repr_short(value: object) -> str:
 
 def key_name(key: object) -> str:
     """A mapping key as part of a field path: a short string as is, anything else described."""
-    if isinstance(key, str) and 0 < len(key) <= MAX_KEY_CHARS and key.isprintable():
+    if isinstance(key, str) and 0 < len(key) <= MAX_KEY_CHARS and key.isprintable() and key.strip() == key:
         return key
     return describe(key, MAX_KEY_CHARS)

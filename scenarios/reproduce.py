@@ -12,7 +12,8 @@ Each paper keeps its claims in ``scenarios/<paper>/claims.yaml``::
         metric: makespan_rel                 # see METRIC_HELP
         relative_to: null                    # a scheduler: report metric / metric(relative_to) - 1
         bound: {min: -0.10, max: 0.10}       # the claim holds when the measurement is inside
-        unit: percent                        # percent | time | number
+        unit: percent                        # percent | time | number | ratio (with relative_to:
+                                             # metric / metric(relative_to), shown as 4.45x)
         quick: {job.args.microbatches: 1}    # dotted overrides for --quick (small and fast)
       - claim: 1.5x over DrTM-KV
         paper: "~1.5x"
@@ -65,7 +66,7 @@ CLAIM_KEYS = {
     "claim", "paper", "scenario", "backend", "scheduler", "metric", "relative_to", "bound", "unit", "quick", "note",
     "not_reproduced",
 }  # fmt: skip
-UNITS = ("percent", "time", "number")
+UNITS = ("percent", "time", "number", "ratio")
 BEGIN, END = "<!-- reproduce:begin -->", "<!-- reproduce:end -->"
 # the rest stay in each run's figures/
 REPORT_FIGURES = ("timeline-", "fct-cdf", "iterations", "crosscheck-fct", "latency-load", "throughput-load")
@@ -154,6 +155,8 @@ def _claim(raw: Any, base: Path, where: str) -> Claim:
     unit = str(raw.get("unit", "number"))
     if unit not in UNITS:
         raise SpecError(f"{where}.unit", f"must be one of {', '.join(UNITS)}")
+    if unit == "ratio" and not raw.get("relative_to"):
+        raise SpecError(f"{where}.relative_to", "unit ratio is a metric over another scheduler's: name it")
     scenario = (base / str(raw["scenario"])).resolve()
     if not scenario.exists():
         raise SpecError(f"{where}.scenario", f"no such file {scenario}")
@@ -213,7 +216,7 @@ def measure(claim: Claim, got: dict[str, Any]) -> tuple[float, str]:
     else:
         value = metric(run, claim.metric)
         if claim.relative_to:
-            value = value / metric(runs[claim.relative_to], claim.metric) - 1
+            value = value / metric(runs[claim.relative_to], claim.metric) - (claim.unit != "ratio")
     if run.backend == "simulator":
         fidelity = "simulated"
     else:
@@ -233,6 +236,8 @@ def verdict(claim: Claim, value: float) -> str:
 def fmt_value(claim: Claim, value: float | None) -> str:
     if value is None or math.isnan(value):
         return "-"
+    if claim.unit == "ratio":
+        return f"{value:.3g}x"
     if claim.unit == "percent" or claim.relative_to:
         return f"{100 * value:+.1f} %"
     if claim.unit == "time":

@@ -19,6 +19,7 @@ from typing import Any
 
 from railbed.errors import SpecError
 from railbed.scheduler import HOLD, Decision, RunView, Scheduler
+from schedulers.dgcl import SCHEDULERS as _DGCL
 from schedulers.dgtp import Dgtp, DgtpOes, DgtpPlace, DistDgl, Mrtf, OmCoflow
 from schedulers.example import SmallFirst
 from schedulers.fifo import Fifo
@@ -39,6 +40,7 @@ REGISTRY: dict[str, type[Scheduler]] = {
 }
 REGISTRY.update({cls.name: cls for cls in _HERMOD})  # seed 004, chapter 5
 REGISTRY.update({cls.name: cls for cls in _LEO})  # seed 004, chapter 6
+REGISTRY.update({cls.name: cls for cls in _DGCL})  # seed 002
 
 
 @dataclass(frozen=True)

@@ -51,6 +51,7 @@ class Crosscheck:
     order_pairs: int = 0  # flows (as the earlier of a pair) whose order was checked
     order_violations: list[tuple[str, str]] = field(default_factory=list)  # (sim first, emu first)
     margin: float = ORDER_MARGIN
+    fidelity: dict = field(default_factory=dict)  # the emulated run's (see emulator.fidelity)
 
     @property
     def makespan_rel(self) -> float:
@@ -61,6 +62,13 @@ class Crosscheck:
             f"{self.scheduler}: makespan emulated {fmt_time(self.emulated_makespan)}, "
             f"simulated {fmt_time(self.simulated_makespan)} ({100 * self.makespan_rel:+.1f} %)"
         ]
+        if self.fidelity:
+            f = self.fidelity
+            lines.append(
+                f"  emulator: {f.get('drops', 0)} packets dropped by the shapers, {f.get('tcp_retransmits', 0)} TCP "
+                f"retransmits, {f.get('tcp_timeouts', 0)} timeouts; host CPU at most {100 * f.get('cpu_max', 0):.0f} %"
+                + ("" if f.get("ok", True) else "; fidelity broken: " + "; ".join(f.get("problems", [])))
+            )
         if self.flows:
             rels = sorted(abs(f.rel) for f in self.flows)
             median = percentile(rels, 50)
@@ -94,6 +102,7 @@ class Crosscheck:
             "order_margin": self.margin,
             "order_checked": self.order_pairs,
             "order_violations": [list(p) for p in self.order_violations],
+            "fidelity": self.fidelity,
         }
 
 
@@ -126,7 +135,9 @@ def compare(emulated: RunResult, simulated: RunResult, margin: float = ORDER_MAR
     """Compare two results of the same job and scheduler (see the module docstring)."""
     if set(emulated.items) != set(simulated.items):
         raise ValueError("the two results are not of the same job")
-    out = Crosscheck(emulated.scheduler, emulated.makespan, simulated.makespan, margin=margin)
+    out = Crosscheck(
+        emulated.scheduler, emulated.makespan, simulated.makespan, margin=margin, fidelity=emulated.fidelity or {}
+    )
     ends = []
     for fid, e in emulated.items.items():
         s = simulated.items[fid]

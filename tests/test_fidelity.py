@@ -1,5 +1,6 @@
 """Pure parts of the fidelity report: interval overlap between NIC groups."""
 
+import os
 import random
 
 import pytest
@@ -29,3 +30,30 @@ def test_labels_that_overlap_another_label_match_brute_force(seed):
             ivs.append((a, a + rng.uniform(0.01, 3)))
         segments += [(a, b, label) for a, b in _merge(ivs)]
     assert _overlapping(segments) == brute(segments)
+
+
+def test_tcp_counters_are_read_by_name_from_line_pairs():
+    from emulator.fidelity import RTO_COUNTERS, parse_counters, tcp_counters
+
+    text = (
+        "Ip: Forwarding DefaultTTL\nIp: 1 64\n"
+        "Tcp: RtoAlgorithm RtoMin RetransSegs InErrs\nTcp: 1 200 17 0\n"
+        "TcpExt: TCPSackFailures SyncookiesSent TCPTimeouts\nTcpExt: 2 9 5\n"
+    )
+    assert parse_counters(text) == {"RetransSegs": 17, "TCPSackFailures": 2, "TCPTimeouts": 5}
+    live = tcp_counters(os.getpid())  # this process's namespace: every counter this kernel has
+    assert {"RetransSegs", *RTO_COUNTERS} <= set(live) and all(v >= 0 for v in live.values())
+
+
+def test_retransmission_timeouts_are_summed_and_warned_about():
+    from emulator.fidelity import Sample, fidelity_report
+
+    samples = [Sample(0.0, {}, (0, 10)), Sample(1.0, {}, (5, 20))]
+    tcp = {"RetransSegs": 9, "TCPTimeouts": 2, "TCPSackFailures": 1, "TCPSpuriousRTOs": 1}
+    _, fid = fidelity_report(samples, {}, {}, {}, tcp=tcp, rto_min_model=200e-6)
+    assert fid["ok"] and fid["tcp_retransmits"] == 9 and fid["tcp_timeouts"] == 3
+    assert fid["warnings"] == [
+        "3 TCP retransmission timeouts (1 found spurious): each stalled a flow for at least 200 us of model time"
+    ]
+    _, quiet = fidelity_report(samples, {}, {}, {})
+    assert quiet["tcp_timeouts"] == 0 and quiet["warnings"] == []

@@ -59,3 +59,16 @@ def test_loader_checks_link_counts_and_names():
         from_dict({"name": "x", "nodes": {"tpu": ["t0"]}})
     with pytest.raises(SpecError, match="unknown preset"):
         load_preset("dgx-9000")
+
+
+def test_join_puts_servers_side_by_side_through_their_nics_and_one_switch():
+    from hwmodels.graph import join, load_preset
+
+    dgx1 = load_preset("dgx1-v100")
+    joined = join([dgx1, dgx1], ["nic0", "nic1"], [50e9, 25e9])
+    inside = [n for n, t in dgx1.node_types.items() if t != "wire"]
+    assert sorted(joined.node_types) == sorted(["switch", *(f"s{i}.{n}" for i in (0, 1) for n in inside)])
+    nics = {(lk.a, lk.b, lk.bandwidth) for lk in joined.links if lk.kind == "nic"}
+    assert nics == {("s0.nic0", "switch", 50e9), ("s1.nic1", "switch", 25e9)}  # the other NICs lead nowhere
+    assert joined.path_bandwidth("s0.gpu0", "s1.gpu0") == 25e9  # the slower server's NIC bounds the path
+    assert joined.path_bandwidth("s0.gpu0", "s0.gpu1") == dgx1.path_bandwidth("gpu0", "gpu1")  # inside: unchanged

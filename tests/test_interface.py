@@ -160,7 +160,10 @@ class Watcher(Scheduler):
         return {}
 
     def on_done(self, item, record, view):
-        assert item.id in view.records and record.end == view.now
+        assert item.id in view.records and view.records[item.id] is record and record.end == view.now
+        # records of finished items only, read through to the run's records
+        assert set(view.records) == view.done and len(view.records) == len(view.done)
+        assert all(r.end is not None for r in view.records.values())
         self.done.append((item.id, record.end))
 
 
@@ -401,3 +404,16 @@ def test_a_split_cannot_take_a_flow_started_earlier_in_the_same_round():
         simulate(job, Greedy(), SPEC)
     with pytest.raises(SchedulerError, match="no sub-flows"):
         simulate(job, Splitter(lambda item, view: {item.id: []}), SPEC)
+
+
+def test_done_records_iterate_in_the_runs_record_order():
+    """A scheduler that walks view.records sees the same order in every process (not hash order)."""
+    from railbed.results import ItemRecord
+    from railbed.scheduler import DoneRecords
+
+    ids = [f"item{k * 7919 % 101}" for k in range(60)]
+    records = {i: ItemRecord(i, "flow") for i in ids}
+    done = set(ids[::2])
+    view = DoneRecords(records, done)
+    assert list(view) == ids[::2] and [r.id for r in view.values()] == ids[::2]
+    assert "item0" in view and ids[1] not in view and len(view) == 30

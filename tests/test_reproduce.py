@@ -135,3 +135,27 @@ def test_reproduce_quick_writes_a_well_formed_report(tmp_path):
         else:
             assert row[3] == "skipped"
     assert re.search(r"!\[timeline-fifo\]\(platform/[^)]+/figures/timeline-fifo.png\)", text)
+
+
+def test_ratio_unit_reports_one_metric_over_another(tmp_path):
+    from scenarios.reproduce import fmt_value, measure, verdict
+
+    path = tmp_path / "claims.yaml"
+    path.write_text(
+        f"title: t\nclaims:\n  - {{claim: r, paper: 2x, scenario: {SCENARIO}, scheduler: a, relative_to: b,"
+        " metric: makespan, unit: ratio, bound: {min: 1.5, max: 2.5}}\n"
+    )
+    _, [claim] = load_claims(path)
+    runs = []
+    for name, makespan in (("a", 3.0), ("b", 1.5)):
+        r = RunResult("simulator", "j", name, "c", 1.0)
+        r.makespan = makespan
+        runs.append(r)
+    value, fidelity = measure(claim, {"runs": runs})
+    assert value == 2.0 and fmt_value(claim, value) == "2x" and verdict(claim, value) == "holds"
+    assert fidelity == "simulated"
+    path.write_text(
+        f"title: t\nclaims:\n  - {{claim: r, paper: 2x, scenario: {SCENARIO}, metric: makespan, unit: ratio}}\n"
+    )
+    with pytest.raises(SpecError, match="relative_to"):
+        load_claims(path)  # a plain makespan shown as "2x" would read as a ratio

@@ -85,3 +85,18 @@ def test_describe_is_short_and_names_the_type():
     text = describe(nested)
     assert time.monotonic() - t0 < 0.1 and len(text) < 100 and "list" in text
     assert "int" in describe(10**5000)
+
+
+def test_blank_keys_are_named_quoted_not_as_an_empty_field():
+    """SpecError keeps a field to one stripped line: a key of spaces would vanish (hypothesis found it)."""
+    from railbed.errors import SpecError
+    from railbed.safeload import key_name
+    from railbed.spec import ClusterSpec
+
+    assert key_name(" ") == "' '" and key_name(" a") == "' a'" and key_name("a b") == "a b"
+    try:
+        ClusterSpec.from_dict({" ": None})
+    except SpecError as err:
+        assert err.field == "' '"
+    else:
+        raise AssertionError("a blank key was accepted")

@@ -18,6 +18,7 @@ from railbed.job import Job
 from railbed.safeload import describe, key_name
 from railbed.units import parse_duration, parse_size
 from workloads.gnn import gnn_training
+from workloads.gnn_fullgraph import gnn_fullgraph
 from workloads.llm import hybrid_parallel
 from workloads.moe import item_estimate as _moe_items
 from workloads.moe import moe_training
@@ -29,6 +30,7 @@ GENERATORS: dict[str, Callable[..., Job]] = {
     "hybrid_parallel": hybrid_parallel,
     "all_to_all": all_to_all,
     "gnn_training": gnn_training,
+    "gnn_fullgraph": gnn_fullgraph,
     "moe_training": moe_training,
     "requests": requests,
 }
@@ -62,7 +64,13 @@ def _gnn_items(machines=4, workers=6, samplers_per_worker=2, iterations=10, **_)
     return iterations * (machines + s * (machines + 2) + 3 * workers + 1)
 
 
+def _fullgraph_items(gpus=8, layers=2, epochs=1, **_) -> int:
+    """gnn_fullgraph's items: per epoch 2 layers x gpus tasks and 2 (layers - 1) exchanges of gpus^2 flows."""
+    return epochs * (2 * layers * gpus + 2 * max(0, layers - 1) * gpus * gpus)
+
+
 SIZE_HINTS: dict[str, Callable[..., int]] = {
+    "gnn_fullgraph": _fullgraph_items,
     "hybrid_parallel": _hybrid_items,
     "all_to_all": _a2a_items,
     "gnn_training": _gnn_items,

@@ -2,7 +2,8 @@
 
 Same scenario, same schedulers, both backends: the makespans must agree
 within 10 % and flows whose simulated ends are more than 20 % apart must
-finish in the same order on the emulator. A flow between rails must cross
+finish in the same order on the emulator; the flows tag-priority lifts above
+the all-reduce are faster on both. A flow between rails must cross
 the spine both backends chose (ECMP by flow id).
 """
 
@@ -21,6 +22,8 @@ from schedulers import by_name
 from simulator import simulate
 
 ROOT = Path(__file__).resolve().parents[2]
+LIFTED = 0.6  # simulated time under tag-priority / under FIFO of the flows the priority lifts
+LIFTED_EMULATED = 0.9  # their emulated ratio, mean (measured 0.45-0.75 on an idle 2-core machine)
 
 
 def test_both_backends_agree_on_makespan_and_completion_order(tmp_path):
@@ -33,9 +36,16 @@ def test_both_backends_agree_on_makespan_and_completion_order(tmp_path):
         assert c.order_pairs >= 10, c.report()  # the order check had pairs to check
         assert not c.order_violations, c.report()
     fifo, prio = checks
-    # the two-class scheduler changes the run on both backends, the same way
+    # The two-class scheduler changes the run on both backends, the same way: the pipeline
+    # flows it lifts above the all-reduce (simulated: at most 0.6x their FIFO time) are faster
+    # on the emulator too. Per flow, not by makespan: the makespans differ by 4 % in the
+    # simulator, inside the emulator's run-to-run noise (2-8 %; a 2 % makespan margin failed in CI).
     assert prio.simulated_makespan < fifo.simulated_makespan
-    assert prio.emulated_makespan < fifo.emulated_makespan * 1.02
+    before = {f.id: f for f in fifo.flows}
+    lifted = [(before[f.id], f) for f in prio.flows if f.simulated < LIFTED * before[f.id].simulated]
+    assert len(lifted) >= 2, prio.report()
+    ratio = sum(p.emulated / f.emulated for f, p in lifted) / len(lifted)
+    assert ratio < LIFTED_EMULATED, f"{ratio:.2f}\n{fifo.report()}\n{prio.report()}"
     assert (tmp_path / "crosscheck.txt").read_text().count("makespan emulated") == 2
     assert (tmp_path / "fifo" / "simulated.json").exists() and (tmp_path / "fifo" / "result.json").exists()
 

@@ -109,3 +109,26 @@ def test_sub_flows_run_as_real_flows_and_carry_every_byte():
         assert res.items["f"].end == res.items["f.2"].end
     assert all(r.received == r.size for r in emu.items.values() if r.kind == "flow")
     assert emu.makespan == pytest.approx(sim.makespan, rel=0.10)  # 2T (the relay) on both
+
+
+class CapOnChange(Scheduler):
+    """Starts flows uncapped and caps them in ``on_flows_changed`` of the same batch: the cap
+    reaches the agent while the flow's socket is still connecting (or not made yet)."""
+
+    name = "cap-on-change"
+
+    def on_flows_changed(self, view):
+        return {fid: LINK / 4 for fid in view.active}
+
+
+def test_a_cap_set_in_the_batch_that_starts_a_flow_holds_from_its_first_byte():
+    job = job4()
+    job.flow("a", "w0", "w1", S)
+    job.flow("b", "w2", "w3", S, deps=["a"])  # started by a completion, not by begin()
+    with Testbed(SPEC, scale=K) as tb:
+        emu = run(job, CapOnChange(), tb)
+    sim = simulate(job, CapOnChange(), SPEC)
+    for fid in ("a", "b"):
+        assert sim.items[fid].duration == pytest.approx(4 * T)
+        # uncapped (the cap lost before the socket existed), a flow took about T
+        assert emu.items[fid].duration == pytest.approx(4 * T, rel=0.10), emu.items[fid]
