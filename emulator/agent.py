@@ -17,13 +17,21 @@ lines. Commands (controller -> agent):
     ``railbed.topology.spine_mark``), send a 16-byte header (flow number, size) and ``s`` payload bytes
     (``short`` fewer: fault injection for the integrity tests), then wait
     for the receiver to close.
+    With ``"persist": 1`` the message goes on the agent's persistent connection
+    to ``b`` for (``a``, ``b``, ``tos``, ``mark``) instead: opened on first use
+    with a 16-byte header (``PERSIST``, 0), then one frame per message (the
+    16-byte header, then ``s`` payload bytes), messages on one connection in
+    the order they were asked for, no pacing (LEO's request streams: millions
+    of small messages in model time). ``short`` sends fewer bytes and closes
+    the connection, so the receiver sees the frame end early.
 ``{"op": "rate", "id": f, "pace": bytes/s or 0}``
     change the pacing rate of a live flow.
 ``{"op": "tos", "id": f, "tos": x}``
     re-mark a live flow (``IP_TOS`` on its socket: packets sent from now on).
 ``{"op": "quit"}``
 
-Events (agent -> controller): ``hello`` (data listener ready), ``waited``,
+Events (agent -> controller): ``hello`` (data listener ready), ``conn`` (a
+persistent connection was opened), ``waited``,
 ``recv`` (the receiver got every byte of flow ``n``, or the connection
 ended early: ``bytes`` says how many), ``integrity`` (more bytes arrived
 after completion), ``error``, and with ``--progress P`` a ``progress``
@@ -51,6 +59,7 @@ ZERO_FILE_BYTES = 8 << 20
 RECV_BUFFER = 1 << 20
 UNLIMITED_PACING = 0xFFFFFFFF  # ~0U: the kernel's "no cap"
 TIMER_SLACK = 0.002
+PERSIST = (1 << 64) - 1  # the first header's flow number on a persistent connection
 
 
 def set_pacing(sock: socket.socket, bytes_per_s: float) -> None:
@@ -82,6 +91,8 @@ class Agent:
         self.writer: asyncio.StreamWriter | None = None
         self.zeros = _zero_file()
         self.background: set[asyncio.Task] = set()
+        self.pool: dict[tuple, socket.socket] = {}  # persistent connections by (src, dst, tos, mark)
+        self.locks: dict[tuple, asyncio.Lock] = {}
 
     def emit(self, **event) -> None:
         assert self.writer is not None
@@ -110,6 +121,9 @@ class Agent:
                     return
                 head += chunk
             n, size = HEADER.unpack(head)
+            if n == PERSIST:
+                await self.receive_frames(conn)
+                return
             buf = bytearray(RECV_BUFFER)
             count, reported = 0, False
             trace: list[tuple[float, int]] = []
@@ -141,7 +155,67 @@ class Agent:
         finally:
             conn.close()
 
+    async def receive_frames(self, conn: socket.socket) -> None:
+        """A persistent connection: frames (header, payload) until the sender closes; a ``recv``
+        per frame with the bytes its payload had (fewer when the connection ended inside it)."""
+        loop = asyncio.get_running_loop()
+        buf = bytearray(RECV_BUFFER)
+        while True:
+            head = await _read_exact(loop, conn, HEADER.size)
+            if not head:
+                return
+            if len(head) < HEADER.size:
+                self.emit(ev="error", msg=f"receiving on h{self.server}: a frame header cut short")
+                return
+            n, size = HEADER.unpack(head)
+            count = await _count_exact(loop, conn, size, buf)
+            self.emit(ev="recv", n=n, bytes=count, t=time.monotonic(), trace=[])
+            if count < size:
+                return
+
     # -------------------------------------------------------------- sender
+    async def send_message(self, cmd: dict) -> None:
+        """One message on the persistent connection of its (src, dst, tos, mark)."""
+        loop = asyncio.get_running_loop()
+        delay = cmd.get("not_before", 0) - time.monotonic()
+        if delay > 0:
+            await asyncio.sleep(delay)
+        key = (cmd["src"], cmd["dst"], int(cmd["tos"]), int(cmd.get("mark", 0)))
+        lock = self.locks.setdefault(key, asyncio.Lock())
+        async with lock:
+            sock = self.pool.get(key)
+            try:
+                if sock is None:
+                    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+                    sock.setsockopt(socket.IPPROTO_IP, socket.IP_TOS, key[2])
+                    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+                    if key[3]:
+                        sock.setsockopt(socket.SOL_SOCKET, socket.SO_MARK, key[3])
+                    sock.bind((key[0], 0))
+                    sock.setblocking(False)
+                    await loop.sock_connect(sock, (key[1], self.port))
+                    await loop.sock_sendall(sock, HEADER.pack(PERSIST, 0))
+                    self.pool[key] = sock
+                    self.emit(ev="conn", src=key[0], dst=key[1], tos=key[2])
+                size, short = int(cmd["size"]), int(cmd.get("short", 0))
+                await loop.sock_sendall(sock, HEADER.pack(int(cmd["n"]), size))
+                await self._payload(loop, sock, size - short)
+                if short:  # fault injection: the frame ends early
+                    self.pool.pop(key, None)
+                    sock.close()
+            except OSError as exc:
+                self.pool.pop(key, None)
+                if sock is not None:
+                    sock.close()
+                self.emit(ev="error", msg=f"message {cmd['id']} from h{self.server} ({key[0]} -> {key[1]}): {exc}")
+
+    async def _payload(self, loop, sock: socket.socket, nbytes: int) -> None:
+        while nbytes > 0:
+            chunk = min(nbytes, ZERO_FILE_BYTES)
+            with open(self.zeros, "rb", closefd=False) as zeros:
+                sent = await loop.sock_sendfile(sock, zeros, 0, chunk, fallback=True)
+            nbytes -= sent
+
     async def send(self, cmd: dict) -> None:
         loop = asyncio.get_running_loop()
         fid = cmd["id"]
@@ -225,8 +299,11 @@ class Agent:
             if op == "wait":
                 self.spawn(self.wait_until(cmd["key"], cmd["until"]))
             elif op == "send":
-                self.settings[cmd["id"]] = {"pace": int(cmd.get("pace") or 0), "tos": int(cmd["tos"])}
-                self.spawn(self.send(cmd))
+                if cmd.get("persist"):
+                    self.spawn(self.send_message(cmd))
+                else:
+                    self.settings[cmd["id"]] = {"pace": int(cmd.get("pace") or 0), "tos": int(cmd["tos"])}
+                    self.spawn(self.send(cmd))
             elif op == "rate":
                 self.set_rate(cmd["id"], cmd["pace"])
             elif op == "tos":
@@ -235,6 +312,29 @@ class Agent:
                 await self.writer.drain()
                 return 0
             await self.writer.drain()
+
+
+async def _read_exact(loop, conn: socket.socket, nbytes: int) -> bytes:
+    """Up to ``nbytes`` from ``conn`` (fewer only at the end of the stream)."""
+    out = b""
+    while len(out) < nbytes:
+        chunk = await loop.sock_recv(conn, nbytes - len(out))
+        if not chunk:
+            break
+        out += chunk
+    return out
+
+
+async def _count_exact(loop, conn: socket.socket, nbytes: int, buf: bytearray) -> int:
+    """Read and count ``nbytes`` payload bytes from ``conn`` (fewer at the end of the stream)."""
+    count = 0
+    view = memoryview(buf)
+    while count < nbytes:
+        got = await loop.sock_recv_into(conn, view[: min(len(buf), nbytes - count)])
+        if got == 0:
+            break
+        count += got
+    return count
 
 
 def main(argv: list[str] | None = None) -> int:

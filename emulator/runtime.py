@@ -42,7 +42,7 @@ from emulator.state import STATE_DIR, RunState
 from emulator.testbed import Testbed
 from railbed.dispatch import Action, Dispatcher, SetDscp, SetRate, StartFlow, StartWait
 from railbed.errors import RunFailed
-from railbed.job import Job
+from railbed.job import Flow, Job
 from railbed.results import RunResult
 from railbed.scheduler import Scheduler
 from railbed.topology import spine_mark
@@ -128,6 +128,11 @@ class _Run:
         self.ctl_path = STATE_DIR / f"ctl-{tb.run_id}.sock"
         self.listener: socket.socket | None = None
         self.tcp: dict[str, int] = {}
+        # LEO's request streams (every flow a tagged request message) ride persistent connections
+        flows = [it for it in job.items.values() if isinstance(it, Flow)]
+        self.persistent = bool(flows) and all("request" in f.tags for f in flows)
+        self.answered: set[str] = set()
+        self.connections = 0
 
     # ------------------------------------------------------------- top level
     def go(self, strict: bool, on_agents) -> RunResult:
@@ -156,6 +161,10 @@ class _Run:
         result = self.dispatcher.result("emulator", self.k)
         result.wall_seconds = time.monotonic() - wall0
         result.traces = self.traces
+        if self.persistent:
+            result.notes.append(
+                f"request messages on {self.connections} persistent connections (one per server pair and class)"
+            )
         mode = self.tb.latency_mode
         if mode != "none":
             how = "netem on every egress queue" if mode == "netem" else "traffic agents delay each flow's start"
@@ -328,6 +337,8 @@ class _Run:
                 }
                 if a.id in self.faults.truncate:
                     msg["short"] = self.faults.truncate[a.id]
+                if self.persistent:
+                    msg["persist"] = 1
                 self._send(a.src[0], msg)
             elif isinstance(a, SetRate):
                 flow = self.dispatcher.active_flow(a.id)
@@ -367,7 +378,11 @@ class _Run:
             self.now = self._model(msg["t"])
             self._do(self.dispatcher.wait_done(msg["key"], self.now))
         elif ev == "recv":
-            flow = self.by_index[msg["n"]]
+            flow = self.by_index.get(msg["n"])
+            if flow is None or flow.id in self.answered:
+                what = "an unknown message" if flow is None else f"flow {flow.id} a second time"
+                raise RunFailed(f"h{agent.server} received {what} (wire id {msg['n']})")
+            self.answered.add(flow.id)
             if msg["bytes"] != flow.size:
                 raise RunFailed(
                     f"flow {flow.id} (h{flow.src[0]} -> h{flow.dst[0]}): the receiver got {msg['bytes']} "
@@ -378,6 +393,8 @@ class _Run:
                 self.traces[flow.id] = [((t - self.t0) / self.k, b) for t, b in msg["trace"]]
             self.reports.pop(flow.id, None)
             self._do(self.dispatcher.flow_done(flow.id, self.now, msg["bytes"]))
+        elif ev == "conn":
+            self.connections += 1
         elif ev == "integrity":
             flow = self.by_index[msg["n"]]
             raise RunFailed(f"flow {flow.id}: the receiver got {msg['bytes']} bytes, more than its size {flow.size}")

@@ -36,6 +36,13 @@ The numba kernel ``_queue_kernel`` touches only the elements of each
 request's path (draining lazily by the time elapsed since each element was
 last touched); :func:`queue_jct_reference` applies (6.1)/(6.2) literally to
 every element at every step. Tests check that they agree.
+
+In a run (section "one host in a run" below): each server has its own
+elements (:func:`host_datapath`) and queues (:class:`HostQueues`, the same
+numba ``_step`` one leg at a time), so a request's legs on the requester
+and on the responder queue where they happen, when they happen.
+:class:`DatapathSpec` is a server's datapath as the cluster file gives it,
+:data:`HOST_PRESETS` §6.4's hosts.
 """
 
 from __future__ import annotations
@@ -145,6 +152,38 @@ def _tables(model: DatapathModel, path_names: list[str]):
 
 
 @njit(cache=True)
+def _step(work, last, is_link, bw, tr, cap, now, elems, nbytes, compute):  # pragma: no cover
+    """One request (or leg) arriving at ``now`` on elements ``elems``: (6.1)/(6.2) for those
+    elements, drained lazily since each was last touched. ``compute[e]`` is T_c at element e.
+    Returns (JCT, queueing part): the queues found on arrival plus the base time."""
+    total_wait = 0.0
+    base = 0.0
+    for x in range(elems.shape[0]):
+        e = elems[x]
+        gone = now - last[e]
+        k = cap[e]
+        for s in range(k):
+            w = work[e, s] - gone
+            work[e, s] = w if w > 0.0 else 0.0
+        last[e] = now
+        total_wait += work[e, 0]
+        if is_link[e]:
+            work[e, 0] += 8.0 * nbytes / bw[e]
+            base += tr[e]
+        else:
+            work[e, 0] += compute[e]
+            base += compute[e]
+            # keep the workload vector sorted (insertion of the grown first entry)
+            s = 0
+            while s + 1 < k and work[e, s] > work[e, s + 1]:
+                tmp = work[e, s]
+                work[e, s] = work[e, s + 1]
+                work[e, s + 1] = tmp
+                s += 1
+    return total_wait + base, total_wait
+
+
+@njit(cache=True)
 def _queue_kernel(arrival, rtype, path, size, compute, ptr, idx, is_link, bw, tr, cap):  # pragma: no cover
     n = arrival.shape[0]
     ne = is_link.shape[0]
@@ -157,35 +196,10 @@ def _queue_kernel(arrival, rtype, path, size, compute, ptr, idx, is_link, bw, tr
     jct = np.empty(n)
     wait = np.empty(n)
     for t in range(n):
-        now = arrival[t]
         r = rtype[t]
         p = path[t]
-        total_wait = 0.0
-        base = 0.0
-        for x in range(ptr[p], ptr[p + 1]):
-            e = idx[x]
-            gone = now - last[e]
-            k = cap[e]
-            for s in range(k):
-                w = work[e, s] - gone
-                work[e, s] = w if w > 0.0 else 0.0
-            last[e] = now
-            total_wait += work[e, 0]
-            if is_link[e]:
-                work[e, 0] += 8.0 * size[r] / bw[e]
-                base += tr[e]
-            else:
-                work[e, 0] += compute[r, e]
-                base += compute[r, e]
-                # keep the workload vector sorted (insertion of the grown first entry)
-                s = 0
-                while s + 1 < k and work[e, s] > work[e, s + 1]:
-                    tmp = work[e, s]
-                    work[e, s] = work[e, s + 1]
-                    work[e, s + 1] = tmp
-                    s += 1
-        wait[t] = total_wait
-        jct[t] = total_wait + base
+        elems = idx[ptr[p] : ptr[p + 1]]
+        jct[t], wait[t] = _step(work, last, is_link, bw, tr, cap, arrival[t], elems, size[r], compute[r])
     return jct, wait
 
 
@@ -231,3 +245,146 @@ def queue_jct_reference(model: DatapathModel, stream: RequestStream, path_names:
                 q[0] += 8.0 * stream.size[r] / el.bandwidth if el.kind == "link" else stream.compute[r][e]
             queue[e] = [max(x - dt, 0.0) for x in q]  # otherwise Q_t = max(Q_{t-1} - dt, 0)
     return jct, wait
+
+
+# ------------------------------------------------------------------ one host in a run
+# A run keeps one stateful model per server (hwmodels.plugin.DatapathHost). Its legs are
+# halves of a communication path: on the requester the device's compute, then its links
+# to the NIC; on the responder the NIC's links to the device, then the device's compute.
+# A leg that computes nothing crosses only the links (a DMA needs no core; our choice,
+# the thesis does not say whether a response waits for the device's queue).
+LEG_DEVICES = ("cpu", "acc")
+
+
+@dataclass(frozen=True)
+class DatapathSpec:
+    """A server's datapath as the cluster file gives it (§6.2.1 hardware abstractions, §6.4.1 hosts).
+
+    ``compute`` maps a function name (what a request runs, e.g. ``kvs``) to its time per
+    device: a fixed time in seconds, or a processing rate in bit/s (``rate`` entries:
+    time = 8 * bytes / rate). ``jitter`` is the (min, max) delay added at this server's NIC
+    (§6.4: 3-9 us at the requester), drawn uniformly from ``seed``."""
+
+    preset: str
+    model: str  # direct | on-path | off-path
+    cpu_cores: int
+    acc_cores: int
+    pcie_gbps: float  # GB/s usable per PCIe hop
+    axi_gbps: float
+    nic_gbit: float  # the NIC's line rate in the preset (informational: the network uses nic_rate)
+    compute: dict[str, dict[str, float]] = field(default_factory=dict)  # fixed seconds
+    rate: dict[str, dict[str, float]] = field(default_factory=dict)  # bit/s
+    jitter: tuple[float, float] | None = None
+    seed: int = 0
+
+    def work_time(self, name: str | None, device: str, nbytes: float) -> float:
+        """T_c of function ``name`` on ``device`` for a message of ``nbytes`` (0 for no function)."""
+        if name is None:
+            return 0.0
+        if name in self.compute and device in self.compute[name]:
+            return self.compute[name][device]
+        if name in self.rate and device in self.rate[name]:
+            return 8.0 * nbytes / self.rate[name][device]
+        known = sorted(set(self.compute) | set(self.rate))
+        raise KeyError(f"function {name!r} has no time on {device} (functions: {', '.join(known) or 'none'})")
+
+
+# §6.1.2: 23.0 Mops on a 16-core CPU and 71.8 Mops on a 24-core SmartNIC (KVS, from [139]):
+# per operation and core 16/23.0e6 s and 24/71.8e6 s. §6.4.2: DFS compression 0.89 ms on the
+# CPU against 2.18 ms on BF-3; the thesis does not say per file or per chunk: we read it as
+# per 1 MB file, so 1/4 of it per 256 KB chunk, and take decompression to cost the same.
+KVS_CPU_OP, KVS_ACC_OP = 16 / 23.0e6, 24 / 71.8e6
+DFS_CPU_FILE, DFS_ACC_FILE = 0.89e-3, 2.18e-3
+# Our choices where the thesis gives no number (documented parameters; a cluster file overrides):
+# EBS's QoS + block + address lookups (Solar's offloaded functions) 2 us on a core, 1 us on the
+# FPGA; DML's reduction 5 GB/s per CPU core and 100 GB/s on an A100 (a fraction of its HBM).
+EBS_CPU_LOOKUP, EBS_ACC_LOOKUP = 2e-6, 1e-6
+DML_CPU_RATE, DML_GPU_RATE = 5 * GB, 100 * GB
+
+_FUNCTIONS = {
+    "kvs": {"cpu": KVS_CPU_OP, "acc": KVS_ACC_OP},
+    "compress": {"cpu": DFS_CPU_FILE / 4, "acc": DFS_ACC_FILE / 4},
+    "decompress": {"cpu": DFS_CPU_FILE / 4, "acc": DFS_ACC_FILE / 4},
+    "ebs": {"cpu": EBS_CPU_LOOKUP, "acc": EBS_ACC_LOOKUP},
+}
+HOST_PRESETS: dict[str, dict] = {
+    # §6.4.1: 8-core Xeon Silver 4110, PCIe 3.0, 100 GbE, Xilinx VU35P (off-path for KVS, on-path for EBS);
+    # the FPGA's parallelism is not given: we take the 24 cores of §6.1.2's SmartNIC
+    "f-nic": dict(model="off-path", cpu_cores=8, acc_cores=24, pcie_gbps=12.8, axi_gbps=16.0, nic_gbit=100.0),
+    # F-NIC plus A100s (direct model; DML's accelerator is the GPU, one reduction at a time: our choice)
+    "g+f-nic": dict(model="direct", cpu_cores=8, acc_cores=1, pcie_gbps=12.8, axi_gbps=16.0, nic_gbit=100.0),
+    # 32-core Xeon Silver 4309Y, PCIe 4.0, 200 GbE, BlueField-3 (off-path; one compression engine)
+    "bf-3": dict(model="off-path", cpu_cores=32, acc_cores=1, pcie_gbps=25.6, axi_gbps=16.0, nic_gbit=200.0),
+}
+_RATES = {"reduce": {"cpu": DML_CPU_RATE, "acc": DML_GPU_RATE}}
+
+
+def datapath_spec(preset: str, **overrides) -> DatapathSpec:
+    """The preset's spec with ``overrides`` (``cpu_cores=16``, ``compute={...}`` merged per function)."""
+    if preset not in HOST_PRESETS:
+        raise KeyError(preset)
+    base = dict(HOST_PRESETS[preset])
+    compute = {f: dict(t) for f, t in _FUNCTIONS.items()}
+    rate = {f: dict(t) for f, t in _RATES.items()}
+    for name, per_dev in overrides.pop("compute", {}).items():
+        compute.setdefault(name, {}).update(per_dev)
+        for dev in per_dev:
+            rate.get(name, {}).pop(dev, None)
+    for name, per_dev in overrides.pop("rate", {}).items():
+        rate.setdefault(name, {}).update(per_dev)
+        for dev in per_dev:
+            compute.get(name, {}).pop(dev, None)
+    base.update(overrides)
+    return DatapathSpec(preset=preset, compute=compute, rate=rate, **base)
+
+
+def host_datapath(kind: str, cpu_capacity: int = 1, acc_capacity: int = 1, pcie_gbps=PCIE_GBPS, axi_gbps=AXI_GBPS):
+    """One host's elements (``cpu``, ``acc``, links to the NIC) and its legs as paths:
+    ``cpu>nic``, ``nic>acc``... (device computes) and ``cpu>nic/dma``... (links only)."""
+    links = _host_links(kind, pcie_gbps, axi_gbps)
+    elements = [Element("cpu", "compute", capacity=cpu_capacity), Element("acc", "compute", capacity=acc_capacity)]
+    ids = {"cpu": 0, "acc": 1}
+    for dev in LEG_DEVICES:
+        for name, bw, tr in links[dev]:
+            if name not in ids:
+                ids[name] = len(elements)
+                elements.append(Element(name, "link", bw, tr))
+    model = DatapathModel(f"{kind}-host", elements)
+    for dev in LEG_DEVICES:
+        out = [ids[n] for n, _, _ in links[dev]]
+        model.paths[f"{dev}>nic"] = [ids[dev], *out]
+        model.paths[f"nic>{dev}"] = [*reversed(out), ids[dev]]
+        model.paths[f"{dev}>nic/dma"] = out
+        model.paths[f"nic>{dev}/dma"] = list(reversed(out))
+    return model
+
+
+class HostQueues:
+    """The queues of one host's elements, kept between legs (a leg at a time, in model-time order)."""
+
+    def __init__(self, model: DatapathModel) -> None:
+        self.model = model
+        names = list(model.paths)
+        self.path_ids = {p: np.array(model.paths[p], dtype=np.int64) for p in names}
+        ptr, idx, self.is_link, self.bw, self.tr, self.cap, ne = _tables(model, names)
+        self.work = np.zeros((ne, int(self.cap.max())))
+        self.last = np.zeros(ne)
+        self.now = 0.0
+
+    def step(self, path: str, now: float, nbytes: float, compute: np.ndarray) -> tuple[float, float]:
+        """(JCT, queueing part) of a leg on ``path`` arriving at ``now`` (6.1)/(6.2) (numba)."""
+        if now < self.now:
+            raise ValueError(f"leg at {now!r} s arrives before the last one ({self.now!r} s)")
+        self.now = now
+        jct, wait = _step(
+            self.work, self.last, self.is_link, self.bw, self.tr, self.cap, float(now),
+            self.path_ids[path], float(nbytes), compute,
+        )  # fmt: skip
+        return float(jct), float(wait)
+
+    def base(self, path: str, nbytes: float, compute: np.ndarray) -> tuple[float, float]:
+        """(T, Q_toll) of a leg on ``path`` (eq. 6.5's terms): base traverse + compute, and the work it adds."""
+        ids = self.model.paths[path]
+        t = sum(self.tr[e] if self.is_link[e] else compute[e] for e in ids)
+        toll = sum(8.0 * nbytes / self.bw[e] if self.is_link[e] else compute[e] for e in ids)
+        return float(t), float(toll)

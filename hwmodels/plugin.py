@@ -12,10 +12,10 @@ takes and at what rate it can feed the NIC::
 
 Any object with ``leg`` and ``legs`` of these signatures is a host model:
 :class:`GraphHostModel` wraps an :class:`~hwmodels.graph.IntraHostGraph`
-(NVLink/PCIe/QPI/NVSwitch presets), :class:`DatapathHostModel` wraps a LEO
-datapath model (legs are its communication paths; ``legs`` runs them as a
-request stream through the queue recurrences). All units: bytes, seconds,
-bit/s.
+(NVLink/PCIe/QPI/NVSwitch presets), :class:`DatapathHost` is one server's LEO
+datapath with its queues: a run keeps one per server, and each leg starts
+at the model time it is asked for and waits in the queues earlier legs left
+(eqs. 6.1/6.2). All units: bytes, seconds, bit/s.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from typing import Protocol
 import numpy as np
 
 from hwmodels.graph import IntraHostGraph, load_preset
-from hwmodels.leo import PATH_NAMES, DatapathModel, RequestStream, queue_jct
+from hwmodels.leo import LEG_DEVICES, DatapathSpec, HostQueues, host_datapath
 from hwmodels.transfer import transfer_times
 
 
@@ -35,7 +35,8 @@ class Leg:
     src: str
     dst: str
     nbytes: float
-    start: float = 0.0  # used by request-stream models: arrival time of the leg (s)
+    start: float = 0.0  # used by stateful models: model time the leg starts (s)
+    work: str | None = None  # a function the leg's device runs (datapath models: its compute table)
 
 
 @dataclass(frozen=True)
@@ -69,37 +70,70 @@ class GraphHostModel:
         return [LegTiming(float(t), self._inject(lg)) for t, lg in zip(times, legs)]
 
 
-class DatapathHostModel:
-    """Legs are LEO communication paths (``src``-``dst`` in cpu/acc); ``nbytes`` crosses
-    each link; ``compute`` gives T_c per device. Concurrent legs queue per (6.1)/(6.2)."""
+class DatapathHost:
+    """One server's LEO datapath (a :class:`~hwmodels.leo.DatapathSpec`): CPU, accelerator and
+    their links to the NIC, with queues kept across legs for the whole run (eqs. 6.1/6.2).
 
-    def __init__(self, model: DatapathModel, compute: dict[str, float] | None = None) -> None:
-        self.model = model
-        self.compute = compute or {}
+    A leg goes from a device (``cpu``, ``acc``) to ``nic`` or from ``nic`` to a device; it
+    arrives at ``leg.start`` (model time, non-decreasing over calls), finds the queues its
+    elements hold then, and adds its work: ``8 * nbytes / BW`` on each link and the device's
+    compute time of ``leg.work`` (a function of the spec's ``compute`` table). Its duration
+    is the queues it found plus its base time (traverse + compute)."""
+
+    def __init__(self, spec: DatapathSpec) -> None:
+        self.spec = spec
+        model = host_datapath(spec.model, spec.cpu_cores, spec.acc_cores, spec.pcie_gbps, spec.axi_gbps)
+        self.queues = HostQueues(model)
+
+    def _path(self, leg: Leg) -> tuple[str, str, np.ndarray]:
+        """(path name, device, compute vector) of a leg."""
+        if leg.dst == "nic" and leg.src in LEG_DEVICES:
+            dev, path = leg.src, f"{leg.src}>nic"
+        elif leg.src == "nic" and leg.dst in LEG_DEVICES:
+            dev, path = leg.dst, f"nic>{leg.dst}"
+        else:
+            raise ValueError(f"a datapath leg goes between nic and cpu or acc, not {leg.src} -> {leg.dst}")
+        compute = np.zeros(len(self.queues.model.elements))
+        t = self.spec.work_time(leg.work, dev, leg.nbytes)
+        if t > 0:
+            compute[self.queues.model.index(dev)] = t
+        else:
+            path += "/dma"
+        return path, dev, compute
+
+    def _inject(self, path: str) -> float:
+        return min(self.queues.bw[e] for e in self.queues.model.paths[path] if self.queues.is_link[e])
+
+    def cost(self, leg: Leg) -> tuple[float, float]:
+        """(T, Q_toll) of the leg alone: its base time and the work it adds to its elements (eq. 6.5)."""
+        path, _, compute = self._path(leg)
+        return self.queues.base(path, leg.nbytes, compute)
+
+    def demand(self, leg: Leg) -> tuple[np.ndarray, np.ndarray]:
+        """(element ids, work each receives) of the leg: T_c at its device, 8 * bytes / BW on each link."""
+        path, _, compute = self._path(leg)
+        ids = self.queues.path_ids[path]
+        q = self.queues
+        work = np.array([8.0 * leg.nbytes / q.bw[e] if q.is_link[e] else compute[e] for e in ids])
+        return ids, work
+
+    @property
+    def size(self) -> int:
+        """Number of elements (devices and links) of the host."""
+        return len(self.queues.model.elements)
+
+    def capacities(self) -> np.ndarray:
+        return self.queues.cap.astype(float)
 
     def leg(self, leg: Leg) -> LegTiming:
-        return self.legs([leg])[0]
+        path, _, compute = self._path(leg)
+        jct, _ = self.queues.step(path, leg.start, leg.nbytes, compute)
+        return LegTiming(jct, self._inject(path))
 
     def legs(self, legs: list[Leg]) -> list[LegTiming]:
-        order = sorted(range(len(legs)), key=lambda i: legs[i].start)
-        names = list(PATH_NAMES)
-        ne = len(self.model.elements)
-        compute = np.zeros((len(legs), ne))
-        for dev, t in self.compute.items():
-            for host in ("req", "resp"):
-                compute[:, self.model.index(f"{host}.{dev}")] = t
-        stream = RequestStream(
-            np.array([legs[i].start for i in order]),
-            np.arange(len(legs)),
-            np.array([names.index(f"{legs[i].src}-{legs[i].dst}") for i in order]),
-            np.array([legs[i].nbytes for i in order], dtype=np.float64),
-            compute,
-        )
-        jct, _ = queue_jct(self.model, stream)
         out: list[LegTiming] = [LegTiming(0.0, 0.0)] * len(legs)
-        for row, i in enumerate(order):
-            links = [e for e in self.model.path_elements(f"{legs[i].src}-{legs[i].dst}") if e.kind == "link"]
-            out[i] = LegTiming(float(jct[row]), min(e.bandwidth for e in links))
+        for i in sorted(range(len(legs)), key=lambda i: legs[i].start):
+            out[i] = self.leg(legs[i])
         return out
 
 

@@ -18,6 +18,17 @@ Life of an item
     preset; the run notes it); the same-server flows that start in one batch
     are timed together (concurrent legs: they share the server's links).
 
+Host models
+    Each leg is asked of its server's model once, when it starts, with the
+    current model time. A server with a ``datapath`` (LEO) has its own
+    stateful :class:`hwmodels.plugin.DatapathHost` for the whole run, so
+    concurrent requests wait in its queues (eqs. 6.1/6.2), and servers of one
+    preset never share state; interconnect graph presets are stateless (a
+    leg as if alone) and shared. A flow's record keeps ``intra`` (its legs'
+    seconds) and ``jitter``: a flow with path options crossing a datapath
+    NIC with a ``jitter`` range waits a seeded uniform draw per such NIC
+    before the network (§6.4's 3-9 us at the requester).
+
 After every batch of changes to the set of network flows the dispatcher calls
 ``on_flows_changed`` and turns its answer into :class:`SetRate` and
 :class:`SetDscp` actions. After every item's end it calls ``on_done``.
@@ -221,7 +232,9 @@ class Dispatcher:
         self._flows_changed = False
         self._next_index = 0
         self._done = 0  # items of the job (not sub-flows) finished
-        self._host_models: dict[str, object] = {}
+        self._host_models: dict[str, object] = {}  # interconnect graph presets (stateless) by name
+        self._datapaths: dict[int, object] = {}  # server -> its own stateful datapath model
+        self._rngs: dict[int, object] = {}  # server -> its jitter generator
         self._legs: dict[tuple[str, str], tuple[float, float]] = {}
         self._local_no_model = 0
         self._sub: dict[str, SubFlow] = {}  # sub-flow id -> how the scheduler made it
@@ -230,6 +243,7 @@ class Dispatcher:
         self._local_batch: list[tuple[Flow, int, str, str]] = []  # same-server flows started in this batch
         self._wakes: dict[str, float] = {}
         self._calls_on_done = type(scheduler).on_done is not Scheduler.on_done
+        self._datapaths_jitter = any(s.datapath is not None and s.datapath.jitter for s in cluster.servers)
 
     # ----------------------------------------------------------------- API
     @property
@@ -281,7 +295,7 @@ class Dispatcher:
         opt = self._option(flow)
         if opt is not None and (opt.dst_leg is not None or opt.extra > 0):
             self._phase[flow_id] = "dst"
-            seconds = opt.extra + (self._leg_time(flow, opt.dst_leg, "dst")[0] if opt.dst_leg else 0.0)
+            seconds = opt.extra + (self._leg_time(flow, opt.dst_leg, "dst", now)[0] if opt.dst_leg else 0.0)
             return [StartWait(f"{flow_id}/dst", self.placement[flow.dst].server, seconds), *self._settle(now, [])]
         ready = self._finish(flow_id, now)
         return self._settle(now, ready)
@@ -377,7 +391,16 @@ class Dispatcher:
         return next(o for o in flow.options if o.name == name)
 
     def _host_model(self, server: int):
-        preset = self.cluster.servers[server].intra_host
+        """The server's host model: its own stateful datapath model (LEO), or the
+        (stateless, shared by preset) interconnect graph model; ``None`` without either."""
+        spec = self.cluster.servers[server]
+        if spec.datapath is not None:
+            if server not in self._datapaths:
+                from hwmodels.plugin import DatapathHost
+
+                self._datapaths[server] = DatapathHost(spec.datapath)
+            return self._datapaths[server]
+        preset = spec.intra_host
         if preset is None:
             return None
         if preset not in self._host_models:
@@ -386,27 +409,51 @@ class Dispatcher:
             self._host_models[preset] = host_model(preset)
         return self._host_models[preset]
 
-    def _leg_time(self, flow: Flow, leg, side: str) -> tuple[float, float]:
-        """(seconds, inject rate bit/s) of an option's leg on the ``side`` server (computed once)."""
+    def _leg_time(self, flow: Flow, leg, side: str, now: float) -> tuple[float, float]:
+        """(seconds, inject rate bit/s) of an option's leg on the ``side`` server, asked once,
+        when the leg starts (``now``): a datapath model queues it behind earlier legs."""
         key = (flow.id, side)
         if key not in self._legs:
-            self._legs[key] = self._compute_leg(flow, leg, side)
+            self._legs[key] = self._compute_leg(flow, leg, side, now)
+            rec = self.records[flow.id]
+            rec.intra = (rec.intra or 0.0) + self._legs[key][0]
         return self._legs[key]
 
-    def _compute_leg(self, flow: Flow, leg, side: str) -> tuple[float, float]:
+    def _compute_leg(self, flow: Flow, leg, side: str, now: float) -> tuple[float, float]:
         if leg.duration is not None:
             return float(leg.duration), float("inf")
         server = self.placement[flow.src if side == "src" else flow.dst].server
         model = self._host_model(server)
+        where = f"items.{flow.id}.options.{self.records[flow.id].option}.{side}_leg"
         if model is None:
-            raise SpecError(
-                f"items.{flow.id}.options.{self.records[flow.id].option}.{side}_leg",
-                f"no duration and server h{server} has no intra_host model",
-            )
+            raise SpecError(where, f"no duration and server h{server} has no intra_host or datapath model")
         from hwmodels.plugin import Leg as HwLeg
 
-        timing = model.leg(HwLeg(leg.src, leg.dst, float(flow.size or 0)))
+        try:
+            timing = model.leg(HwLeg(leg.src, leg.dst, float(flow.size or 0), now, leg.work))
+        except KeyError as exc:  # a function the server's datapath does not time
+            raise SpecError(f"{where}.work", f"on server h{server}: {exc.args[0]}") from None
+        except ValueError as exc:
+            raise SpecError(where, f"on server h{server}: {exc}") from None
         return float(timing.duration), float(timing.inject_rate)
+
+    def _jitter(self, flow: Flow) -> float:
+        """The delay a flow with path options meets at the datapath NICs it crosses (§6.4: 3-9 us
+        at the requester's NIC), one uniform draw per NIC with a ``jitter`` range, from the
+        server's seeded generator, in the order flows start."""
+        total = 0.0
+        for ep in (flow.src, flow.dst):
+            server = self.placement[ep].server
+            spec = self.cluster.servers[server].datapath
+            if spec is None or spec.jitter is None:
+                continue
+            if server not in self._rngs:
+                import numpy as np
+
+                self._rngs[server] = np.random.default_rng([spec.seed, server])
+            lo, hi = spec.jitter
+            total += float(self._rngs[server].uniform(lo, hi))
+        return total
 
     def _offer(self, item_id: str) -> Decision | Split:
         decision = self.scheduler.on_ready(self.view.job.items[item_id], self.view)
@@ -660,9 +707,13 @@ class Dispatcher:
             self._local_batch.append((flow, src.server, src.device, dst.device))
             return []
         opt = self._option(flow)
-        if opt is not None and opt.src_leg is not None:
+        jitter = self._jitter(flow) if opt is not None and self._datapaths_jitter else 0.0
+        if jitter:
+            rec.jitter = jitter
+        if opt is not None and (opt.src_leg is not None or jitter):
             self._phase[flow.id] = "src"
-            return [StartWait(f"{flow.id}/src", src.server, self._leg_time(flow, opt.src_leg, "src")[0])]
+            seconds = self._leg_time(flow, opt.src_leg, "src", now)[0] if opt.src_leg is not None else 0.0
+            return [StartWait(f"{flow.id}/src", src.server, seconds + jitter)]
         return [self._start_net(flow.id, now)]
 
     def _time_local(self) -> list[Action]:
@@ -680,7 +731,13 @@ class Dispatcher:
                 continue
             legs = [k for k in mine if batch[k][2] != batch[k][3]]
             if legs:
-                timings = model.legs([HwLeg(batch[k][2], batch[k][3], float(batch[k][0].size or 0)) for k in legs])
+                now = self.view.now
+                try:
+                    timings = model.legs(
+                        [HwLeg(batch[k][2], batch[k][3], float(batch[k][0].size or 0), now) for k in legs]
+                    )
+                except ValueError as exc:  # a datapath server has no device-to-device leg
+                    raise SpecError(f"items.{batch[legs[0]][0].id}", f"same-server flow on h{server}: {exc}") from None
                 for k, t in zip(legs, timings):
                     seconds[k] = float(t.duration)
         return [StartWait(f"{flow.id}/local", server, seconds[k]) for k, (flow, server, _, _) in enumerate(batch)]
@@ -695,7 +752,7 @@ class Dispatcher:
         dst_nic = opt.dst_nic if opt is not None and opt.dst_nic is not None else dst.nic
         rate = rec.rate
         if opt is not None and opt.src_leg is not None:
-            inject = self._leg_time(flow, opt.src_leg, "src")[1]
+            inject = self._leg_time(flow, opt.src_leg, "src", now)[1]
             if inject != float("inf"):
                 rate = inject if rate is None else min(rate, inject)
         rec.src_nic, rec.dst_nic = src_nic, dst_nic

@@ -86,11 +86,14 @@ class Endpoint:
 @dataclass(frozen=True)
 class Leg:
     """An intra-host hop of a flow: ``src`` to ``dst`` device on one server's
-    host model (``hwmodels.plugin``). ``duration`` overrides the model."""
+    host model (``hwmodels.plugin``). ``duration`` overrides the model; ``work``
+    names a function the leg's device runs (a datapath server's ``compute`` table
+    gives its time on that device: LEO's T_c)."""
 
     src: str
     dst: str
     duration: float | None = None
+    work: str | None = None
 
 
 @dataclass(frozen=True)
@@ -392,7 +395,7 @@ _ATTRIBUTE_KEYS = set(_ATTRIBUTE_NAMES)
 _TASK_KEYS = {"kind", "id", "endpoint", "duration", "deps"} | _ATTRIBUTE_KEYS
 _FLOW_KEYS = {"kind", "id", "src", "dst", "size", "deps", "reveal", "options", "parent"} | _ATTRIBUTE_KEYS
 _OPTION_KEYS = {"name", "src_leg", "dst_leg", "src_nic", "dst_nic", "extra"}
-_LEG_KEYS = {"src", "dst", "duration"}
+_LEG_KEYS = {"src", "dst", "duration", "work"}
 MAX_TEXT_CHARS = 200
 MAX_TAG_VALUES = 1000
 MAX_TAG_DEPTH = 8
@@ -501,7 +504,8 @@ def _size(value: object, where: str) -> int:
 def _leg(value: object, where: str) -> Leg:
     doc = _fields(value, where, _LEG_KEYS, required=("src", "dst"))
     duration = _optional(doc.get("duration"), f"{where}.duration", parse_duration)
-    return Leg(_text(doc["src"], f"{where}.src"), _text(doc["dst"], f"{where}.dst"), duration)
+    work = _optional(doc.get("work"), f"{where}.work", _text)
+    return Leg(_text(doc["src"], f"{where}.src"), _text(doc["dst"], f"{where}.dst"), duration, work)
 
 
 def _option(value: object, where: str) -> PathOption:

@@ -13,8 +13,10 @@ and the reproduction report (``scenarios/reproduce.py``):
   is 3: :func:`railbed.results.percentile`, used everywhere).
 
 :data:`METRICS` maps a metric's name to a function of a result; all are in
-model seconds except ``fidelity_ok`` (1 or 0), ``flows`` (a count) and
-``wall_seconds`` (real).
+model seconds except ``fidelity_ok`` (1 or 0), ``flows`` (a count),
+``request_throughput`` (requests per model second) and ``wall_seconds`` (real).
+``request_p50``/``request_p99`` are the latencies of LEO's requests
+(arrival to the last message's end, :func:`request_latencies`).
 """
 
 from __future__ import annotations
@@ -48,6 +50,57 @@ def coflow_completion_times(result: RunResult) -> dict[str, float]:
     return {c: last[c] - first[c] for c in first if c not in unfinished}
 
 
+def request_latencies(result: RunResult) -> list[float]:
+    """LEO's requests (``workloads.requests``): per request the end of its last message minus
+    its arrival (the end of its ``a<i>`` task), in request order."""
+    out = []
+    for r in result.items.values():
+        tags = r.attrs.get("tags") or {}
+        if r.kind == "flow" and tags.get("last") and r.end is not None:
+            arrival = result.items.get(f"a{tags['request']}")
+            if arrival is not None and arrival.end is not None:
+                out.append(r.end - arrival.end)
+    return out
+
+
+def request_throughput(result: RunResult) -> float:
+    """Requests completed per second (model) in the steady part of the run: the middle 80 % of
+    completions over the time they took (``0.8 n / (t[0.9 n] - t[0.1 n])`` on the sorted
+    completion times). Below capacity this is the offered load; above it, the sustainable
+    throughput (§6.4's metric), without the start-up and drain of a finite open-loop run."""
+    ends = sorted(
+        r.end
+        for r in result.items.values()
+        if r.kind == "flow" and r.end is not None and (r.attrs.get("tags") or {}).get("last")
+    )
+    lo, hi = int(0.1 * len(ends)), int(0.9 * len(ends))
+    if hi - lo < 2 or ends[hi - 1] <= ends[lo]:
+        return math.nan
+    return (hi - 1 - lo) / (ends[hi - 1] - ends[lo])
+
+
+def load_curve(results) -> dict[str, list[dict[str, float]]]:
+    """Runs labelled ``<scheduler>@<load>`` -> per scheduler, by load: latency p50/p99 (s), throughput."""
+    curve: dict[str, list[dict[str, float]]] = {}
+    for r in results:
+        name, _, load = r.scheduler.rpartition("@")
+        if not name:
+            continue
+        lat = request_latencies(r)
+        curve.setdefault(name, []).append(
+            {
+                "load": float(load),
+                "p50": percentile(lat, 50),
+                "p99": percentile(lat, 99),
+                "throughput": request_throughput(r),
+                "requests": float(len(lat)),
+            }
+        )
+    for points in curve.values():
+        points.sort(key=lambda p: p["load"])
+    return curve
+
+
 def iteration_times(result: RunResult) -> dict[int, float]:
     return dict(result.iterations) if result.iterations else {0: result.makespan}
 
@@ -68,6 +121,9 @@ METRICS: dict[str, Callable[[RunResult], float]] = {
     "cct_mean": lambda r: _mean(coflow_completion_times(r).values()),
     "cct_sum": lambda r: sum(coflow_completion_times(r).values()),
     "flows": lambda r: float(len(r.flow_completion_times())),
+    "request_p50": lambda r: percentile(request_latencies(r), 50),
+    "request_p99": lambda r: percentile(request_latencies(r), 99),
+    "request_throughput": request_throughput,
     "fidelity_ok": lambda r: 1.0 if r.fidelity.get("ok", True) else 0.0,
     "wall_seconds": lambda r: r.wall_seconds,
 }

@@ -23,8 +23,11 @@ RESULTS_DIR``), written to ``RESULTS_DIR/figures/``:
 ``crosscheck-fct.png``   emulated against simulated flow completion times
                          (a crosscheck directory)
 
-:func:`latency_vs_load` plots request latency against offered load from
-``{scheduler: [(load, p50, p99), ...]}`` (no workload produces it yet).
+An offered-load sweep (runs labelled ``<scheduler>@<load>``: a scenario's
+``loads``, LEO's request streams) gets instead of per-run timelines:
+
+``latency-load.png``     request latency (median, p99) against offered load
+``throughput-load.png``  requests completed per second against offered load
 
 Drawing uses matplotlib's object API with the Agg canvas (no pyplot state,
 no display needed).
@@ -37,7 +40,7 @@ import json
 from collections.abc import Sequence
 from pathlib import Path
 
-from railbed.metrics import coflow_completion_times, iteration_times
+from railbed.metrics import coflow_completion_times, iteration_times, load_curve
 from railbed.results import RunResult
 
 Rows = list[list]
@@ -342,6 +345,35 @@ def latency_vs_load(
     return _save(fig, base.with_suffix(".png"))
 
 
+def throughput_rows(curve: dict[str, list[dict[str, float]]]) -> Rows:
+    return [[s, p["load"], p["throughput"]] for s, points in curve.items() for p in points]
+
+
+def throughput_vs_load(curve: dict[str, list[dict[str, float]]], base: Path) -> Path:
+    """Requests completed per second against offered load, one line per scheduler (y = x dotted)."""
+    rows = throughput_rows(curve)
+    write_csv(base.with_suffix(".csv"), ["scheduler", "load", "throughput_per_s"], rows)
+    fig, ax = _figure()
+    for i, sched in enumerate(dict.fromkeys(row[0] for row in rows)):
+        mine = [row for row in rows if row[0] == sched]
+        ax.plot([r[1] for r in mine], [r[2] for r in mine], "o-", color=f"C{i % 10}", label=sched)
+    top = max((row[1] for row in rows), default=1.0)
+    ax.plot([0, top], [0, top], ":", color="0.5", label="offered")
+    ax.set_xlabel("offered load (requests/s, model)")
+    ax.set_ylabel("throughput (requests/s, model)")
+    ax.set_title("throughput against offered load", fontsize=10)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    return _save(fig, base.with_suffix(".png"))
+
+
+def load_figures(runs: dict[str, RunResult], out: Path) -> list[Path]:
+    """``latency-load`` and ``throughput-load`` of the ``<scheduler>@<load>`` runs."""
+    curve = load_curve(runs.values())
+    data = {s: [(p["load"], p["p50"], p["p99"]) for p in points] for s, points in curve.items()}
+    return [latency_vs_load(data, out / "latency-load"), throughput_vs_load(curve, out / "throughput-load")]
+
+
 # -------------------------------------------------------- results directory
 def load_runs(results_dir: Path) -> dict[str, RunResult]:
     """Run name (its directory) -> result, in ``index.json``'s order where it has one."""
@@ -365,9 +397,14 @@ def plot_results(results_dir: Path, color_by: str = "coflow_type") -> list[Path]
     out = results_dir / "figures"
     out.mkdir(exist_ok=True)
     made: list[Path | None] = []
+    swept = {n: r for n, r in runs.items() if "@" in n}
     for name, result in runs.items():
+        if name in swept:
+            continue
         made.append(timeline(result, out / f"timeline-{safe_name(name)}", name, color_by))
         made.append(link_utilisation(result, out / f"links-{safe_name(name)}", name))
+    if swept:
+        made += load_figures(swept, out)
     if runs:
         made.append(fct_cdf(runs, out / "fct-cdf"))
         made.append(cct_cdf(runs, out / "cct-cdf"))

@@ -55,6 +55,8 @@ class ItemRecord:
     parent: str | None = None  # a sub-flow: the flow a scheduler split
     children: list[str] | None = None  # a split flow: its sub-flows (None, not [], keeps 2 M records light)
     remarked: bool = False  # the scheduler changed the flow's DSCP while it ran (``dscp`` is the first)
+    intra: float | None = None  # a flow with path legs: seconds in its host models (queues + legs), jitter excluded
+    jitter: float | None = None  # a flow's delay at datapath NICs (§6.4's 3-9 us), seconds
     attrs: dict[str, Any] = field(default_factory=dict)
 
     @property

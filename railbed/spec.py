@@ -41,12 +41,15 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from railbed.errors import SpecError
 from railbed.safeload import MAX_YAML_BYTES as _MAX_BYTES
 from railbed.safeload import describe, key_name, load_yaml, read_text
 from railbed.units import format_rate, parse_duration, parse_rate
+
+if TYPE_CHECKING:
+    from hwmodels.leo import DatapathSpec
 
 FABRIC_KINDS = ("single_switch", "leaf_spine", "rail_optimized")
 MAX_LEAVES = 250  # one /16 of 10.0.0.0/8 per leaf or rail
@@ -64,6 +67,7 @@ class Server:
     nic_rates: tuple[float, ...]
     resources: Mapping[str, float] = field(default_factory=dict)
     intra_host: str | None = None
+    datapath: DatapathSpec | None = None  # LEO's datapath model (hwmodels.leo), one stateful model per server in a run
 
     @property
     def nics(self) -> int:
@@ -161,6 +165,7 @@ class ClusterSpec:
                     "nic_rate": list(s.nic_rates),
                     "resources": dict(s.resources),
                     **({"intra_host": s.intra_host} if s.intra_host else {}),
+                    **({"datapath": _datapath_doc(s.datapath)} if s.datapath else {}),
                 }
                 for s in self.servers
             ],
@@ -184,7 +189,8 @@ class ClusterSpec:
             )
         groups: dict[tuple, list[str]] = {}
         for s in self.servers:
-            key = (s.gpus, s.nic_rates, tuple(sorted(s.resources.items())), s.intra_host)
+            hw = s.intra_host or (_datapath_text(s.datapath) if s.datapath else None)
+            key = (s.gpus, s.nic_rates, tuple(sorted(s.resources.items())), hw)
             groups.setdefault(key, []).append(s.name)
         for (gpus, rates, res, hw), names in groups.items():
             nic_text = ", ".join(format_rate(r) for r in rates)
@@ -236,7 +242,7 @@ def _int(value: object, where: str, minimum: int, maximum: int | None = None) ->
     return value
 
 
-_GROUP_KEYS = {"count", "gpus", "nics", "nic_rate", "resources", "intra_host"}
+_GROUP_KEYS = {"count", "gpus", "nics", "nic_rate", "resources", "intra_host", "datapath"}
 
 
 def _servers(value: object) -> tuple[Server, ...]:
@@ -261,8 +267,11 @@ def _servers(value: object) -> tuple[Server, ...]:
             rates = (parse_rate(raw_rate, f"{where}.nic_rate"),) * nics
         resources = _resources(group.get("resources", {}), f"{where}.resources")
         intra = _intra_host(group.get("intra_host"), gpus, where)
+        datapath = _datapath(group["datapath"], f"{where}.datapath") if "datapath" in group else None
+        if intra is not None and datapath is not None:
+            raise SpecError(f"{where}.datapath", "a server has either an intra_host graph or a datapath, not both")
         for _ in range(count):
-            servers.append(Server(f"h{len(servers)}", gpus, rates, resources, intra))
+            servers.append(Server(f"h{len(servers)}", gpus, rates, resources, intra, datapath))
         if len(servers) > 65000:
             raise SpecError("servers", f"at most 65000 servers, got more (group {g} reaches {len(servers)})")
     return tuple(servers)
@@ -294,6 +303,102 @@ def _intra_host(intra: object, gpus: int, where: str) -> str | None:
     if preset_gpus != gpus:
         raise SpecError(f"{where}.gpus", f"{gpus} GPUs but intra_host {intra} has {preset_gpus}")
     return intra
+
+
+_DATAPATH_KEYS = {"preset", "model", "cpu_cores", "acc_cores", "pcie_rate", "axi_rate", "compute", "jitter", "seed"}
+_DATAPATH_MODELS = ("direct", "on-path", "off-path")
+
+
+def _datapath(value: object, where: str) -> DatapathSpec:
+    """A server's LEO datapath: a preset of §6.4 (f-nic, g+f-nic, bf-3) and overrides.
+
+    ``compute: {function: {cpu: 0.7us, acc: 5GB/s}}`` gives a time per call or a
+    processing rate; ``jitter: [3us, 9us]`` the delay range at this server's NIC."""
+    from hwmodels.leo import HOST_PRESETS, datapath_spec  # pure data; imported late to keep spec light
+
+    doc = _mapping(value, where, _DATAPATH_KEYS, required={"preset"})
+    preset = doc["preset"]
+    if not isinstance(preset, str) or preset not in HOST_PRESETS:
+        known = ", ".join(HOST_PRESETS)
+        raise SpecError(f"{where}.preset", f"unknown datapath preset {describe(preset)} (known: {known})")
+    over: dict[str, Any] = {}
+    if "model" in doc:
+        if doc["model"] not in _DATAPATH_MODELS:
+            known = ", ".join(_DATAPATH_MODELS)
+            raise SpecError(f"{where}.model", f"unknown hardware model {describe(doc['model'])} (known: {known})")
+        over["model"] = doc["model"]
+    for key in ("cpu_cores", "acc_cores"):
+        if key in doc:
+            over[key] = _int(doc[key], f"{where}.{key}", 1, 4096)
+    for key in ("pcie_rate", "axi_rate"):
+        if key in doc:
+            rate = parse_rate(doc[key], f"{where}.{key}")
+            if not 0 < rate < math.inf:
+                raise SpecError(f"{where}.{key}", "must be a positive rate")
+            over[key.replace("_rate", "_gbps")] = rate / 8e9
+    if "seed" in doc:
+        over["seed"] = _int(doc["seed"], f"{where}.seed", 0, 2**63 - 1)
+    if "jitter" in doc:
+        jit = doc["jitter"]
+        if not isinstance(jit, list) or len(jit) != 2:
+            raise SpecError(f"{where}.jitter", f"expected [min, max] durations, got {describe(jit)}")
+        lo, hi = (parse_duration(j, f"{where}.jitter[{i}]") for i, j in enumerate(jit))
+        if hi < lo:
+            raise SpecError(f"{where}.jitter", f"max {hi:g} s is below min {lo:g} s")
+        over["jitter"] = (lo, hi)
+    over["compute"], over["rate"] = _functions(doc.get("compute", {}), f"{where}.compute")
+    return datapath_spec(preset, **over)
+
+
+def _functions(value: object, where: str) -> tuple[dict, dict]:
+    """``{function: {device: duration or rate}}`` -> (fixed times, rates)."""
+    if not isinstance(value, dict):
+        raise SpecError(where, f"expected a mapping of function to per-device times, got {describe(value)}")
+    times: dict[str, dict[str, float]] = {}
+    rates: dict[str, dict[str, float]] = {}
+    for name, per_dev in value.items():
+        fwhere = f"{where}.{key_name(name)}"
+        if not isinstance(name, str) or not name or len(name) > MAX_NAME_CHARS:
+            raise SpecError(fwhere, "a function name must be a short string")
+        if not isinstance(per_dev, dict) or not per_dev:
+            raise SpecError(fwhere, f"expected a mapping of device (cpu, acc) to time or rate, not {describe(per_dev)}")
+        for dev, t in per_dev.items():
+            dwhere = f"{fwhere}.{key_name(dev)}"
+            if dev not in ("cpu", "acc"):
+                raise SpecError(dwhere, "unknown device (known: cpu, acc)")
+            if isinstance(t, str) and ("/" in t or t.rstrip().endswith(("bit", "Bps", "bps"))):
+                rate = parse_rate(t, dwhere)
+                if not 0 < rate < math.inf:
+                    raise SpecError(dwhere, "a processing rate must be positive")
+                rates.setdefault(name, {})[dev] = rate
+            else:
+                times.setdefault(name, {})[dev] = parse_duration(t, dwhere)
+    return times, rates
+
+
+def _datapath_text(d: DatapathSpec) -> str:
+    jitter = f", jitter {d.jitter[0] * 1e6:g}-{d.jitter[1] * 1e6:g} us" if d.jitter else ""
+    return f"{d.preset} ({d.model}, {d.cpu_cores} CPU cores, {d.acc_cores} accelerator cores{jitter})"
+
+
+def _datapath_doc(d: DatapathSpec) -> dict[str, Any]:
+    """The ``datapath`` mapping :func:`_datapath` reads back to an equal spec."""
+    doc: dict[str, Any] = {
+        "preset": d.preset,
+        "model": d.model,
+        "cpu_cores": d.cpu_cores,
+        "acc_cores": d.acc_cores,
+        "pcie_rate": d.pcie_gbps * 8e9,
+        "axi_rate": d.axi_gbps * 8e9,
+        "seed": d.seed,
+        "compute": {f: dict(t) for f, t in d.compute.items()},
+    }
+    for f, per in d.rate.items():
+        doc["compute"].setdefault(f, {}).update({dev: f"{r!r}bit/s" for dev, r in per.items()})
+    doc["compute"] = {f: t for f, t in doc["compute"].items() if t}
+    if d.jitter is not None:
+        doc["jitter"] = list(d.jitter)
+    return doc
 
 
 _FABRIC_KEYS = {"type", "spines", "uplink_rate", "latency", "servers_per_leaf", "rails"}

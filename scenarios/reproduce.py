@@ -15,6 +15,9 @@ Each paper keeps its claims in ``scenarios/<paper>/claims.yaml``::
         unit: percent                        # percent | time | number | ratio (with relative_to:
                                              # metric / metric(relative_to), shown as 4.45x)
         quick: {job.args.microbatches: 1}    # dotted overrides for --quick (small and fast)
+      - claim: 1.5x over DrTM-KV
+        paper: "~1.5x"
+        not_reproduced: DrTM-KV is an outside system; its pattern is not built here
 
 Rows are grouped by (scenario, backend, quick overrides), so one run
 serves every row that reads it. Simulated rows run by default; emulated
@@ -61,10 +64,12 @@ HERE = Path(__file__).resolve().parent
 BACKENDS = ("simulate", "emulate", "crosscheck")
 CLAIM_KEYS = {
     "claim", "paper", "scenario", "backend", "scheduler", "metric", "relative_to", "bound", "unit", "quick", "note",
+    "not_reproduced",
 }  # fmt: skip
 UNITS = ("percent", "time", "number", "ratio")
 BEGIN, END = "<!-- reproduce:begin -->", "<!-- reproduce:end -->"
-REPORT_FIGURES = ("timeline-", "fct-cdf", "iterations", "crosscheck-fct")  # the rest stay in each run's figures/
+# the rest stay in each run's figures/
+REPORT_FIGURES = ("timeline-", "fct-cdf", "iterations", "crosscheck-fct", "latency-load", "throughput-load")
 
 
 CROSSCHECK_METRICS: dict[str, Callable[[Any], float]] = {
@@ -89,6 +94,7 @@ class Claim:
     unit: str = "number"
     quick: dict[str, Any] = field(default_factory=dict)
     note: str | None = None
+    not_reproduced: str | None = None  # why railbed does not measure this row (an outside system's baseline)
 
     def run_key(self, quick: bool) -> str:
         overrides = json.dumps(self.quick if quick else {}, sort_keys=True, default=str)
@@ -126,6 +132,14 @@ def _claim(raw: Any, base: Path, where: str) -> Claim:
     unknown = set(raw) - CLAIM_KEYS
     if unknown:
         raise SpecError(f"{where}.{sorted(unknown)[0]}", f"unknown key (known: {', '.join(sorted(CLAIM_KEYS))})")
+    if raw.get("not_reproduced") is not None:  # a row railbed lists but does not measure
+        for key in ("claim", "paper"):
+            if key not in raw:
+                raise SpecError(f"{where}.{key}", "missing")
+        why = raw["not_reproduced"]
+        if not isinstance(why, str) or not why:
+            raise SpecError(f"{where}.not_reproduced", "expected the reason, as text")
+        return Claim(str(raw["claim"]), str(raw["paper"]), base, "", not_reproduced=why, note=raw.get("note"))
     for key in ("claim", "paper", "scenario", "metric"):
         if key not in raw:
             raise SpecError(f"{where}.{key}", "missing")
@@ -249,6 +263,10 @@ def reproduce_paper(
             claim, paper_command=f"{'sudo ' if claim.backend != 'simulate' else ''}railbed reproduce {paper}{flags}"
         )
         rows.append(row)
+        if claim.not_reproduced:
+            row.verdict, row.fidelity = "not reproduced here", claim.not_reproduced
+            row.paper_command = row.command = "-"
+            continue
         if claim.backend != "simulate" and not emulate:
             row.verdict, row.fidelity, row.command = "skipped", "needs --emulate (root)", row.paper_command
             continue

@@ -19,6 +19,8 @@ A scenario is YAML (``railbed run scenario.yaml``)::
     timeout: 600                       # real seconds per scheduler run
     flow_progress: 0.01                # model s between the emulator's reports of flow bytes (0: off)
     capture: [rail0:rail0-eth2]        # tcpdump on these ports during each run (emulator/capture.py)
+    loads: [1e6, 2e6, 4e6]             # an offered-load sweep: the generator's ``load`` argument takes each
+                                       # value; every scheduler runs at every load, as ``<label>@<load>``
 
 ``railbed run`` runs each scheduler on the same emulated cluster (built
 once), one after the other; ``railbed simulate`` runs them on the
@@ -31,7 +33,10 @@ run), ``provenance.json`` (code, command, machine, k, package versions,
 seeds: ``railbed/provenance.py``) and, unless ``--no-plots``, the standard
 figures in ``figures/`` (``railbed/plots.py``) and each run's
 ``trace.json``, ``flows.csv``, ``tasks.csv`` and ``links.csv``
-(``railbed/export.py``).
+(``railbed/export.py``). A scenario with ``loads`` (LEO's request streams)
+also gets ``curve.json``: per scheduler and offered load the request
+latency's median and p99 and the throughput, drawn as
+``figures/latency-load.png`` and ``figures/throughput-load.png``.
 
 Nothing is built or written before :func:`preflight` has checked all a run
 can know in advance; the results directory is created only once the run
@@ -68,7 +73,7 @@ from workloads import generate
 
 KEYS = {
     "name", "cluster", "job", "schedulers", "policy", "scale", "latency", "trace", "strict", "timeout",
-    "flow_progress", "capture",
+    "flow_progress", "capture", "loads",
 }  # fmt: skip
 
 
@@ -87,6 +92,18 @@ class Scenario:
     flow_progress: float = 0.01
     source: dict[str, Any] | None = None
     capture: Any = None  # emulator.capture.CaptureSpec
+    loads: list[float] | None = None  # offered loads (the generator's ``load``), one run per scheduler each
+    jobs: list[Job] | None = None  # the job at each load
+
+    def points(self, specs: list[SchedulerSpec]) -> list[tuple[SchedulerSpec, Job]]:
+        """(scheduler, job) of every run: each scheduler on the job, or at each load (``label@load``)."""
+        if not self.loads:
+            return [(spec, self.job) for spec in specs]
+        return [
+            (SchedulerSpec(spec.name, spec.args, f"{spec.run_label}@{load:g}"), job)
+            for load, job in zip(self.loads, self.jobs or [])
+            for spec in specs
+        ]
 
     @classmethod
     def load(cls, path: str | Path) -> Scenario:
@@ -104,7 +121,9 @@ class Scenario:
             if key not in data:
                 raise SpecError(key, "missing")
         cluster = _cluster(data["cluster"], base)
-        job = _job(data["job"], base)
+        loads = _loads(data.get("loads"), data["job"])
+        jobs = [_job(_with_load(data["job"], x), base) for x in loads] if loads else None
+        job = jobs[0] if jobs else _job(data["job"], base)
         specs = _scheduler_specs(data["schedulers"])
         policy = _choice(data.get("policy", "dscp-priority"), "policy", tuple(POLICIES))
         latency = _choice(data.get("latency", "auto"), "latency", ("auto", "netem", "agents"))
@@ -122,6 +141,8 @@ class Scenario:
             flow_progress=_positive(data.get("flow_progress", 0.01), "flow_progress", allow_zero=True) or 0.0,
             source=data,
             capture=_capture(data.get("capture"), cluster),
+            loads=loads,
+            jobs=jobs,
         )
 
 
@@ -157,6 +178,27 @@ def _job(value: Any, base: Path) -> Job:
         except SpecError as exc:
             raise SpecError(f"job.{exc.field}" if exc.field != "job" else "job.file", exc.message) from None
     return generate(value["generator"], value.get("args"), "job")
+
+
+def _loads(value: Any, job: Any) -> list[float] | None:
+    """``loads:``: a non-empty list of positive offered loads, for a generator that takes ``load``."""
+    if value is None:
+        return None
+    if not isinstance(value, list) or not value or len(value) > 100:
+        raise SpecError("loads", f"expected a list of 1..100 offered loads, got {describe(value)}")
+    loads = [_positive(x, f"loads[{i}]") for i, x in enumerate(value)]
+    if not isinstance(job, dict) or "generator" not in job:
+        raise SpecError("loads", "an offered-load sweep needs a job generator with a load argument")
+    if len(set(loads)) != len(loads):
+        raise SpecError("loads", "lists a load twice")
+    return loads
+
+
+def _with_load(job: dict, load: float) -> dict:
+    args = dict(job.get("args") or {}) if isinstance(job.get("args") or {}, dict) else job.get("args")
+    if isinstance(args, dict):
+        args["load"] = load
+    return {**job, "args": args}
 
 
 def _name(value: Any) -> str:
@@ -314,6 +356,10 @@ def _save_run(result: RunResult, out_dir: Path, name: str, echo: Callable[[str],
 
 
 def _write_comparison(sc: Scenario, results: list[RunResult], out_dir: Path, echo: Callable[[str], None]) -> None:
+    if sc.loads:
+        from railbed.metrics import load_curve
+
+        (out_dir / "curve.json").write_text(json.dumps(load_curve(results), indent=1) + "\n")
     table = comparison_table(results)
     (out_dir / "comparison.txt").write_text(table + "\n")
     (out_dir / "index.json").write_text(
@@ -346,11 +392,13 @@ def _finish(sc: Scenario, out_dir: Path, scale: dict, plots: bool, echo: Callabl
         write_figures(out_dir, echo)
 
 
-def _simulate(sc: Scenario, spec: SchedulerSpec, engine: str, echo: Callable[[str], None]) -> RunResult:
+def _simulate(
+    sc: Scenario, spec: SchedulerSpec, engine: str, echo: Callable[[str], None], job: Job | None = None
+) -> RunResult:
     from simulator import simulate
 
     echo(f"simulating {spec.run_label} ...")
-    return simulate(sc.job, make(spec), sc.cluster, policy=sc.policy, engine=engine, progress=echo)
+    return simulate(job or sc.job, make(spec), sc.cluster, policy=sc.policy, engine=engine, progress=echo)
 
 
 def run_scenario(
@@ -374,9 +422,9 @@ def run_scenario(
             f"  {sc.job!r}; built in {tb.build_seconds:.1f} s; k = {tb.scale.k:g}; "
             f"policy {tb.policy.name}; latency {tb.latency_mode}"
         )
-        for spec in specs:
+        for spec, job in sc.points(specs):
             echo(f"running {spec.run_label} ...")
-            result = _run_captured(sc, tb, spec, out_dir, echo)
+            result = _run_captured(sc, tb, spec, out_dir, echo, job)
             results.append(result)
             _save_run(result, out_dir, spec.run_label, echo)
         _write_comparison(sc, results, out_dir, echo)
@@ -384,7 +432,9 @@ def run_scenario(
     return results
 
 
-def _run_captured(sc: Scenario, tb, spec: SchedulerSpec, out_dir: Path, echo: Callable[[str], None]) -> RunResult:
+def _run_captured(
+    sc: Scenario, tb, spec: SchedulerSpec, out_dir: Path, echo: Callable[[str], None], job: Job | None = None
+) -> RunResult:
     """One scheduler's emulated run, with the scenario's packet captures (if any) around it."""
     from emulator.capture import Capture
     from emulator.runtime import run
@@ -395,7 +445,7 @@ def _run_captured(sc: Scenario, tb, spec: SchedulerSpec, out_dir: Path, echo: Ca
     notes = []
     try:
         result = run(
-            sc.job,
+            job or sc.job,
             make(spec),
             tb,
             trace=sc.trace,
@@ -424,8 +474,8 @@ def simulate_scenario(
     preflight(sc, specs, out_dir, emulate=False)
     results = []
     with results_dir(sc, out_dir):
-        for spec in specs:
-            results.append(_simulate(sc, spec, engine, echo))
+        for spec, job in sc.points(specs):
+            results.append(_simulate(sc, spec, engine, echo, job))
             _save_run(results[-1], out_dir, spec.run_label, echo)
         _write_comparison(sc, results, out_dir, echo)
         _finish(sc, out_dir, provenance.scale_record(None, None, None), plots, echo)

@@ -24,6 +24,7 @@ from schedulers.dgtp import Dgtp, DgtpOes, DgtpPlace, DistDgl, Mrtf, OmCoflow
 from schedulers.example import SmallFirst
 from schedulers.fifo import Fifo
 from schedulers.hermod import SCHEDULERS as _HERMOD
+from schedulers.leo import SCHEDULERS as _LEO
 from schedulers.tagged import TagPriority
 
 REGISTRY: dict[str, type[Scheduler]] = {
@@ -38,6 +39,7 @@ REGISTRY: dict[str, type[Scheduler]] = {
     "mrtf": Mrtf,
 }
 REGISTRY.update({cls.name: cls for cls in _HERMOD})  # seed 004, chapter 5
+REGISTRY.update({cls.name: cls for cls in _LEO})  # seed 004, chapter 6
 REGISTRY.update({cls.name: cls for cls in _DGCL})  # seed 002
 
 

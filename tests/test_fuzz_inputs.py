@@ -100,6 +100,29 @@ server_group = maybe_dict(
         "nic_rate": field(st.one_of(rates, st.lists(rates, max_size=5))),
         "resources": field(st.dictionaries(st.text(max_size=5), scalars, max_size=3)),
         "intra_host": field(st.sampled_from(["dgx1-v100", "pcie8", "dgx-9"])),
+        "datapath": field(
+            maybe_dict(
+                {
+                    "preset": field(st.sampled_from(["f-nic", "g+f-nic", "bf-3", "bf-9"])),
+                    "model": field(st.sampled_from(["direct", "on-path", "off-path", "sideways"])),
+                    "cpu_cores": field(st.integers(-1, 5000)),
+                    "acc_cores": field(st.integers(-1, 5000)),
+                    "pcie_rate": field(rates),
+                    "jitter": field(st.lists(st.sampled_from(["3us", "9us", "-1us", "x"]), max_size=3)),
+                    "seed": field(st.integers(-1, 3)),
+                    "compute": field(
+                        st.dictionaries(
+                            st.sampled_from(["kvs", "f"]),
+                            st.dictionaries(
+                                st.sampled_from(["cpu", "acc", "gpu"]),
+                                field(st.sampled_from(["1us", "5GB/s", "-2us", "4Gb"])),
+                            ),
+                            max_size=2,
+                        )
+                    ),
+                }
+            )
+        ),
     }
 )
 fabric = maybe_dict(
@@ -184,7 +207,7 @@ job_doc = st.one_of(
 generator_args = st.dictionaries(
     st.sampled_from(
         ["dp", "pp", "tp", "microbatches", "iterations", "fwd", "bwd", "activation", "gradient", "gpus_per_server"]
-        + ["layout", "dscp", "name", "n", "size", "compute", "bogus"]
+        + ["layout", "dscp", "name", "n", "size", "compute", "bogus", "preset", "load", "requests", "arrival"]
     ),
     field(st.one_of(st.integers(0, 6), st.sampled_from(["1ms", "2MB", "rail", None, {"PP": 46, "DP": 0}]))),
     max_size=5,
@@ -229,6 +252,7 @@ scenario_doc = st.one_of(
             "trace": field(st.sampled_from([0, 0.1, -1])),
             "strict": field(st.booleans()),
             "timeout": field(st.sampled_from([10, 0, math.nan])),
+            "loads": field(st.sampled_from([[1e6, 2e6], [], [1e6, 1e6], [-1], "1e6", [math.inf]])),
         }
     ),
     anything,

@@ -4,8 +4,16 @@ import numpy as np
 import pytest
 
 from hwmodels.graph import GB
-from hwmodels.leo import PATH_NAMES, RequestStream, datapath_model, queue_jct, queue_jct_reference
-from hwmodels.plugin import DatapathHostModel, GraphHostModel, Leg, host_model
+from hwmodels.leo import (
+    PATH_NAMES,
+    RequestStream,
+    datapath_model,
+    datapath_spec,
+    host_datapath,
+    queue_jct,
+    queue_jct_reference,
+)
+from hwmodels.plugin import DatapathHost, GraphHostModel, Leg, host_model
 
 
 def stream(model, arrivals, paths, size=0.0, acc=0.0, cpu=0.0, types=None):
@@ -103,6 +111,64 @@ def test_plugin_contract():
     latency = 5e-6  # five hops of 1 us, added once
     assert a.duration - latency == pytest.approx(2 * (alone - latency), rel=1e-6)  # they share QPI
     assert a.inject_rate == float("inf")
-    d = DatapathHostModel(datapath_model("direct"), {"acc": 2e-6})
-    first, second = d.legs([Leg("cpu", "acc", 4096), Leg("cpu", "acc", 4096)])
+    d = DatapathHost(datapath_spec("f-nic", model="direct", acc_cores=1, compute={"f": {"acc": 2e-6}}))
+    first, second = d.legs([Leg("acc", "nic", 4096, work="f"), Leg("acc", "nic", 4096, work="f")])
     assert second.duration > first.duration  # the second waits behind the first
+
+
+@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("kind", ["direct", "on-path", "off-path"])
+def test_stateful_host_legs_match_the_recurrences(seed, kind):
+    """A run's per-server model (legs one at a time, numba step) == (6.1)/(6.2) applied literally
+    to the same host and the same legs (queue_jct_reference), and == the batch kernel."""
+    rng = np.random.default_rng(seed)
+    cpu, acc = int(rng.integers(1, 4)), int(rng.integers(1, 4))
+    spec = datapath_spec("f-nic", model=kind, cpu_cores=cpu, acc_cores=acc, compute={"f": {"cpu": 2e-6, "acc": 1e-6}})
+    host = DatapathHost(spec)
+    n = 300
+    start = np.cumsum(rng.exponential(0.7e-6, n) * (rng.random(n) < 0.8))
+    legs = []
+    for t in range(n):
+        dev = ("cpu", "acc")[int(rng.integers(0, 2))]
+        ends = (dev, "nic") if rng.random() < 0.5 else ("nic", dev)
+        work = "f" if rng.random() < 0.6 else None
+        legs.append(Leg(*ends, float(rng.uniform(0, 8192)), float(start[t]), work))
+    got = np.array([host.leg(lg).duration for lg in legs])
+    model = host_datapath(kind, cpu, acc, spec.pcie_gbps, spec.axi_gbps)
+    names = list(model.paths)
+    compute = np.zeros((n, len(model.elements)))
+    paths = []
+    for t, lg in enumerate(legs):
+        dev = lg.src if lg.dst == "nic" else lg.dst
+        name = f"{lg.src}>{lg.dst}"
+        if lg.work:
+            compute[t, model.index(dev)] = spec.compute["f"][dev]
+        else:
+            name += "/dma"
+        paths.append(names.index(name))
+    st = RequestStream(start, np.arange(n), np.array(paths), np.array([lg.nbytes for lg in legs]), compute)
+    ref, _ = queue_jct_reference(model, st, names)
+    fast, _ = queue_jct(model, st, names)
+    np.testing.assert_allclose(got, ref, rtol=1e-9, atol=1e-15)
+    np.testing.assert_allclose(got, fast, rtol=0, atol=0)
+    assert np.any(got > np.array([host.cost(lg)[0] for lg in legs]) + 1e-12)  # some legs did queue
+
+
+def test_stateful_host_refuses_time_going_back_and_other_legs():
+    host = DatapathHost(datapath_spec("bf-3"))
+    host.leg(Leg("cpu", "nic", 64, 1e-3))
+    with pytest.raises(ValueError, match="before the last"):
+        host.leg(Leg("cpu", "nic", 64, 0.5e-3))
+    with pytest.raises(ValueError, match="between nic and cpu or acc"):
+        host.leg(Leg("cpu", "acc", 64, 2e-3))
+
+
+def test_presets_carry_the_calibration():
+    f = datapath_spec("f-nic")
+    assert f.cpu_cores / f.compute["kvs"]["cpu"] == pytest.approx(8 / 16 * 23.0e6)  # 23.0 Mops on 16 cores
+    assert f.acc_cores / f.compute["kvs"]["acc"] == pytest.approx(71.8e6)  # 71.8 Mops on 24 cores
+    b = datapath_spec("bf-3")
+    assert 4 * b.compute["compress"]["cpu"] == pytest.approx(0.89e-3)
+    assert 4 * b.compute["compress"]["acc"] == pytest.approx(2.18e-3)
+    assert (b.pcie_gbps, b.nic_gbit, datapath_spec("g+f-nic").model) == (25.6, 200.0, "direct")
+    assert b.work_time("reduce", "cpu", 5e9) == pytest.approx(1.0)  # 5 GB at 5 GB/s

@@ -22,6 +22,8 @@ from workloads.gnn_fullgraph import gnn_fullgraph
 from workloads.llm import hybrid_parallel
 from workloads.moe import item_estimate as _moe_items
 from workloads.moe import moe_training
+from workloads.requests import presets as _request_presets
+from workloads.requests import requests
 from workloads.synthetic import all_to_all
 
 GENERATORS: dict[str, Callable[..., Job]] = {
@@ -30,6 +32,7 @@ GENERATORS: dict[str, Callable[..., Job]] = {
     "gnn_training": gnn_training,
     "gnn_fullgraph": gnn_fullgraph,
     "moe_training": moe_training,
+    "requests": requests,
 }
 SIZE_ARGS = {"activation", "gradient", "size"}
 TIME_ARGS = {"fwd", "bwd", "compute", "t_store", "t_sample", "t_train", "t_update"}
@@ -46,6 +49,13 @@ def _hybrid_items(dp=4, pp=1, microbatches=1, iterations=1, tp=1, **_) -> int:
 
 def _a2a_items(n=4, iterations=1, **_) -> int:
     return iterations * n * n
+
+
+def _request_items(preset="kvs-c", requests=2000, **_) -> int:
+    """requests' items: per request its arrival task and two flows per round trip."""
+    types = _request_presets().get(preset, ())
+    trips = max((len(t.round_trips) for t in types), default=1)
+    return requests * (1 + 2 * trips)
 
 
 def _gnn_items(machines=4, workers=6, samplers_per_worker=2, iterations=10, **_) -> int:
@@ -65,6 +75,7 @@ SIZE_HINTS: dict[str, Callable[..., int]] = {
     "all_to_all": _a2a_items,
     "gnn_training": _gnn_items,
     "moe_training": _moe_items,
+    "requests": _request_items,
 }
 
 

@@ -1,0 +1,77 @@
+"""LEO's scenarios: offered-load sweeps (loads), request metrics, latency/throughput figures, claims."""
+
+import csv
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from railbed.errors import SpecError
+from railbed.metrics import request_latencies, request_throughput
+from railbed.spec import ClusterSpec
+from scenarios.reproduce import load_claims, reproduce_paper
+from scenarios.runner import Scenario, simulate_scenario
+from schedulers import by_name
+from simulator import simulate
+from workloads.requests import requests
+
+LEO = Path(__file__).resolve().parent.parent / "scenarios" / "leo"
+
+
+def tiny(loads=(2e6, 4e6), n=120):
+    data = yaml.safe_load((LEO / "kvs.yaml").read_text())
+    data["job"]["args"]["requests"] = n
+    data["loads"] = list(loads)
+    data["schedulers"] = ["leo", "acc-only"]
+    return Scenario.from_dict(data, LEO)
+
+
+def test_loads_make_one_run_per_scheduler_and_load():
+    sc = tiny()
+    points = sc.points(sc.schedulers)
+    assert [s.run_label for s, _ in points] == ["leo@2e+06", "acc-only@2e+06", "leo@4e+06", "acc-only@4e+06"]
+    assert points[0][1].name == "kvs-c-2e+06rps" and points[2][1].name == "kvs-c-4e+06rps"
+    for bad, field in (([], "loads"), ([1e6, -1.0], "loads[1]"), ([1e6, 1e6], "loads")):
+        with pytest.raises(SpecError) as err:
+            tiny(bad)
+        assert err.value.field == field
+
+
+def test_sweep_writes_the_curve_and_its_figures(tmp_path):
+    sc = tiny()
+    results = simulate_scenario(sc, tmp_path / "out", echo=lambda _m: None)
+    curve = json.loads((tmp_path / "out" / "curve.json").read_text())
+    assert set(curve) == {"leo", "acc-only"}
+    assert [p["load"] for p in curve["leo"]] == [2e6, 4e6]
+    run = {r.scheduler: r for r in results}["acc-only@4e+06"]
+    lat = sorted(request_latencies(run))
+    assert len(lat) == 120
+    assert curve["acc-only"][1]["p50"] == lat[60] and curve["acc-only"][1]["p99"] == lat[118]
+    with open(tmp_path / "out" / "figures" / "latency-load.csv") as f:
+        rows = list(csv.DictReader(f))
+    got = {(r["scheduler"], float(r["load"])): (float(r["p50_s"]), float(r["p99_s"])) for r in rows}
+    assert got[("acc-only", 4e6)] == (lat[60], lat[118])
+    assert (tmp_path / "out" / "figures" / "throughput-load.png").exists()
+    assert not list((tmp_path / "out" / "figures").glob("timeline-*"))  # no per-run timelines in a sweep
+
+
+def test_throughput_is_the_offered_load_below_capacity_and_capped_above():
+    cluster = ClusterSpec.load(LEO / "cluster-f-nic-off-path.yaml")
+    low = simulate(requests("kvs-c", load=5e6, requests=1500, arrival="constant"), by_name("cpu-only"), cluster)
+    assert request_throughput(low) == pytest.approx(5e6, rel=0.02)
+    high = simulate(requests("kvs-c", load=40e6, requests=1500, arrival="constant"), by_name("cpu-only"), cluster)
+    assert request_throughput(high) == pytest.approx(8 * 23.0e6 / 16, rel=0.03)  # 8 cores at 23.0 Mops per 16
+
+
+def test_leo_claims_parse_and_outside_systems_are_not_reproduced(tmp_path):
+    title, claims = load_claims(LEO / "claims.yaml")
+    assert title.startswith("LEO")
+    outside = [c for c in claims if c.not_reproduced]
+    assert {c.claim.split(",")[0] for c in outside} >= {"KVS", "DML"}
+    (tmp_path / "leo").mkdir()
+    (tmp_path / "leo" / "claims.yaml").write_text(
+        "claims:\n- {claim: over NCCL, paper: 4.08x, not_reproduced: NCCL is not built here}\n"
+    )
+    _, rows = reproduce_paper("leo", tmp_path / "out", False, False, lambda _m: None, claims_dir=tmp_path)
+    assert (rows[0].verdict, rows[0].fidelity, rows[0].value) == ("not reproduced here", "NCCL is not built here", None)
