@@ -45,10 +45,18 @@ HOST_SYSCTLS = (
     # and delayed the ACKs of reverse flows by tens of real ms).
     "net.ipv4.tcp_limit_output_bytes=131072",
 )
-# The kernel's minimum TCP retransmission timeout (real seconds; not changed: a 5 ms floor set
-# as the route metric ``rto_min`` turned strict-priority starvation, which lasts up to a flow's
-# real duration, into 5-6 spurious timeouts per run of examples/scenarios/crosscheck-small.yaml).
-RTO_MIN = 0.2
+# The floor of TCP's retransmission timeout on a server's routes (real seconds). Linux's timers do
+# not scale with k: at the default 200 ms, a lost tail packet stalled its flow for 200 ms real (the
+# retransmission timeout, or the tail loss probe, which waits 200 ms when one packet is out, never
+# past the retransmission timeout): 200/k ms of model time. At k = 1000 two 170 us pipeline flows
+# took 375-420 us (the backends-agree test's flake: retransmits, no timeout counted, so the probe).
+# At 5 ms, low-priority flows that strict priority starves longer than srtt + 5 ms get spurious
+# timeouts (5-6 per tag-priority run of crosscheck-small): each resends a packet and restarts slow
+# start, a few RTTs at these rates, against 200 ms per tail loss. Set as the route metric
+# ``rto_min`` (locked), which every kernel honours (``ip route ... rto_min 5ms``).
+RTO_MIN = 0.005
+RTAX_RTO_MIN = 13  # linux/rtnetlink.h
+HOST_ROUTE_METRICS = {"RTAX_RTO_MIN": round(RTO_MIN * 1000), "RTAX_LOCK": 1 << RTAX_RTO_MIN}
 ROUTER_SYSCTLS = HOST_SYSCTLS[:2] + ("net.ipv4.ip_forward=1",)
 
 
@@ -91,18 +99,20 @@ def _prefix(cidr: str) -> tuple[str, int]:
     return addr, int(length)
 
 
-def _multipath(ipr, table: int, hops: list[tuple[str, int]]) -> None:
+def _multipath(ipr, table: int, hops: list[tuple[str, int]], metrics: dict) -> None:
     dst, length = _prefix(CLUSTER_PREFIX)
     if len(hops) == 1:
-        ipr.route("add", dst=dst, dst_len=length, table=table, gateway=hops[0][0], oif=hops[0][1])
+        ipr.route("add", dst=dst, dst_len=length, table=table, gateway=hops[0][0], oif=hops[0][1], metrics=metrics)
     else:
-        ipr.route("add", dst=dst, dst_len=length, table=table, multipath=[{"gateway": g, "oif": i} for g, i in hops])
+        multipath = [{"gateway": g, "oif": i} for g, i in hops]
+        ipr.route("add", dst=dst, dst_len=length, table=table, multipath=multipath, metrics=metrics)
 
 
 class _RailbedNode:
     """Shared configuration steps (mixed into Mininet node classes)."""
 
     sysctls: tuple[str, ...] = ()  # role-specific, on top of BASE_SYSCTLS set at registration
+    route_metrics: dict = {}  # on every route the node adds
     pid: int
     name: str
 
@@ -138,32 +148,36 @@ class _RailbedNode:
                 ipr.link("set", index=index[i.ifname], state="up")
                 if i.plan is not None:
                     apply_plan(ipr, index[i.ifname], i.plan)
+            metrics = self.route_metrics
             for t in cfg.tables:
                 net, length = _prefix(t.subnet)
                 ipr.route(
-                    "add", dst=net, dst_len=length, table=t.table, oif=index[t.ifname], scope=253, prefsrc=t.source
-                )
+                    "add", dst=net, dst_len=length, table=t.table, oif=index[t.ifname], scope=253, prefsrc=t.source,
+                    metrics=metrics,
+                )  # fmt: skip
                 if t.gateways:
-                    _multipath(ipr, t.table, [(g, index[t.ifname]) for g in t.gateways])
+                    _multipath(ipr, t.table, [(g, index[t.ifname]) for g in t.gateways], metrics)
                 ipr.rule("add", table=t.table, priority=1000 + t.table, src=t.source, src_len=32)
                 for spine, gateway in enumerate(t.gateways if len(t.gateways) > 1 else ()):
                     pinned = spine_table(t.nic, spine)
                     ipr.route(
-                        "add", dst=net, dst_len=length, table=pinned, oif=index[t.ifname], scope=253, prefsrc=t.source
-                    )
-                    _multipath(ipr, pinned, [(gateway, index[t.ifname])])
+                        "add", dst=net, dst_len=length, table=pinned, oif=index[t.ifname], scope=253, prefsrc=t.source,
+                        metrics=metrics,
+                    )  # fmt: skip
+                    _multipath(ipr, pinned, [(gateway, index[t.ifname])], metrics)
                     ipr.rule(
                         "add", table=pinned, priority=500, src=t.source, src_len=32,
                         fwmark=spine_mark(spine), fwmask=0xFFFFFFFF,
                     )  # fmt: skip
             if cfg.main_gateways:
-                _multipath(ipr, 254, [(g, index[ifn]) for g, ifn in cfg.main_gateways])
+                _multipath(ipr, 254, [(g, index[ifn]) for g, ifn in cfg.main_gateways], metrics)
 
 
 class ServerHost(_RailbedNode, Host):
     """A server of the cluster (see module docstring)."""
 
     sysctls = HOST_SYSCTLS
+    route_metrics = HOST_ROUTE_METRICS
 
     def __init__(self, name: str, **params) -> None:
         Host.__init__(self, name, **params)

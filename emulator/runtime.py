@@ -43,7 +43,7 @@ from emulator.testbed import Testbed
 from railbed.dispatch import Action, Dispatcher, SetDscp, SetRate, StartFlow, StartWait
 from railbed.errors import RunFailed
 from railbed.job import Flow, Job
-from railbed.results import RunResult
+from railbed.results import RunResult, percentile
 from railbed.scheduler import Scheduler
 from railbed.topology import spine_mark
 from railbed.units import GOODPUT_FRACTION
@@ -132,6 +132,9 @@ class _Run:
         flows = [it for it in job.items.values() if isinstance(it, Flow)]
         self.persistent = bool(flows) and all("request" in f.tags for f in flows)
         self.answered: set[str] = set()
+        # real seconds between a flow's start in model time and the controller sending it (its
+        # record's duration includes this: the dispatcher logs the start at the model time)
+        self.start_lags: list[tuple[float, str]] = []
         self.connections = 0
 
     # ------------------------------------------------------------- top level
@@ -201,6 +204,11 @@ class _Run:
             sampler.samples, real, model, classes, solo, self.tcp, RTO_MIN / self.k
         )
         result.link_series = link_series(sampler.samples, real, self.t0, self.k)
+        lags = sorted(self.start_lags)
+        if lags:  # model seconds
+            result.fidelity["start_lag_median"] = percentile([lag for lag, _ in lags], 50) / self.k
+            result.fidelity["start_lag_max"] = lags[-1][0] / self.k
+            result.fidelity["start_lag_worst"] = lags[-1][1]
         if sampler.error:
             result.notes.append(f"fidelity sampler stopped early: {sampler.error}")
 
@@ -322,6 +330,7 @@ class _Run:
                 self._send(a.server, {"op": "wait", "key": a.key, "until": self._real(self.now + a.seconds)})
             elif isinstance(a, StartFlow):
                 self.by_index[a.index] = a
+                self.start_lags.append((time.monotonic() - self._real(self.now), a.id))
                 delay = topo.one_way_latency(a.src, a.dst) if agents_delay else 0.0
                 msg = {
                     "op": "send",

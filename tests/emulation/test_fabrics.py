@@ -4,6 +4,7 @@ uses both spines) and heterogeneous NIC rates, on real namespaces and tc."""
 import pytest
 
 from emulator.loadtest import Flow, measure
+from emulator.nodes import RTO_MIN
 from emulator.testbed import Testbed
 from railbed.spec import ClusterSpec
 
@@ -20,6 +21,10 @@ def uplinks(tb):
 
 def test_rail_optimized_routing():
     with Testbed(RAIL, scale=5000) as tb:  # 20 Mbit/s real per link
+        # every route a server added (NIC tables, spine-pinned tables) floors TCP's RTO at RTO_MIN
+        routes = [r for r in tb.node("h0").cmd("ip route show table all").splitlines() if "proto static" in r]
+        assert len(routes) >= 4 + 4 * 2, routes
+        assert all(f"rto_min lock {RTO_MIN * 1000:g}ms" in r for r in routes), routes
         watch = spine_egress(tb) + uplinks(tb)
         same = measure(
             tb, [Flow((0, 0), (1, 0)), Flow((2, 1), (3, 1)), Flow((0, 2), (3, 2))], watch, warmup=1.0, window=2.0
