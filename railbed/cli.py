@@ -181,7 +181,9 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
     from scenarios.reproduce import reproduce
 
     readme = Path(args.readme) if args.readme else None
-    reproduce(args.paper, Path(args.out), quick=args.quick, emulate=args.emulate, echo=_say, readme=readme)
+    reproduce(
+        args.paper, Path(args.out), quick=args.quick, emulate=args.emulate, echo=_say, readme=readme, resume=args.resume
+    )
     return 0
 
 
@@ -270,6 +272,9 @@ def build_parser() -> argparse.ArgumentParser:
     rp.add_argument("--emulate", action="store_true", help="also the emulated and crosscheck rows (root)")
     rp.add_argument("--out", default="reproduction", help="where the runs and REPRODUCTION.md go")
     rp.add_argument("--readme", default=None, help="also rewrite this README's reproduce:begin/end block")
+    rp.add_argument(
+        "--resume", action="store_true", help="reuse runs in --out that finished with the same scenario.yaml"
+    )
     rp.set_defaults(func=cmd_reproduce)
 
     k = sub.add_parser("clean", help="remove what a killed run left behind (root)")

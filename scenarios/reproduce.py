@@ -14,7 +14,8 @@ Each paper keeps its claims in ``scenarios/<paper>/claims.yaml``::
         bound: {min: -0.10, max: 0.10}       # the claim holds when the measurement is inside
         unit: percent                        # percent | time | number | ratio (with relative_to:
                                              # metric / metric(relative_to), shown as 4.45x)
-        quick: {job.args.microbatches: 1}    # dotted overrides for --quick (small and fast)
+        set: {schedulers: [fifo]}            # dotted overrides for every run of this row (say why in note)
+        quick: {job.args.microbatches: 1}    # dotted overrides for --quick (small and fast), after set
       - claim: 1.5x over DrTM-KV
         paper: "~1.5x"
         not_reproduced: DrTM-KV is an outside system; its pattern is not built here
@@ -22,7 +23,10 @@ Each paper keeps its claims in ``scenarios/<paper>/claims.yaml``::
 Rows are grouped by (scenario, backend, quick overrides), so one run
 serves every row that reads it. Simulated rows run by default; emulated
 and crosscheck rows need ``--emulate`` (root; one testbed per machine) and
-are listed as skipped otherwise. Each run is a normal results directory
+are listed as skipped otherwise. ``--resume`` reuses a group's finished
+results directory when its ``scenario.yaml`` is the one the row would run
+(so a long ``--emulate`` report can be stopped and taken up again; each
+run's ``provenance.json`` names the commit it was made with). Each run is a normal results directory
 (figures included) under ``--out`` (default ``reproduction/``), and
 ``REPRODUCTION.md`` there has, per paper, a table: claim, paper, railbed,
 verdict (holds / does not hold / measured), fidelity (the emulator's
@@ -63,8 +67,8 @@ PAPERS = ("platform", "dgtp", "hermod", "leo", "dgcl")
 HERE = Path(__file__).resolve().parent
 BACKENDS = ("simulate", "emulate", "crosscheck")
 CLAIM_KEYS = {
-    "claim", "paper", "scenario", "backend", "scheduler", "metric", "relative_to", "bound", "unit", "quick", "note",
-    "not_reproduced",
+    "claim", "paper", "scenario", "backend", "scheduler", "metric", "relative_to", "bound", "unit", "set", "quick",
+    "note", "not_reproduced",
 }  # fmt: skip
 UNITS = ("percent", "time", "number", "ratio")
 BEGIN, END = "<!-- reproduce:begin -->", "<!-- reproduce:end -->"
@@ -93,11 +97,12 @@ class Claim:
     bound: dict[str, float] = field(default_factory=dict)
     unit: str = "number"
     quick: dict[str, Any] = field(default_factory=dict)
+    set: dict[str, Any] = field(default_factory=dict)  # overrides for every run of the row
     note: str | None = None
     not_reproduced: str | None = None  # why railbed does not measure this row (an outside system's baseline)
 
     def run_key(self, quick: bool) -> str:
-        overrides = json.dumps(self.quick if quick else {}, sort_keys=True, default=str)
+        overrides = json.dumps([self.set, self.quick if quick else {}], sort_keys=True, default=str)
         digest = hashlib.sha1(f"{self.scenario}|{self.backend}|{overrides}".encode()).hexdigest()[:6]
         return f"{self.scenario.stem}-{self.backend}{'-quick' if quick else ''}-{digest}"
 
@@ -170,28 +175,45 @@ def _claim(raw: Any, base: Path, where: str) -> Claim:
         relative_to=raw.get("relative_to"),
         bound={k: float(v) for k, v in bound.items()},
         unit=unit,
-        quick=dict(raw.get("quick") or {}),
+        quick=_overrides(raw.get("quick"), f"{where}.quick"),
+        set=_overrides(raw.get("set"), f"{where}.set"),
         note=str(raw["note"]) if raw.get("note") is not None else None,
     )
 
 
+def _overrides(raw: Any, where: str) -> dict[str, Any]:
+    if raw is None:
+        return {}
+    if not isinstance(raw, dict) or not all(isinstance(k, str) for k in raw):
+        raise SpecError(where, "expected a mapping of dotted key (job.args.iterations) to value")
+    return dict(raw)
+
+
 # -------------------------------------------------------------------- runs
 def _scenario(claim: Claim, quick: bool):
-    """The claim's scenario with its --quick overrides, cluster inline (a self-contained scenario.yaml)."""
+    """The claim's scenario with its ``set`` and --quick overrides, cluster inline (a self-contained scenario.yaml)."""
     from scenarios.runner import Scenario
     from scenarios.sweep import _scenario_mapping, set_dotted
 
     data, base = _scenario_mapping(str(claim.scenario), Path("."))
-    for key, value in (claim.quick if quick else {}).items():
-        set_dotted(data, key, copy.deepcopy(value), f"quick.{key}")
+    for name, overrides in (("set", claim.set), ("quick", claim.quick if quick else {})):
+        for key, value in overrides.items():
+            set_dotted(data, key, copy.deepcopy(value), f"{name}.{key}")
     return Scenario.from_dict(data, base)
 
 
-def run_group(claim: Claim, quick: bool, out: Path, echo: Callable[[str], None]) -> dict[str, Any]:
-    """Run the scenario behind ``claim`` once; return what its rows read (results, crosschecks)."""
+def run_group(
+    claim: Claim, quick: bool, out: Path, echo: Callable[[str], None], resume: bool = False
+) -> dict[str, Any]:
+    """Run the scenario behind ``claim`` once; return what its rows read (results, crosschecks).
+    With ``resume``, an earlier finished run of the same scenario in ``out`` is read instead."""
     from scenarios.runner import crosscheck_scenario, run_scenario, simulate_scenario
 
     sc = _scenario(claim, quick)
+    got = _finished(sc, claim.backend, out) if resume else None
+    if got is not None:
+        echo(f"  {claim.backend} {claim.scenario.name}: finished earlier in {out} (--resume)")
+        return got
     quiet = lambda _msg: None  # noqa: E731 - the scenario's own progress is in its directory
     echo(f"  {claim.backend} {claim.scenario.name}{' (quick)' if quick else ''} -> {out}")
     if claim.backend == "simulate":
@@ -201,6 +223,28 @@ def run_group(claim: Claim, quick: bool, out: Path, echo: Callable[[str], None])
     checks = crosscheck_scenario(sc, out, echo=quiet)
     runs = [RunResult.load(out / s.run_label / "result.json") for s in sc.schedulers]
     return {"runs": runs, "checks": checks}
+
+
+def _finished(sc, backend: str, out: Path) -> dict[str, Any] | None:
+    """What :func:`run_group` returns, read from ``out`` if a run of exactly ``sc`` finished there."""
+    from scenarios.runner import PARTIAL
+
+    saved = out / "scenario.yaml"
+    if (out / PARTIAL).exists() or not saved.exists():
+        return None
+    if yaml.safe_load(saved.read_text()) != yaml.safe_load(yaml.safe_dump(sc.source or {}, sort_keys=False)):
+        return None
+    labels = [spec.run_label for spec, _job in sc.points(sc.schedulers)]
+    names = ("result.json", "simulated.json") if backend == "crosscheck" else ("result.json",)
+    paths = [[out / label / name for name in names] for label in labels]
+    if not all(p.exists() for group in paths for p in group):
+        return None
+    runs = [RunResult.load(group[0]) for group in paths]
+    if backend != "crosscheck":
+        return {"runs": runs}
+    from simulator.crosscheck import compare
+
+    return {"runs": runs, "checks": [compare(r, RunResult.load(g[1])) for r, g in zip(runs, paths)]}
 
 
 def measure(claim: Claim, got: dict[str, Any]) -> tuple[float, str]:
@@ -247,7 +291,13 @@ def fmt_value(claim: Claim, value: float | None) -> str:
 
 # ------------------------------------------------------------------ report
 def reproduce_paper(
-    paper: str, out: Path, quick: bool, emulate: bool, echo: Callable[[str], None], claims_dir: Path = HERE
+    paper: str,
+    out: Path,
+    quick: bool,
+    emulate: bool,
+    echo: Callable[[str], None],
+    claims_dir: Path = HERE,
+    resume: bool = False,
 ) -> tuple[str, list[Row]]:
     """Run one paper's claims; return (title, rows). No claims file: ("not built yet", [])."""
     path = claims_dir / paper / "claims.yaml"
@@ -273,7 +323,7 @@ def reproduce_paper(
         key = claim.run_key(quick)
         row.run_dir = out / paper / key
         if key not in groups:
-            groups[key] = run_group(claim, quick, row.run_dir, echo)
+            groups[key] = run_group(claim, quick, row.run_dir, echo, resume)
         row.value, row.fidelity = measure(claim, groups[key])
         row.verdict = verdict(claim, row.value)
         cmd = {"simulate": "railbed simulate", "emulate": "sudo railbed run", "crosscheck": "sudo railbed crosscheck"}
@@ -378,6 +428,7 @@ def reproduce(
     echo: Callable[[str], None] = print,
     readme: Path | None = None,
     claims_dir: Path = HERE,
+    resume: bool = False,
 ) -> Path:
     """Run the claims of ``which`` (a paper or ``all``) and write ``out/REPRODUCTION.md``."""
     from railbed import provenance
@@ -389,7 +440,7 @@ def reproduce(
     out.mkdir(parents=True, exist_ok=True)
     sections = []
     for paper in papers:
-        title, rows = reproduce_paper(paper, out, quick, emulate, echo, claims_dir)
+        title, rows = reproduce_paper(paper, out, quick, emulate, echo, claims_dir, resume)
         sections.append((paper, title, rows))
     report = out / "REPRODUCTION.md"
     report.write_text(render(sections, out, quick, emulate, time.perf_counter() - t0))

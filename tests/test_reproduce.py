@@ -100,6 +100,7 @@ def test_report_from_a_tiny_claims_file(tmp_path):
         (f"{{claim: x, scenario: {SCENARIO}, metric: makespan}}", "claims[0].paper"),
         (f"{{claim: x, paper: y, scenario: {SCENARIO}, metric: makespan, bound: {{most: 1}}}}", "claims[0].bound"),
         (f"{{claim: x, paper: y, scenario: {SCENARIO}, metric: makespan, colour: red}}", "claims[0].colour"),
+        (f"{{claim: x, paper: y, scenario: {SCENARIO}, metric: makespan, set: [1]}}", "claims[0].set"),
     ],
 )
 def test_bad_claims_name_the_field(tmp_path, claim, field):
@@ -159,3 +160,42 @@ def test_ratio_unit_reports_one_metric_over_another(tmp_path):
     )
     with pytest.raises(SpecError, match="relative_to"):
         load_claims(path)  # a plain makespan shown as "2x" would read as a ratio
+
+
+SET_CLAIM = f"""
+claims:
+  - claim: FIFO alone
+    paper: "-"
+    scenario: {SCENARIO}
+    scheduler: fifo
+    metric: makespan
+    set: {{schedulers: [fifo]}}
+    quick: {{job.args.gradient: 1MB}}
+"""
+
+
+def test_set_overrides_every_run_and_resume_reads_a_finished_run(tmp_path):
+    papers = tmp_path / "papers"
+    (papers / "dgtp").mkdir(parents=True)
+    (papers / "dgtp" / "claims.yaml").write_text(SET_CLAIM)
+    out = tmp_path / "out"
+    said = []
+    reproduce("dgtp", out, quick=True, echo=said.append, claims_dir=papers)
+    [run_dir] = list((out / "dgtp").iterdir())
+    assert sorted(p.name for p in run_dir.iterdir() if (p / "result.json").exists()) == ["fifo"]  # set: one run
+    first = (run_dir / "fifo" / "result.json").read_text()
+    # --resume reads the finished run: the result file is not rewritten, the row is the same
+    said.clear()
+    reproduce("dgtp", out, quick=True, echo=said.append, claims_dir=papers, resume=True)
+    assert any("--resume" in line for line in said)
+    assert (run_dir / "fifo" / "result.json").read_text() == first
+    # an unfinished run (PARTIAL marker) is run again, not read
+    (run_dir / "PARTIAL").write_text("killed\n")
+    said.clear()
+    reproduce("dgtp", out, quick=True, echo=said.append, claims_dir=papers, resume=True)
+    assert not any("--resume" in line for line in said) and not (run_dir / "PARTIAL").exists()
+    # another scenario under the same key (its saved scenario.yaml differs) is run again too
+    (run_dir / "scenario.yaml").write_text((run_dir / "scenario.yaml").read_text().replace("1MB", "2MB"))
+    said.clear()
+    reproduce("dgtp", out, quick=True, echo=said.append, claims_dir=papers, resume=True)
+    assert not any("--resume" in line for line in said)
