@@ -49,6 +49,7 @@ from __future__ import annotations
 import contextlib
 import json
 import math
+import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -290,6 +291,19 @@ def check_pins(job: Job, cluster: ClusterSpec) -> None:
             raise SpecError(f"{where}.nic", f"NIC {ep.pin.nic}, but server {ep.pin.server} has {nics} (0..{nics - 1})")
 
 
+def _check_out(out_dir: Path) -> None:
+    """The results directory can be made: it, or its nearest existing parent, is a writable directory."""
+    if out_dir.exists() and not out_dir.is_dir():
+        raise SpecError("--out", f"{describe(str(out_dir))} exists and is not a directory")
+    parent = out_dir
+    while not parent.exists() and parent != parent.parent:
+        parent = parent.parent
+    if not parent.is_dir():
+        raise SpecError("--out", f"{describe(str(parent))} is a file, so {describe(str(out_dir))} cannot be made")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise SpecError("--out", f"{describe(str(parent))} is not writable")
+
+
 def preflight(
     sc: Scenario, specs: list[SchedulerSpec], out_dir: Path, scale: float | None = None, emulate: bool = True
 ):
@@ -312,8 +326,7 @@ def preflight(
             check_placement(sc.job, sc.cluster, sched.place(sc.job.public(), sc.cluster))
         except SchedulerError as exc:
             raise SpecError(f"schedulers[{i}]", f"{name} cannot place this job: {exc}") from None
-    if out_dir.exists() and not out_dir.is_dir():
-        raise SpecError("--out", f"{describe(str(out_dir))} exists and is not a directory")
+    _check_out(out_dir)
     if not emulate:
         return None
     topo = Topology(sc.cluster)

@@ -42,6 +42,8 @@ class GraphAllgather(Scheduler):
     name = "graph-allgather"
 
     def __init__(self, seed: int = 0) -> None:
+        if seed < 0:  # numpy's generators take non-negative seeds
+            raise SpecError("seed", f"must be >= 0, got {seed!r}")
         self.seed = seed
         self._members: dict[str, list[str]] = {}
         # the job and cluster the caches are of, held (an id may be reused once a run's objects are freed)

@@ -361,17 +361,28 @@ class FixedOes(Oes):
         return self.placement
 
 
-def _check_args(beta: float, mu: float, iterations: int, eval_iterations: int, cost_unit: float) -> None:
+# ETP runs before the clock starts (in pre-flight too): 10x the paper's settings at most. The
+# fast evaluator makes about 1200 steps/s on the testbed job (bench/bench_dgtp.py), so the
+# largest search takes minutes, not the hours an unbounded count could.
+MAX_STEPS = 100_000
+MAX_EVAL_ITERATIONS = 200
+
+
+def _check_args(beta: float, mu: float, iterations: int, eval_iterations: int, cost_unit: float, seed: int = 0) -> None:
     if not cost_unit > 0:
         raise SpecError("cost_unit", f"must be > 0 seconds, got {cost_unit!r}")
     if not beta > 0:
         raise SpecError("beta", f"must be > 0 (§V-B), got {beta!r}")
     if not mu >= 0:
         raise SpecError("mu", f"must be >= 0 (eq. 22), got {mu!r}")
-    if iterations < 0:
-        raise SpecError("iterations", f"must be >= 0, got {iterations!r}")
-    if eval_iterations < 1:
-        raise SpecError("eval_iterations", f"must be >= 1, got {eval_iterations!r}")
+    if not 0 <= iterations <= MAX_STEPS:
+        raise SpecError("iterations", f"must be in 0..{MAX_STEPS} (the paper: 10000), got {iterations!r}")
+    if not 1 <= eval_iterations <= MAX_EVAL_ITERATIONS:
+        raise SpecError(
+            "eval_iterations", f"must be in 1..{MAX_EVAL_ITERATIONS} (the paper: 20), got {eval_iterations!r}"
+        )
+    if seed < 0:
+        raise SpecError("seed", f"must be >= 0, got {seed!r}")
 
 
 class _DgtpPlacement:
@@ -386,7 +397,7 @@ class _DgtpPlacement:
         eval_iterations: int = 20,
         cost_unit: float = 1e-3,
     ) -> None:
-        _check_args(beta, mu, iterations, eval_iterations, cost_unit)
+        _check_args(beta, mu, iterations, eval_iterations, cost_unit, seed)
         self.beta, self.mu, self.iterations, self.seed = beta, mu, iterations, seed
         self.eval_iterations, self.cost_unit = eval_iterations, cost_unit
         self.search: dict = {}

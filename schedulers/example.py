@@ -17,6 +17,8 @@ class SmallFirst(Scheduler):
     def __init__(self, limit: int = 4, chunk: int = 1 << 30) -> None:
         if limit < 1:
             raise SpecError("limit", f"must be at least 1, got {limit}")
+        if chunk < 1 << 20:  # a sub-flow per chunk: smaller ones would flood the run with sub-flows
+            raise SpecError("chunk", f"must be at least 1 MiB (1048576 bytes), got {chunk}")
         self.limit, self.chunk = limit, chunk
         self.times: dict[str, float] = {}  # flow id -> completion time, from on_done
 

@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import functools
+import math
+import time
+from pathlib import Path
+
 import pytest
 
 from railbed import machine
@@ -12,7 +17,11 @@ from railbed.spec import ClusterSpec
 from railbed.topology import Topology, default_scale
 from railbed.units import RateScale
 from scenarios.runner import PARTIAL, Scenario, preflight, results_dir, simulate_scenario
-from schedulers import REGISTRY, SchedulerSpec, TagPriority
+from scenarios.sweep import _scenario_mapping, set_dotted
+from schedulers import REGISTRY, SchedulerSpec, TagPriority, _parameters, make
+from simulator import simulate
+
+SECONDS = 20.0  # pre-flight with an accepted argument: ETP, SPST or a MILP on a small job takes ~1 s
 
 CLUSTER = {"servers": [{"count": 4, "nics": 2, "nic_rate": "100Gbit"}], "fabric": {"type": "rail_optimized"}}
 
@@ -121,3 +130,73 @@ def test_simulate_writes_nothing_for_bad_input(tmp_path):
     sc = scenario(two_endpoint_job(tags={"dscp": 46}), ["tag-priority"])
     simulate_scenario(sc, tmp_path / "out", echo=lambda _: None)
     assert (tmp_path / "out" / "index.json").exists() and not (tmp_path / "out" / PARTIAL).exists()
+
+
+def test_an_out_directory_under_a_file_is_named_before_anything_runs(tmp_path):
+    (tmp_path / "f").write_text("a file\n")
+    with pytest.raises(SpecError) as err:
+        preflight(scenario(two_endpoint_job()), specs("fifo"), tmp_path / "f" / "out", emulate=False)
+    assert err.value.field == "--out" and "is a file" in err.value.message
+    preflight(scenario(two_endpoint_job()), specs("fifo"), tmp_path / "new" / "deeper", emulate=False)  # fine
+
+
+# ---------------------------------------------------- scheduler arguments at their extremes
+ROOT = Path(__file__).resolve().parent.parent
+EXTREMES = [-1, 0, 1, 3, 2**31, 2**63, 10**12, 1e-300, 1e300, -0.0, math.nan, math.inf, True, "7", None]
+# a scenario each scheduler can place (pre-flight runs its place(): ETP, SPST, ...); base arguments keep
+# ETP short where the fuzzed argument is not the step count
+SCENARIOS = {
+    "schedulers.dgtp": (
+        ROOT / "scenarios/dgtp/testbed-products.yaml",
+        {"job.args.iterations": 1, "job.args.max_edges": 20000, "job.args.profile": 3},
+        {"iterations": 50, "eval_iterations": 2},
+    ),
+    "schedulers.dgcl": (ROOT / "scenarios/dgcl/testbed-dgx1x2-web-google.yaml", {}, {}),
+    "schedulers.leo": (ROOT / "scenarios/leo/kvs.yaml", {}, {}),
+}
+DEFAULT_SCENARIO = (ROOT / "examples/scenarios/crosscheck-small.yaml", {}, {})
+
+
+def _fuzz_cases():
+    for name, cls in sorted(REGISTRY.items()):
+        for arg in _parameters(cls):
+            for value in EXTREMES:
+                yield pytest.param(name, arg, value, id=f"{name}-{arg}-{value!r:.12}")
+
+
+@functools.cache
+def _scenario_for(module: str) -> tuple[Scenario, dict]:
+    path, overrides, base = SCENARIOS.get(module, DEFAULT_SCENARIO)
+    data, where = _scenario_mapping(str(path), Path("."))
+    for key, value in overrides.items():
+        set_dotted(data, key, value, key)
+    return Scenario.from_dict(data, where), base
+
+
+@pytest.mark.parametrize("name, arg, value", list(_fuzz_cases()))
+def test_every_scheduler_argument_at_its_extremes_is_refused_by_name_or_placed(tmp_path, name, arg, value):
+    """make() refuses a value with a SpecError naming ``args.<arg>``, or the scheduler takes it,
+    pre-flight (its place() on a job it schedules) ends without a traceback within SECONDS and, on
+    the small crosscheck job, the simulated run finishes (small-first's chunk 0 divided by zero there)."""
+    module = REGISTRY[name].__module__
+    sc, base = _scenario_for(module)
+    args = {**{k: v for k, v in base.items() if k in _parameters(REGISTRY[name])}, arg: value}
+    spec = SchedulerSpec(name, args)
+    try:
+        make(spec, "schedulers[0]")
+    except SpecError as exc:
+        assert exc.field == f"schedulers[0].args.{arg}", exc
+        assert len(str(exc)) < 300 and "\n" not in str(exc)
+        return
+    if name != min(n for n, c in REGISTRY.items() if c.__module__ == module):  # one placement per module
+        return
+    t0 = time.perf_counter()
+    try:
+        preflight(sc, [spec], tmp_path / "out", emulate=False)
+    except SpecError as exc:
+        assert "\n" not in str(exc)
+        return
+    assert time.perf_counter() - t0 < SECONDS, f"pre-flight of {name} with {arg}={value!r} took too long"
+    if module not in SCENARIOS:  # the small job: its run, too, ends without a traceback
+        result = simulate(sc.job, make(spec), sc.cluster)
+        assert result.makespan > 0

@@ -106,6 +106,16 @@ CASES = {
         "cluster: c.yaml\njob: {file: j.json}\nschedulers: [fifo]\n",
         "job.endpoints.b.pin.server",
     ),
+    "scheduler-argument": (
+        {},
+        "cluster: c.yaml\njob: {file: job.json}\nschedulers: [{name: small-first, args: {chunk: 0}}]\n",
+        "schedulers[0].args.chunk",
+    ),
+    "deep-yaml": (
+        {"c.yaml": "servers: " + "[" * 5000 + "]" * 5000 + "\n"},
+        "cluster: c.yaml\njob: {file: job.json}\nschedulers: [fifo]\n",
+        "nested deeper",
+    ),
     # 4. accepted but unusable
     "rate-1e30": (
         {"c.yaml": "servers: [{count: 4, nic_rate: 1e30bit}]\nfabric: {type: single_switch}\n"},
@@ -172,6 +182,16 @@ def test_bad_input_exits_2_before_anything_exists(tmp_path, name):
     assert not out.exists(), sorted(p.name for p in out.iterdir())
     assert root_interfaces() == interfaces
     assert elapsed < 20, f"took {elapsed:.1f} s"
+
+
+def test_an_out_directory_under_a_file_exits_2_before_anything_exists(tmp_path):
+    write(tmp_path, {})
+    (tmp_path / "s.yaml").write_text("cluster: c.yaml\njob: {file: job.json}\nschedulers: [fifo]\n")
+    (tmp_path / "f").write_text("a file\n")
+    state = tmp_path / "state"
+    result = railbed("run", str(tmp_path / "s.yaml"), "--out", str(tmp_path / "f" / "out"), state=state)
+    assert result.returncode == 2 and result.stderr.strip().startswith("railbed: --out:"), result.stderr[-2000:]
+    assert not (state / "lock").exists() and (tmp_path / "f").read_text() == "a file\n"
 
 
 def tiny_scenario(directory: Path, extra: str = "") -> Path:
