@@ -292,6 +292,11 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+# what a failed or interrupted command leaves: no testbed; finished results (a sweep's points, a
+# report's runs) and a PARTIAL-marked results directory stay
+CLEANED = "every namespace, link and process it created was removed (results already saved stay)"
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -306,14 +311,14 @@ def main(argv: list[str] | None = None) -> int:
         print(f"railbed: {exc}", file=sys.stderr)
         return 1
     except RUN_ERRORS as exc:
-        print(f"railbed: run failed: {exc}; everything the run created was removed", file=sys.stderr)
+        print(f"railbed: run failed: {exc}; {CLEANED}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
-        print("railbed: interrupted (SIGINT); everything the run created was removed", file=sys.stderr)
+        print(f"railbed: interrupted (SIGINT); {CLEANED}", file=sys.stderr)
         return 130
     except Interrupted as exc:
         name = signal.Signals(exc.signum).name
-        print(f"railbed: interrupted ({name}); everything the run created was removed", file=sys.stderr)
+        print(f"railbed: interrupted ({name}); {CLEANED}", file=sys.stderr)
         return 128 + exc.signum
 
 

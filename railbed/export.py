@@ -27,7 +27,8 @@ from typing import Any
 
 from railbed.results import RunResult
 
-NIC_TID = 1000  # thread ids: devices count from 0, NICs from here
+NIC_TID = 1000  # thread ids: devices count from 1, NICs from here
+# process ids: server s is s + 1 (Perfetto's UI treats pid 0, the kernel's swapper, specially)
 LINKS_PID = 1_000_000
 
 FLOW_COLUMNS = [
@@ -109,7 +110,7 @@ def _item_event(r, tid: int) -> dict:
         "ph": "X",
         "ts": r.start * 1e6,
         "dur": (r.end - r.start) * 1e6,
-        "pid": r.server,
+        "pid": r.server + 1,
         "tid": tid,
         "args": args,
     }
@@ -124,19 +125,19 @@ def trace_events(result: RunResult) -> dict:
         if r.start is None or r.end is None or r.server is None:
             continue
         if r.kind == "task":
-            tid = devices.setdefault((r.server, r.device or ""), len([d for d in devices if d[0] == r.server]))
+            tid = devices.setdefault((r.server, r.device or ""), 1 + len([d for d in devices if d[0] == r.server]))
             label = str(r.device)
         else:
             tid, label = NIC_TID + (r.src_nic or 0), f"nic{r.src_nic}"
         if (r.server, tid) not in named:
             named.add((r.server, tid))
-            events.append(_meta(r.server, tid, "thread_name", label))
+            events.append(_meta(r.server + 1, tid, "thread_name", label))
             events.append(
-                {"ph": "M", "pid": r.server, "tid": tid, "name": "thread_sort_index", "args": {"sort_index": tid}}
+                {"ph": "M", "pid": r.server + 1, "tid": tid, "name": "thread_sort_index", "args": {"sort_index": tid}}
             )
         events.append(_item_event(r, tid))
-    for server in sorted({pid for pid, _ in named}):
-        events.append(_meta(server, None, "process_name", f"h{server}"))
+    for server in sorted({server for server, _ in named}):
+        events.append(_meta(server + 1, None, "process_name", f"h{server}"))
     if result.link_series:
         events.append(_meta(LINKS_PID, None, "process_name", "links (utilisation %)"))
         for name, series in sorted(result.link_series.items()):

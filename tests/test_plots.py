@@ -126,10 +126,12 @@ def test_exports_trace_and_csvs(results):
         assert e["ts"] == pytest.approx(item["start"] * 1e6) and e["dur"] == pytest.approx(
             (item["end"] - item["start"]) * 1e6
         )
-        assert e["pid"] == item["server"]
+        assert e["pid"] == item["server"] + 1 and e["tid"] >= 1  # no pid or tid 0 (Perfetto's UI special-cases it)
         assert (e["tid"] >= NIC_TID) == (item["kind"] == "flow")
     names = {(e["pid"], e.get("tid"), e["args"]["name"]) for e in trace["traceEvents"] if e["name"] == "thread_name"}
-    assert (0, NIC_TID + 1, "nic1") in names
+    assert (1, NIC_TID + 1, "nic1") in names
+    procs = {e["pid"]: e["args"]["name"] for e in trace["traceEvents"] if e["name"] == "process_name"}
+    assert procs[1] == "h0" and 0 not in procs
     assert {e["name"] for e in trace["traceEvents"] if e["ph"] == "C"} == set(d["link_series"])
     flows = read_csv(results / "fifo" / "flows.csv")
     assert len(flows) == sum(1 for x in d["items"].values() if x["kind"] == "flow")

@@ -1,8 +1,8 @@
 """The reproduction report: claims files, verdicts, the report's form, the README block.
 
 The report generator runs on a tiny claims file in a temporary papers
-directory; ``railbed reproduce all --quick`` (simulated rows only, about
-15 s) runs once and its report is checked for form, not numbers."""
+directory; ``railbed reproduce all --quick`` (simulated rows only, 2-3
+minutes) runs once and its report is checked for form, not numbers."""
 
 import json
 import re

@@ -33,5 +33,5 @@ def test_up_until_signal(sig, code):
     proc.send_signal(sig)
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == code, err
-    assert "everything the run created was removed" in err
+    assert "every namespace, link and process it created was removed" in err
     assert not RunState().leftovers() and root_interfaces() == before
