@@ -48,7 +48,7 @@ from __future__ import annotations
 from collections import defaultdict
 
 from railbed.job import Flow
-from railbed.scheduler import HOLD, Decision, Scheduler, Split, SubFlow, default_placement
+from railbed.scheduler import HOLD, Decision, Rule, Scheduler, Split, SubFlow, default_placement
 from schedulers.hermod_alg import Factors, dscp_of, factors_of, matching_phases, phase_deps, priority_key
 
 
@@ -59,6 +59,13 @@ def flow_factors(flow: Flow) -> Factors:
 def is_ep_transfer(flow: Flow) -> bool:
     """An EP all-to-all flow (not the metadata all-gather before it)."""
     return flow.coflow_type == "EP" and not flow.tags.get("metadata") and flow.coflow is not None
+
+
+def key_number(key: tuple[int, int, int]) -> int:
+    """A priority key as one integer of the same order (each field below 2**20), for :class:`Rule`."""
+    if not all(0 <= k < 1 << 20 for k in key):
+        raise ValueError(f"priority key {key} has a field outside 0..2**20-1")
+    return key[0] << 40 | key[1] << 20 | key[2]
 
 
 def higher_active(view, flow: Flow, outranks) -> bool:
@@ -148,10 +155,25 @@ class Hermod(Scheduler):
 
     def rate(self, flow: Flow, view) -> float | None:
         """Line rate (no cap), except a double binary tree's flows: half each (§5.3.2)."""
+        return self._rate(flow, view.location(flow.src), view.cluster)
+
+    @staticmethod
+    def _rate(flow: Flow, src, cluster) -> float | None:
         if "tree" not in flow.tags:
             return None
-        src = view.location(flow.src)
-        return view.cluster.servers[src.server].nic_rates[src.nic] / 2
+        return cluster.servers[src.server].nic_rates[src.nic] / 2
+
+    def rule(self, flow: Flow, placement, cluster) -> Rule | None:
+        """``on_ready`` as a :class:`Rule`: the DSCP and rate above, and the host-side wait (a
+        flow waits for a better key held or active on its source NIC) as ``key = bar``,
+        ``queued``. EP flows that Alg. 3 splits (between servers) have no rule."""
+        if self.intra and flow.id in self.matched:
+            return None
+        rate = self._rate(flow, placement[flow.src], cluster)
+        if self.inter and self.host_wait:
+            k = key_number(self.key(flow))
+            return Rule(self.dscp(flow), rate, key=k, bar=k, queued=True)
+        return Rule(self.dscp(flow), rate)
 
     def _best_held(self, view) -> dict[tuple[int, int], tuple[int, int, int]]:
         """Per source NIC, the best key among held flows that the priority check decides
@@ -213,6 +235,11 @@ class Lina(Scheduler):
                 return HOLD
         return Decision()
 
+    def rule(self, flow, placement, cluster) -> Rule:
+        """A DP flow waits while a backward EP flow is active on its NIC: key 0 for those, bar 1 for DP."""
+        backward_ep = flow.coflow_type == "EP" and flow.tags.get("pass") == "B"
+        return Rule(key=0 if backward_ep else 1, bar=1 if flow.coflow_type == "DP" else 0)
+
 
 class TypeFirst(Scheduler):
     """One coflow type in DSCP 56 (the highest class), all else 0 (Table 5.2)."""
@@ -224,6 +251,9 @@ class TypeFirst(Scheduler):
         if isinstance(item, Flow) and item.coflow_type == self.first:
             return Decision(dscp=56)
         return Decision()
+
+    def rule(self, flow, placement, cluster) -> Rule:
+        return Rule(dscp=56 if flow.coflow_type == self.first else 0)
 
 
 class DpFirst(TypeFirst):
