@@ -62,9 +62,20 @@ def measured_counts(job) -> dict[str, int]:
 
 
 def cluster(gpus: int):
+    """The scenario's cluster file; other sizes as the 8192-GPU one (8 servers per leaf, 16 spines)."""
     from railbed.spec import ClusterSpec
 
-    return ClusterSpec.load(ROOT / f"scenarios/hermod/full/cluster-{gpus}gpu-100g.yaml")
+    path = ROOT / f"scenarios/hermod/full/cluster-{gpus}gpu-100g.yaml"
+    if path.exists():
+        return ClusterSpec.load(path)
+    return ClusterSpec.from_dict(
+        {
+            "name": f"hermod-{gpus}gpu-100g",
+            "servers": [{"count": gpus // 8, "gpus": 8, "nics": 8, "nic_rate": "100Gbit"}],
+            "fabric": {"type": "leaf_spine", "servers_per_leaf": 8, "spines": 16, "uplink_rate": "400Gbit",
+                       "latency": "1us"},
+        }
+    )  # fmt: skip
 
 
 def one(gpus: int, engine: str, scheduler: str) -> dict:
@@ -90,6 +101,7 @@ def one(gpus: int, engine: str, scheduler: str) -> dict:
         res = run_compact(cj)
         t3 = time.perf_counter()
         row.update(events=res.events, steps=res.steps, makespan=res.makespan, compact_mb=cj.nbytes() / 2**20)
+        row.update(flow_steps=res.flow_steps, rate_updates=res.rate_updates)
     else:
         t1 = time.perf_counter()
         sim = Simulation(job, by_name(scheduler), spec)
@@ -144,6 +156,12 @@ def main() -> int:
                     f"{r['makespan']:>9.5f}s {agree}",
                     flush=True,
                 )
+                if engine == "compact":
+                    print(
+                        f"{'':>26} network steps {r['steps']:,}, active flows summed over steps {r['flow_steps']:,}, "
+                        f"rate updates {r['rate_updates']:,}, compact job {r['compact_mb']:.0f} MB",
+                        flush=True,
+                    )
             if len(got) == 2:
                 c, p = got["compact"], got["python"]
                 slow, fast = p["setup_s"] + p["run_s"], c["setup_s"] + c["run_s"]

@@ -50,12 +50,13 @@ from numba import njit
 
 from railbed.dispatch import check_placement
 from railbed.errors import SpecError
-from railbed.job import Flow, Job, Task
+from railbed.job import Flow, Job, Placement, Task, attrs_of
+from railbed.results import ItemRecord, RunResult
 from railbed.scheduler import Scheduler
 from railbed.spec import ClusterSpec
 from railbed.topology import Topology
 from railbed.units import wire_bytes
-from simulator.fabric import Fabric
+from simulator.fabric import Fabric, link_stats
 from simulator.network import _advance
 from simulator.run import dscp_classes
 from tc_policies.plan import Policy
@@ -99,6 +100,8 @@ class CompactJob:
     link_cap: np.ndarray  # float64 per fabric link
     link_names: list[str]
     nics: int
+    spine: np.ndarray  # int32: a network flow's ECMP spine (-1: none)
+    placement: Placement
 
     @property
     def items(self) -> int:
@@ -119,6 +122,8 @@ class CompactResult:
     makespan: float
     events: int
     steps: int
+    flow_steps: int  # active flows summed over the network's steps: the network's work
+    rate_updates: int  # steps that recomputed max-min rates
     link_bits: np.ndarray
     link_peak: np.ndarray
     wall_seconds: float
@@ -126,6 +131,47 @@ class CompactResult:
     def times(self) -> dict[str, tuple[float, float, float]]:
         """Item id -> (ready, start, end), the shape the tests compare with a RunResult's records."""
         return {i: (self.ready[k], self.start[k], self.end[k]) for k, i in enumerate(self.job.ids)}
+
+    def to_run_result(self, job: Job, scheduler: str) -> RunResult:
+        """The :class:`RunResult` :func:`simulator.simulate` would return for the same run: the
+        same records; ``events`` sorted by time (ties: ready, start, end, then item order, where
+        the Dispatcher logs in the order it handled them); no ``link_series``."""
+        from simulator.run import MODEL_NOTE
+
+        cj, pl = self.job, self.job.placement
+        records = {}
+        for k, item in enumerate(job.items.values()):
+            times = dict(ready=float(self.ready[k]), start=float(self.start[k]), end=float(self.end[k]))
+            if isinstance(item, Task):
+                loc = pl[item.endpoint]
+                rec = ItemRecord(item.id, "task", server=loc.server, device=loc.device, attrs=attrs_of(item), **times)
+            else:
+                src, dst = pl[item.src], pl[item.dst]
+                rec = ItemRecord(
+                    item.id, "flow", server=src.server, device=src.device, dst_server=dst.server, src_nic=src.nic,
+                    dst_nic=dst.nic, size=item.size, received=item.size, dscp=int(cj.dscp[k]),
+                    rate=None if math.isinf(cj.cap[k]) else float(cj.cap[k]),
+                    spine=None if cj.spine[k] < 0 else int(cj.spine[k]), attrs=attrs_of(item), **times,
+                )  # fmt: skip
+            records[item.id] = rec
+        res = RunResult("simulator", job.name, scheduler, "", 1.0, items=records)
+        stamps = [(t, w, k) for w, arr in enumerate((self.ready, self.start, self.end)) for k, t in enumerate(arr)]
+        stamps.sort()
+        whats = ("ready", "start", "end")
+        res.events = [(float(t), whats[w], cj.ids[k]) for t, w, k in stamps]
+        res.makespan = self.makespan
+        res.compute_iterations()
+        res.links = link_stats(cj.link_names, cj.link_cap, self.link_bits, self.link_peak, self.makespan)
+        res.notes.append(MODEL_NOTE)
+        local = int((cj.kind == LOCAL).sum())
+        if local:
+            res.notes.append(f"{local} same-server flows took 0 s: their server has no intra_host model")
+        res.notes.append(
+            f"simulator: {self.events} events in {self.steps} steps, engine compact (no link_series; events "
+            "sorted by time)"
+        )
+        res.wall_seconds = self.wall_seconds
+        return res
 
 
 def compact(job: Job, scheduler: Scheduler, cluster: ClusterSpec, policy: str | Policy = "dscp-priority") -> CompactJob:
@@ -161,6 +207,7 @@ def compact(job: Job, scheduler: Scheduler, cluster: ClusterSpec, policy: str | 
     nic = np.full(n, -1, np.int32)
     dscp = np.zeros(n, np.int8)
     size = np.zeros(n, np.int64)
+    spine_of = np.full(n, -1, np.int32)
     routes: dict[tuple, int] = {}
     route_list = []
     for k, item in enumerate(job.items.values()):
@@ -180,12 +227,14 @@ def compact(job: Job, scheduler: Scheduler, cluster: ClusterSpec, policy: str | 
         dscp[k], key[k], bar[k], queued[k] = rule.dscp, rule.key, rule.bar, rule.queued
         if not 0 <= rule.dscp <= 63 or (rule.rate is not None and not rule.rate > 0):
             raise SpecError("scheduler", f"{scheduler.name}: rule {rule} for {item.id} out of range")
+        cap[k] = math.inf if rule.rate is None else rule.rate
         if src.server == dst.server:
             kind[k] = LOCAL
             continue
         kind[k] = NET
         a, b = (src.server, src.nic), (dst.server, dst.nic)
         spine = topology.ecmp_spine(a, b, item.id)
+        spine_of[k] = -1 if spine is None else spine
         rkey = (a, b, spine)
         r = routes.get(rkey)
         if r is None:
@@ -194,7 +243,6 @@ def compact(job: Job, scheduler: Scheduler, cluster: ClusterSpec, policy: str | 
         route[k] = r
         bits[k] = 8.0 * wire_bytes(item.size or 0)
         prio[k] = classes[rule.dscp]
-        cap[k] = math.inf if rule.rate is None else rule.rate
     route_links = np.full((max(1, len(route_list)), MAX_HOPS), -1, np.int64)
     route_hops = np.zeros(max(1, len(route_list)), np.int64)
     route_latency = np.zeros(max(1, len(route_list)))
@@ -213,7 +261,7 @@ def compact(job: Job, scheduler: Scheduler, cluster: ClusterSpec, policy: str | 
     return CompactJob(
         job.name, ids, kind, device, duration, route, bits, prio, cap, key, bar, queued, nic, dscp, size,
         missing, dep_ptr, dep_idx, device_cap, route_links, route_hops, route_latency,
-        fabric.capacity.copy(), list(fabric.names), int(nic_base[-1]),
+        fabric.capacity.copy(), list(fabric.names), int(nic_base[-1]), spine_of, placement,
     )  # fmt: skip
 
 
@@ -226,7 +274,7 @@ def run_compact(cj: CompactJob) -> CompactResult:
     end = np.full(n, np.nan)
     link_bits = np.zeros(len(cj.link_cap))
     link_peak = np.zeros(len(cj.link_cap))
-    stats = np.zeros(3, np.int64)
+    stats = np.zeros(5, np.int64)
     code = _run_kernel(
         cj.kind, cj.device, cj.duration, cj.route, cj.bits, cj.prio, cj.cap, cj.key, cj.bar, cj.queued, cj.nic,
         cj.missing.copy(), cj.dep_ptr, cj.dep_idx, cj.device_cap, cj.route_links, cj.route_hops, cj.route_latency,
@@ -240,8 +288,9 @@ def run_compact(cj: CompactJob) -> CompactResult:
         raise RuntimeError(f"compact engine: the scheduler's rules hold every ready item and nothing runs ({cj.name})")
     makespan = float(np.nanmax(end)) if n else 0.0
     return CompactResult(
-        cj, ready, start, end, makespan, int(stats[0]), int(stats[1]), link_bits, link_peak, time.perf_counter() - t0
-    )
+        cj, ready, start, end, makespan, int(stats[0]), int(stats[1]), int(stats[3]), int(stats[4]), link_bits,
+        link_peak, time.perf_counter() - t0,
+    )  # fmt: skip
 
 
 def simulate_compact(
@@ -447,6 +496,9 @@ def _run_kernel(
             nfin = 0
             t = t_limit
             if nact > 0:
+                stats[3] += nact
+                if dirty:
+                    stats[4] += 1
                 t, nfin, nact = _advance(
                     now, t_limit, dirty, link_cap, flow_links, nhops, sprio, scap, rem, rates, act, nact,
                     left, lcount, state, link_load, link_bits, link_peak, finished,

@@ -32,6 +32,16 @@ def same_times(job, make, spec, policy="dscp-priority"):
         for want, have in zip((rec.ready, rec.start, rec.end), got):
             assert have == pytest.approx(want, rel=1e-12, abs=1e-15), (i, (rec.ready, rec.start, rec.end), got)
     assert fast.makespan == pytest.approx(slow.makespan, rel=1e-12)
+    as_run = fast.to_run_result(job, slow.scheduler)
+    fields = ("kind", "server", "device", "dst_server", "src_nic", "dst_nic", "size", "received", "dscp", "rate")
+    for i, rec in slow.items.items():
+        mine = as_run.items[i]
+        assert [getattr(mine, f) for f in fields + ("spine", "attrs")] == [
+            getattr(rec, f) for f in fields + ("spine", "attrs")
+        ], i
+    assert as_run.iterations == pytest.approx(slow.iterations, rel=1e-12)
+    assert {k: v["bytes"] for k, v in as_run.links.items()} == {k: v["bytes"] for k, v in slow.links.items()}
+    assert sorted(as_run.finish_order()) == sorted(slow.finish_order())
     return slow, fast
 
 
@@ -225,3 +235,20 @@ def test_empty_and_task_only_jobs():
     res = run_compact(compact(job, by_name("megatron"), spec))
     assert res.times()["t1"] == (0.0, 1e-3, pytest.approx(3e-3))
     assert math.isclose(res.makespan, 3e-3)
+
+
+def test_railbed_simulate_engine_compact_gives_the_numba_engines_result():
+    """``railbed simulate --engine compact`` (scenarios.runner._simulate) on Hermod's reduced
+    Mixtral-8x22B scenario file, a smaller job: the same records and iterations as the numba engine."""
+    from pathlib import Path
+
+    from scenarios.runner import Scenario, _simulate
+
+    sc = Scenario.load(Path(__file__).resolve().parents[1] / "scenarios/hermod/sim-mixtral-8x22b-100g.yaml")
+    job = moe_training(model="mixtral-8x22b", dp=2, layers=8, microbatches=2, zero2=True, nics_per_server=8)
+    for spec in sc.schedulers:
+        slow = _simulate(sc, spec, "numba", lambda _: None, job)
+        fast = _simulate(sc, spec, "compact", lambda _: None, job)
+        assert fast.scheduler == slow.scheduler and fast.cluster == slow.cluster
+        assert fast.iterations == pytest.approx(slow.iterations, rel=1e-12)
+        assert {i: r.end for i, r in fast.items.items()} == pytest.approx({i: r.end for i, r in slow.items.items()})
