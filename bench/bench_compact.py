@@ -116,6 +116,124 @@ def one(gpus: int, engine: str, scheduler: str) -> dict:
     return row
 
 
+def ring_job(gpus: int, python: bool = False):
+    """The scenario's DP rings alone (dense and expert gradients, ZeRO-2: 2 (dp - 1) steps of
+    dp flows each), ids, sizes, order and dependencies as ``workloads.moe`` makes them, every
+    ring starting at time 0 (no compute, no pipeline: all 512 rings at once, so more flows share
+    the network than in the real iteration), FIFO. Built straight into a
+    :class:`~simulator.compact.CompactJob` with numpy, or (``python``) as a ``Job`` for the
+    check that both are the same."""
+    import numpy as np
+
+    from railbed.job import Job, Location
+    from railbed.topology import Topology
+    from railbed.units import wire_bytes
+    from simulator.compact import NET, CompactJob
+    from simulator.fabric import Fabric
+    from workloads.moe import PRESETS
+
+    m = PRESETS["mixtral-8x22b"]
+    dp, h, ffn = gpus // 64, m["hidden"], m["ffn"]
+    sizes = {"dp": -(-(4 * h * h * 2 // TP) // dp), "edp": -(-((m["experts"] // EP) * 3 * h * ffn * 2) // dp)}
+    rings = []  # (prefix, p, t, size) in moe._dp_sync's order
+    for p in range(PP):
+        for layer in sorted(range(p * LAYERS_PER_STAGE, (p + 1) * LAYERS_PER_STAGE), reverse=True):
+            rings += [(f"i0.dp.l{layer}.p{p}t{t}", p, t, sizes["dp"]) for t in range(TP)]
+            rings += [(f"i0.edp.l{layer}.p{p}q{q}", p, q, sizes["edp"]) for q in range(EP)]
+    steps = 2 * (dp - 1)
+    if python:
+        job = Job("rings")
+        for p in range(PP):
+            for d in range(dp):
+                for t in range(TP):
+                    job.endpoint(f"p{p}d{d}t{t}", Location(p + PP * d, f"gpu{t}", t))
+        for prefix, p, t, size in rings:
+            for s in range(steps):
+                for i in range(dp):
+                    deps = [] if s == 0 else [f"{prefix}.s{s - 1}.r{(i - 1) % dp}", f"{prefix}.s{s - 1}.r{i}"]
+                    job.flow(f"{prefix}.s{s}.r{i}", f"p{p}d{i}t{t}", f"p{p}d{(i + 1) % dp}t{t}", size, deps)
+        return job.validate()
+    spec = cluster(gpus)
+    topo = Topology(spec)
+    fabric = Fabric(topo)
+    per = steps * dp
+    n = len(rings) * per
+    ids, spine, route = [], np.full(n, -1, np.int32), np.zeros(n, np.int32)
+    bits = np.zeros(n)
+    size = np.zeros(n, np.int64)
+    routes: dict = {}
+    route_list = []
+    for r, (prefix, p, t, nbytes) in enumerate(rings):
+        for s in range(steps):
+            for i in range(dp):
+                k = r * per + s * dp + i
+                fid = f"{prefix}.s{s}.r{i}"
+                ids.append(fid)
+                a, b = (p + PP * i, t), (p + PP * ((i + 1) % dp), t)
+                sp = topo.ecmp_spine(a, b, fid)
+                key = (a, b, sp)
+                if key not in routes:
+                    routes[key] = len(route_list)
+                    route_list.append(fabric.route(a, b, sp))
+                route[k], spine[k] = routes[key], -1 if sp is None else sp
+        size[r * per : (r + 1) * per] = nbytes
+        bits[r * per : (r + 1) * per] = 8.0 * wire_bytes(nbytes)
+    links = np.full((len(route_list), 4), -1, np.int64)
+    for r, rt in enumerate(route_list):
+        links[r, : len(rt.links)] = rt.links
+    hops = np.array([len(rt.links) for rt in route_list], np.int64)
+    lat = np.array([rt.latency for rt in route_list])
+    # flow (s, i) of a ring is needed by (s + 1, i) and (s + 1, i + 1), in item order
+    base = np.repeat(np.arange(len(rings)) * per, steps * dp)
+    s_of = np.tile(np.repeat(np.arange(steps), dp), len(rings))
+    i_of = np.tile(np.arange(dp), steps * len(rings))
+    nxt = base + (s_of + 1) * dp
+    one, two = nxt + i_of, nxt + (i_of + 1) % dp
+    has = s_of < steps - 1
+    pair = np.sort(np.stack([one, two], axis=1), axis=1)
+    counts = np.where(has, 2, 0)
+    dep_ptr = np.zeros(n + 1, np.int64)
+    np.cumsum(counts, out=dep_ptr[1:])
+    dep_idx = pair[has].reshape(-1).astype(np.int32)
+    missing = np.where(s_of == 0, 0, 2).astype(np.int32)
+    zeros = np.zeros(n, np.int64)
+    return CompactJob(
+        "rings", ids, np.full(n, NET, np.int8), np.full(n, -1, np.int32), np.zeros(n), route, bits, zeros.copy(),
+        np.full(n, np.inf), zeros.copy(), zeros.copy(), np.zeros(n, np.bool_),
+        np.array([t + 8 * (p + PP * i) for (_, p, t, _) in rings for _ in range(steps) for i in range(dp)], np.int32),
+        np.zeros(n, np.int8), size, missing, dep_ptr, dep_idx, np.zeros(0, np.int32), links, hops, lat,
+        fabric.capacity.copy(), list(fabric.names), sum(sv.nics for sv in spec.servers), spine, None,
+    )  # fmt: skip
+
+
+def rings(gpus: int, check: bool) -> dict:
+    """The network's work on the DP rings alone (``ring_job``), and at small sizes the check
+    that the numpy-built job equals ``compact`` of the Python-built one."""
+    import numpy as np
+
+    from schedulers import by_name
+    from simulator.compact import compact, run_compact
+
+    t0 = time.perf_counter()
+    cj = ring_job(gpus)
+    t1 = time.perf_counter()
+    same = None
+    if check:
+        ref = compact(ring_job(gpus, python=True), by_name("megatron"), cluster(gpus))
+        same = ref.ids == cj.ids and all(
+            np.array_equal(getattr(ref, f), getattr(cj, f))
+            for f in ("route", "bits", "size", "missing", "dep_ptr", "dep_idx", "nic", "spine", "route_links")
+        )
+    t2 = time.perf_counter()
+    res = run_compact(cj)
+    t3 = time.perf_counter()
+    return {
+        "gpus": gpus, "flows": cj.items, "build_s": t1 - t0, "run_s": t3 - t2, "steps": res.steps,
+        "flow_steps": res.flow_steps, "rate_updates": res.rate_updates, "makespan": res.makespan,
+        "same_as_python_built": same, "peak_rss_gb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20,
+    }  # fmt: skip
+
+
 def in_subprocess(gpus: int, engine: str, scheduler: str) -> dict:
     out = subprocess.run(
         [sys.executable, __file__, "--one", str(gpus), engine, scheduler], capture_output=True, text=True, check=True
@@ -128,11 +246,27 @@ def main() -> int:
     ap.add_argument("--sizes", type=int, nargs="*", default=[128, 1024])
     ap.add_argument("--schedulers", nargs="*", default=["megatron", "lina", "hermod"])
     ap.add_argument("--python", action="store_true", help="also run the Python engine (minutes at 1024 GPUs)")
+    ap.add_argument("--rings", type=int, nargs="*", default=None, help="only the DP rings at these sizes")
     ap.add_argument("--one", nargs=3, default=None, help=argparse.SUPPRESS)
     ap.add_argument("--json", default=None, help="also write the rows here")
     args = ap.parse_args()
     if args.one is not None:
-        print(json.dumps(one(int(args.one[0]), args.one[1], args.one[2])))
+        if args.one[1] == "rings":
+            print(json.dumps(rings(int(args.one[0]), args.one[2] == "check")))
+        else:
+            print(json.dumps(one(int(args.one[0]), args.one[1], args.one[2])))
+        return 0
+    if args.rings:
+        print("DP rings alone (all 512 at once, FIFO), compact engine; the numpy-built job checked where built twice")
+        for gpus in args.rings:
+            r = in_subprocess(gpus, "rings", "check" if gpus <= 1024 else "-")
+            print(
+                f"  {gpus:>5} GPUs: {r['flows']:,} flows, built in {r['build_s']:.1f} s, run {r['run_s']:.1f} s, "
+                f"{r['steps']:,} steps, active flows summed over steps {r['flow_steps']:,}, "
+                f"rate updates {r['rate_updates']:,}, makespan {1e3 * r['makespan']:.2f} ms, "
+                f"peak RSS {r['peak_rss_gb']:.2f} GB, same as Python-built: {r['same_as_python_built']}",
+                flush=True,
+            )
         return 0
     print("Mixtral-8x22B, TP 8 x PP 8 x EP 8, DP = GPUs / 64, ZeRO-2 ring, 8 microbatches, one iteration")
     print("items by kind (formula; '=' where a built job was counted and agreed):")
