@@ -112,6 +112,8 @@ class Hermod(Scheduler):
         self.keys: dict[str, tuple[int, int, int]] = {}
         self._round: list[str] | None = None  # the view.held list of the current offer round
         self._queued: dict[tuple[int, int], tuple[int, int, int]] = {}  # source NIC -> best held key
+        self._held_layers: dict[str, tuple[int, ...]] = {}  # layers_at as tuples, for rule()'s memo
+        self._rules: dict[tuple, tuple[int, int]] = {}
 
     def place(self, job, cluster):
         placement = default_placement(job, cluster)
@@ -122,6 +124,8 @@ class Hermod(Scheduler):
             if is_ep_transfer(f) and placement[f.src].server != placement[f.dst].server:
                 members[f.coflow].append(f.id)  # flows inside a server do not cross the network
         self.layers_at = {e: sorted(ls) for e, ls in layers.items()}
+        self._held_layers = {e: tuple(ls) for e, ls in self.layers_at.items()}
+        self._rules = {}
         self.members = dict(members)
         self.matched = {i for ids in members.values() for i in ids}
         return placement
@@ -169,11 +173,20 @@ class Hermod(Scheduler):
         ``queued``. EP flows that Alg. 3 splits (between servers) have no rule."""
         if self.intra and flow.id in self.matched:
             return None
-        rate = self._rate(flow, placement[flow.src], cluster)
+        rate = self._rate(flow, placement[flow.src], cluster) if "tree" in flow.tags else None
+        memo = (
+            flow.coflow_type,
+            flow.microbatch,
+            flow.layer,
+            flow.tags.get("dp_phase"),
+            self._held_layers.get(flow.src),
+        )
+        got = self._rules.get(memo)  # DSCP and key depend on these alone (flow_factors, the source's layers)
+        if got is None:
+            got = self._rules[memo] = (self.dscp(flow), key_number(self.key(flow)))
         if self.inter and self.host_wait:
-            k = key_number(self.key(flow))
-            return Rule(self.dscp(flow), rate, key=k, bar=k, queued=True)
-        return Rule(self.dscp(flow), rate)
+            return Rule(got[0], rate, key=got[1], bar=got[1], queued=True)
+        return Rule(got[0], rate)
 
     def _best_held(self, view) -> dict[tuple[int, int], tuple[int, int, int]]:
         """Per source NIC, the best key among held flows that the priority check decides
