@@ -27,6 +27,11 @@ Thin classes over :mod:`schedulers.hermod_alg`; jobs come from
   the previous sub-phase's sub-flow of its sender and of its receiver.
   Sub-flows start when their deps are done, without the host-side wait.
 
+For the compact engine (:mod:`simulator.compact`) each class's ``rule`` states its
+``on_ready`` as a pure function of the flow (Hermod's host wait: key = bar = its priority,
+queued; Lina's: key 0 for backward EP, bar 1 for DP); Hermod has no rule for the EP flows
+Alg. 3 splits (between servers).
+
 Ablations (§5.5.2, Fig. 5.11): ``hermod-inter`` (priorities only) and
 ``hermod-intra`` (matching only, DSCP 0, no waits).
 
