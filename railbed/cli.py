@@ -240,7 +240,12 @@ def build_parser() -> argparse.ArgumentParser:
     s = scenario_command(
         "simulate", "run a scenario on the flow-level simulator (no root)", cmd_simulate, "-sim", False
     )
-    s.add_argument("--engine", default="numba", choices=["numba", "reference"], help="reference: the slow oracle")
+    s.add_argument(
+        "--engine",
+        default="numba",
+        choices=["numba", "reference", "compact"],
+        help="reference: the slow oracle; compact: one numba kernel, for schedulers with rules (simulator/compact.py)",
+    )
     scenario_command(
         "crosscheck",
         "run a scenario on the emulator and the simulator and compare (root)",

@@ -30,6 +30,9 @@ core they build on.
 ``choose_path(flow, view) -> int``
     For a flow that offers alternative paths (``flow.options``), when it
     becomes ready, before ``on_ready``: the index of the option to use.
+``rule(flow, placement, cluster) -> Rule | None``
+    Only for the compact engine (:mod:`simulator.compact`): ``on_ready``'s
+    answer for a flow as a pure function of it (:class:`Rule`), or ``None``.
 
 The view (:class:`RunView`) is what a scheduler may read: model time, the
 active flows with their progress (bytes delivered and remaining, current
@@ -66,6 +69,24 @@ class Decision:
 
 
 HOLD = Decision(start=False)
+
+
+@dataclass(frozen=True)
+class Rule:
+    """A flow's ``on_ready`` answer as a pure function of the flow, for the compact engine
+    (:mod:`simulator.compact`): the DSCP and cap it starts with, and when it waits.
+
+    The flow is held while a network flow active on its source NIC has ``key < bar``, and,
+    if ``queued``, while a held ``queued`` flow on that NIC has ``key < bar`` (the minimum
+    over the flows held when the offer round began). ``bar = 0`` never holds (keys are
+    ``>= 0``). Hermod's host-side priority queue is ``key = bar = priority``, ``queued``;
+    Lina's DP-behind-backward-EP is ``key`` 0 for backward EP flows, 1 else, ``bar`` 1 for DP."""
+
+    dscp: int = 0
+    rate: float | None = None  # model wire bit/s; None = uncapped
+    key: int = 0
+    bar: int = 0
+    queued: bool = False
 
 
 @dataclass(frozen=True)
@@ -262,10 +283,24 @@ class Scheduler:
     def choose_path(self, flow: Flow, view: RunView) -> int:
         return 0
 
+    def rule(self, flow: Flow, placement: Placement, cluster: ClusterSpec) -> Rule | None:
+        """After ``place``: this scheduler's decisions for ``flow`` as a :class:`Rule`, or
+        ``None`` if they are not a pure function of the flow (then the compact engine refuses
+        the run). It must agree with ``on_ready`` (tests run both engines); tasks always start.
+        Default: the base behaviour (DSCP 0, no cap, no waits) when no decision hook is
+        overridden, else ``None``."""
+        mine = type(self)
+        if any(getattr(mine, h) is not getattr(Scheduler, h) for h in _DECISION_HOOKS):
+            return None
+        return Rule()
+
     def check(self, job: Job, cluster: ClusterSpec) -> None:
         """Before anything is built: reject a job this scheduler cannot run (a tag it
         reads that is out of range, say) by raising :class:`railbed.errors.SpecError`
         naming the field (``items.<id>.tags.dscp``). Default: accept everything."""
+
+
+_DECISION_HOOKS = ("on_ready", "on_flows_changed", "on_done", "choose_path")
 
 
 def default_placement(job: Job, cluster: ClusterSpec) -> Placement:

@@ -411,6 +411,14 @@ def _simulate(
     from simulator import simulate
 
     echo(f"simulating {spec.run_label} ...")
+    if engine == "compact":  # schedulers with rules only (simulator/compact.py)
+        from simulator.compact import simulate_compact
+
+        scheduler = make(spec)
+        run = simulate_compact(job or sc.job, scheduler, sc.cluster, policy=sc.policy)
+        result = run.to_run_result(job or sc.job, spec.run_label)
+        result.cluster = sc.cluster.name
+        return result
     return simulate(job or sc.job, make(spec), sc.cluster, policy=sc.policy, engine=engine, progress=echo)
 
 

@@ -27,6 +27,11 @@ Thin classes over :mod:`schedulers.hermod_alg`; jobs come from
   the previous sub-phase's sub-flow of its sender and of its receiver.
   Sub-flows start when their deps are done, without the host-side wait.
 
+For the compact engine (:mod:`simulator.compact`) each class's ``rule`` states its
+``on_ready`` as a pure function of the flow (Hermod's host wait: key = bar = its priority,
+queued; Lina's: key 0 for backward EP, bar 1 for DP); Hermod has no rule for the EP flows
+Alg. 3 splits (between servers).
+
 Ablations (§5.5.2, Fig. 5.11): ``hermod-inter`` (priorities only) and
 ``hermod-intra`` (matching only, DSCP 0, no waits).
 
@@ -48,7 +53,7 @@ from __future__ import annotations
 from collections import defaultdict
 
 from railbed.job import Flow
-from railbed.scheduler import HOLD, Decision, Scheduler, Split, SubFlow, default_placement
+from railbed.scheduler import HOLD, Decision, Rule, Scheduler, Split, SubFlow, default_placement
 from schedulers.hermod_alg import Factors, dscp_of, factors_of, matching_phases, phase_deps, priority_key
 
 
@@ -59,6 +64,13 @@ def flow_factors(flow: Flow) -> Factors:
 def is_ep_transfer(flow: Flow) -> bool:
     """An EP all-to-all flow (not the metadata all-gather before it)."""
     return flow.coflow_type == "EP" and not flow.tags.get("metadata") and flow.coflow is not None
+
+
+def key_number(key: tuple[int, int, int]) -> int:
+    """A priority key as one integer of the same order (each field below 2**20), for :class:`Rule`."""
+    if not all(0 <= k < 1 << 20 for k in key):
+        raise ValueError(f"priority key {key} has a field outside 0..2**20-1")
+    return key[0] << 40 | key[1] << 20 | key[2]
 
 
 def higher_active(view, flow: Flow, outranks) -> bool:
@@ -105,6 +117,8 @@ class Hermod(Scheduler):
         self.keys: dict[str, tuple[int, int, int]] = {}
         self._round: list[str] | None = None  # the view.held list of the current offer round
         self._queued: dict[tuple[int, int], tuple[int, int, int]] = {}  # source NIC -> best held key
+        self._held_layers: dict[str, tuple[int, ...]] = {}  # layers_at as tuples, for rule()'s memo
+        self._rules: dict[tuple, tuple[int, int]] = {}
 
     def place(self, job, cluster):
         placement = default_placement(job, cluster)
@@ -115,6 +129,8 @@ class Hermod(Scheduler):
             if is_ep_transfer(f) and placement[f.src].server != placement[f.dst].server:
                 members[f.coflow].append(f.id)  # flows inside a server do not cross the network
         self.layers_at = {e: sorted(ls) for e, ls in layers.items()}
+        self._held_layers = {e: tuple(ls) for e, ls in self.layers_at.items()}
+        self._rules = {}
         self.members = dict(members)
         self.matched = {i for ids in members.values() for i in ids}
         return placement
@@ -148,10 +164,34 @@ class Hermod(Scheduler):
 
     def rate(self, flow: Flow, view) -> float | None:
         """Line rate (no cap), except a double binary tree's flows: half each (§5.3.2)."""
+        return self._rate(flow, view.location(flow.src), view.cluster)
+
+    @staticmethod
+    def _rate(flow: Flow, src, cluster) -> float | None:
         if "tree" not in flow.tags:
             return None
-        src = view.location(flow.src)
-        return view.cluster.servers[src.server].nic_rates[src.nic] / 2
+        return cluster.servers[src.server].nic_rates[src.nic] / 2
+
+    def rule(self, flow: Flow, placement, cluster) -> Rule | None:
+        """``on_ready`` as a :class:`Rule`: the DSCP and rate above, and the host-side wait (a
+        flow waits for a better key held or active on its source NIC) as ``key = bar``,
+        ``queued``. EP flows that Alg. 3 splits (between servers) have no rule."""
+        if self.intra and flow.id in self.matched:
+            return None
+        rate = self._rate(flow, placement[flow.src], cluster) if "tree" in flow.tags else None
+        memo = (
+            flow.coflow_type,
+            flow.microbatch,
+            flow.layer,
+            flow.tags.get("dp_phase"),
+            self._held_layers.get(flow.src),
+        )
+        got = self._rules.get(memo)  # DSCP and key depend on these alone (flow_factors, the source's layers)
+        if got is None:
+            got = self._rules[memo] = (self.dscp(flow), key_number(self.key(flow)))
+        if self.inter and self.host_wait:
+            return Rule(got[0], rate, key=got[1], bar=got[1], queued=True)
+        return Rule(got[0], rate)
 
     def _best_held(self, view) -> dict[tuple[int, int], tuple[int, int, int]]:
         """Per source NIC, the best key among held flows that the priority check decides
@@ -213,6 +253,11 @@ class Lina(Scheduler):
                 return HOLD
         return Decision()
 
+    def rule(self, flow, placement, cluster) -> Rule:
+        """A DP flow waits while a backward EP flow is active on its NIC: key 0 for those, bar 1 for DP."""
+        backward_ep = flow.coflow_type == "EP" and flow.tags.get("pass") == "B"
+        return Rule(key=0 if backward_ep else 1, bar=1 if flow.coflow_type == "DP" else 0)
+
 
 class TypeFirst(Scheduler):
     """One coflow type in DSCP 56 (the highest class), all else 0 (Table 5.2)."""
@@ -224,6 +269,9 @@ class TypeFirst(Scheduler):
         if isinstance(item, Flow) and item.coflow_type == self.first:
             return Decision(dscp=56)
         return Decision()
+
+    def rule(self, flow, placement, cluster) -> Rule:
+        return Rule(dscp=56 if flow.coflow_type == self.first else 0)
 
 
 class DpFirst(TypeFirst):

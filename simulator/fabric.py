@@ -44,16 +44,21 @@ class Fabric:
 
     def link_stats(self, bits, peak, makespan: float) -> dict[str, dict]:
         """Per-link statistics in the emulator's ``RunResult.links`` shape (links that carried traffic)."""
-        out = {}
-        for i, name in enumerate(self.names):
-            if bits[i] <= 0:
-                continue
-            rate = float(self.capacity[i])
-            out[name] = {
-                "rate": rate,
-                "bytes": int(round(bits[i] / 8)),
-                "mean_util": bits[i] / makespan / rate if makespan > 0 else 0.0,
-                "peak_util": float(peak[i]),
-                "drops": 0,
-            }
-        return out
+        return link_stats(self.names, self.capacity, bits, peak, makespan)
+
+
+def link_stats(names, capacity, bits, peak, makespan: float) -> dict[str, dict]:
+    """:meth:`Fabric.link_stats` over link ``names`` and ``capacity`` (also the compact engine's)."""
+    out = {}
+    for i, name in enumerate(names):
+        if bits[i] <= 0:
+            continue
+        rate = float(capacity[i])
+        out[name] = {
+            "rate": rate,
+            "bytes": int(round(bits[i] / 8)),
+            "mean_util": bits[i] / makespan / rate if makespan > 0 else 0.0,
+            "peak_util": float(peak[i]),
+            "drops": 0,
+        }
+    return out

@@ -1,0 +1,680 @@
+"""The compact engine: a whole simulated run in one numba kernel, for schedulers whose decisions
+are pure functions of the flow.
+
+:func:`simulator.simulate` calls the :class:`~railbed.dispatch.Dispatcher`
+and the scheduler at every event: about 80 us of Python per item, minutes
+at 1024 GPUs (issue 14, ``bench/bench_compact.py``). When a scheduler can
+say up front what ``on_ready`` answers for every flow
+(:meth:`railbed.scheduler.Scheduler.rule`: DSCP, cap, and when a flow
+waits for a better one on its source NIC), the run needs no Python per
+event. :func:`compact` turns a :class:`~railbed.job.Job` after placement
+into a :class:`CompactJob` (arrays in the job's item order: devices and
+durations of tasks; routes, wire bits, class, cap and wait rule of flows;
+the dependency graph as CSR), and :func:`run_compact` runs it in
+``_run_kernel``, which reproduces :class:`simulator.run.Simulation` over
+the Dispatcher step by step:
+
+* events in the same order: the network advances to the earliest of its
+  next finish and the next timer (:func:`simulator.network._advance`, the
+  same kernel); finished flows are reported one by one in the network's
+  order, then timers in (time, order set);
+* each report settles like ``Dispatcher._settle``: newly ready items join
+  the held list in item order; the held list is offered in order (tasks
+  queue on their device FIFO, flows start unless their :class:`Rule` holds
+  them); device queues start tasks in device order; the flows started
+  join the network after their route's latency; same-server flows are one
+  wait of 0 s (the compact engine refuses servers with an ``intra_host``
+  or ``datapath`` model);
+* a :class:`Rule` holds a flow while a network flow active on its source
+  NIC has a smaller key than its bar, or (``queued``) while a held queued
+  flow there had one when the offer round began: exactly Hermod's and
+  Lina's ``on_ready``.
+
+Its slow twin is :func:`simulator.simulate` itself: ``tests/test_compact.py``
+runs random jobs and the MoE generator's under ``megatron``, ``lina``,
+``hermod`` and more on both and requires every item's ready, start and end
+times to be equal. What it does not do (those runs need
+:func:`simulator.simulate`): splits (Hermod's Alg. 3 on EP coflows between
+servers), re-rating, wake-ups, ``on_done``, path options and intra-host
+models, the per-link time series (``link_series``).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+
+import numpy as np
+from numba import njit
+
+from railbed.dispatch import check_placement
+from railbed.errors import SpecError
+from railbed.job import Flow, Job, Placement, Task, attrs_of
+from railbed.results import ItemRecord, RunResult
+from railbed.scheduler import Scheduler
+from railbed.spec import ClusterSpec
+from railbed.topology import Topology
+from railbed.units import wire_bytes
+from simulator.fabric import Fabric, link_stats
+from simulator.network import _advance
+from simulator.run import dscp_classes
+from tc_policies.plan import Policy
+
+TASK, LOCAL, NET = 0, 1, 2  # kinds of item
+MAX_HOPS = 4
+
+
+@dataclass
+class CompactJob:
+    """A placed job as arrays, item ``i`` being the job's ``i``-th item (``ids[i]``).
+
+    It is :class:`railbed.job.Job` after ``place`` and the scheduler's
+    :class:`~railbed.scheduler.Rule` s, with everything the run needs and
+    nothing a scheduler reads: names become indices, flows their route and
+    wire bits. ``dep_ptr``/``dep_idx`` list each item's dependents (CSR);
+    ``missing`` counts its dependencies."""
+
+    name: str
+    ids: list[str]
+    kind: np.ndarray  # int8: TASK, LOCAL (same-server flow), NET
+    device: np.ndarray  # int32: a task's device (-1 for flows); devices numbered in (server, name) order
+    duration: np.ndarray  # float64: a task's model seconds
+    route: np.ndarray  # int32: a network flow's route (-1 else)
+    bits: np.ndarray  # float64: a network flow's wire bits
+    prio: np.ndarray  # int64: the class its DSCP gets under the tc policy
+    cap: np.ndarray  # float64: its rate cap (inf: none)
+    key: np.ndarray  # int64: its Rule's key, bar, queued
+    bar: np.ndarray
+    queued: np.ndarray  # bool
+    nic: np.ndarray  # int32: a flow's source NIC, numbered over the cluster
+    dscp: np.ndarray  # int8
+    size: np.ndarray  # int64: payload bytes of flows
+    missing: np.ndarray  # int32
+    dep_ptr: np.ndarray  # int64
+    dep_idx: np.ndarray  # int32
+    device_cap: np.ndarray  # int32: parallel tasks per device
+    route_links: np.ndarray  # int64 [route, hop], -1 past the last hop
+    route_hops: np.ndarray  # int64
+    route_latency: np.ndarray  # float64
+    link_cap: np.ndarray  # float64 per fabric link
+    link_names: list[str]
+    nics: int
+    spine: np.ndarray  # int32: a network flow's ECMP spine (-1: none)
+    placement: Placement
+
+    @property
+    def items(self) -> int:
+        return len(self.kind)
+
+    def nbytes(self) -> int:
+        return sum(v.nbytes for v in vars(self).values() if isinstance(v, np.ndarray))
+
+
+@dataclass
+class CompactResult:
+    """Ready, start and end model times per item (``ids`` order), the makespan, link totals."""
+
+    job: CompactJob
+    ready: np.ndarray
+    start: np.ndarray
+    end: np.ndarray
+    makespan: float
+    events: int
+    steps: int
+    flow_steps: int  # active flows summed over the network's steps: the network's work
+    rate_updates: int  # steps that recomputed max-min rates
+    link_bits: np.ndarray
+    link_peak: np.ndarray
+    wall_seconds: float
+
+    def times(self) -> dict[str, tuple[float, float, float]]:
+        """Item id -> (ready, start, end), the shape the tests compare with a RunResult's records."""
+        return {i: (self.ready[k], self.start[k], self.end[k]) for k, i in enumerate(self.job.ids)}
+
+    def to_run_result(self, job: Job, scheduler: str) -> RunResult:
+        """The :class:`RunResult` :func:`simulator.simulate` would return for the same run: the
+        same records; ``events`` sorted by time (ties: ready, start, end, then item order, where
+        the Dispatcher logs in the order it handled them); no ``link_series``."""
+        from simulator.run import MODEL_NOTE
+
+        cj, pl = self.job, self.job.placement
+        records = {}
+        for k, item in enumerate(job.items.values()):
+            times = dict(ready=float(self.ready[k]), start=float(self.start[k]), end=float(self.end[k]))
+            if isinstance(item, Task):
+                loc = pl[item.endpoint]
+                rec = ItemRecord(item.id, "task", server=loc.server, device=loc.device, attrs=attrs_of(item), **times)
+            else:
+                src, dst = pl[item.src], pl[item.dst]
+                rec = ItemRecord(
+                    item.id, "flow", server=src.server, device=src.device, dst_server=dst.server, src_nic=src.nic,
+                    dst_nic=dst.nic, size=item.size, received=item.size, dscp=int(cj.dscp[k]),
+                    rate=None if math.isinf(cj.cap[k]) else float(cj.cap[k]),
+                    spine=None if cj.spine[k] < 0 else int(cj.spine[k]), attrs=attrs_of(item), **times,
+                )  # fmt: skip
+            records[item.id] = rec
+        res = RunResult("simulator", job.name, scheduler, "", 1.0, items=records)
+        stamps = [(t, w, k) for w, arr in enumerate((self.ready, self.start, self.end)) for k, t in enumerate(arr)]
+        stamps.sort()
+        whats = ("ready", "start", "end")
+        res.events = [(float(t), whats[w], cj.ids[k]) for t, w, k in stamps]
+        res.makespan = self.makespan
+        res.compute_iterations()
+        res.links = link_stats(cj.link_names, cj.link_cap, self.link_bits, self.link_peak, self.makespan)
+        res.notes.append(MODEL_NOTE)
+        local = int((cj.kind == LOCAL).sum())
+        if local:
+            res.notes.append(f"{local} same-server flows took 0 s: their server has no intra_host model")
+        res.notes.append(
+            f"simulator: {self.events} events in {self.steps} steps, engine compact (no link_series; events "
+            "sorted by time)"
+        )
+        res.wall_seconds = self.wall_seconds
+        return res
+
+
+def compact(job: Job, scheduler: Scheduler, cluster: ClusterSpec, policy: str | Policy = "dscp-priority") -> CompactJob:
+    """Place ``job`` with ``scheduler`` and turn it into a :class:`CompactJob` (see module doc).
+
+    Raises :class:`SpecError` for what the compact engine does not model (path
+    options, intra-host models) and when the scheduler has no rule for a flow."""
+    job = job.validate()
+    for s in cluster.servers:
+        if s.intra_host is not None or s.datapath is not None:
+            raise SpecError("servers", f"server {s.name} has an intra-host model; the compact engine has none")
+    topology = Topology(cluster)
+    fabric = Fabric(topology)
+    placement = scheduler.place(job.public(), cluster)
+    check_placement(job, cluster, placement)
+    classes = np.array(dscp_classes(policy), dtype=np.int64)
+    nic_base = np.cumsum([0] + [s.nics for s in cluster.servers])
+    devices = sorted({(placement[t.endpoint].server, placement[t.endpoint].device) for t in job.tasks})
+    dev_id = {d: k for k, d in enumerate(devices)}
+    n = len(job.items)
+    ids = list(job.items)
+    index = {i: k for k, i in enumerate(ids)}
+    kind = np.zeros(n, np.int8)
+    device = np.full(n, -1, np.int32)
+    duration = np.zeros(n)
+    route = np.full(n, -1, np.int32)
+    bits = np.zeros(n)
+    prio = np.zeros(n, np.int64)
+    cap = np.full(n, math.inf)
+    key = np.zeros(n, np.int64)
+    bar = np.zeros(n, np.int64)
+    queued = np.zeros(n, np.bool_)
+    nic = np.full(n, -1, np.int32)
+    dscp = np.zeros(n, np.int8)
+    size = np.zeros(n, np.int64)
+    spine_of = np.full(n, -1, np.int32)
+    routes: dict[tuple, int] = {}
+    route_list = []
+    for k, item in enumerate(job.items.values()):
+        if isinstance(item, Task):
+            loc = placement[item.endpoint]
+            kind[k], device[k], duration[k] = TASK, dev_id[(loc.server, loc.device)], item.duration
+            continue
+        assert isinstance(item, Flow)
+        if item.options:
+            raise SpecError(f"items.{item.id}.options", "the compact engine has no path options")
+        rule = scheduler.rule(item, placement, cluster)
+        if rule is None:
+            raise SpecError("scheduler", f"{scheduler.name} has no rule for flow {item.id}: use simulate()")
+        src, dst = placement[item.src], placement[item.dst]
+        nic[k] = nic_base[src.server] + src.nic
+        size[k] = item.size or 0
+        dscp[k], key[k], bar[k], queued[k] = rule.dscp, rule.key, rule.bar, rule.queued
+        if not 0 <= rule.dscp <= 63 or (rule.rate is not None and not rule.rate > 0):
+            raise SpecError("scheduler", f"{scheduler.name}: rule {rule} for {item.id} out of range")
+        cap[k] = math.inf if rule.rate is None else rule.rate
+        if src.server == dst.server:
+            kind[k] = LOCAL
+            continue
+        kind[k] = NET
+        a, b = (src.server, src.nic), (dst.server, dst.nic)
+        spine = topology.ecmp_spine(a, b, item.id)
+        spine_of[k] = -1 if spine is None else spine
+        rkey = (a, b, spine)
+        r = routes.get(rkey)
+        if r is None:
+            r = routes[rkey] = len(route_list)
+            route_list.append(fabric.route(a, b, spine))
+        route[k] = r
+        bits[k] = 8.0 * wire_bytes(item.size or 0)
+        prio[k] = classes[rule.dscp]
+    route_links = np.full((max(1, len(route_list)), MAX_HOPS), -1, np.int64)
+    route_hops = np.zeros(max(1, len(route_list)), np.int64)
+    route_latency = np.zeros(max(1, len(route_list)))
+    for r, rt in enumerate(route_list):
+        if len(rt.links) > MAX_HOPS:
+            raise SpecError("fabric", f"a route of {len(rt.links)} hops; the compact engine takes {MAX_HOPS}")
+        route_links[r, : len(rt.links)] = rt.links
+        route_hops[r], route_latency[r] = len(rt.links), rt.latency
+    missing = np.array([len(it.deps) for it in job.items.values()], np.int32)
+    dependents = job.dependents()
+    counts = np.array([len(dependents[i]) for i in ids], np.int64)
+    dep_ptr = np.zeros(n + 1, np.int64)
+    np.cumsum(counts, out=dep_ptr[1:])
+    dep_idx = np.fromiter((index[j] for i in ids for j in dependents[i]), np.int32, count=int(dep_ptr[-1]))
+    device_cap = np.array([job.capacity_of(d) for _, d in devices], np.int32)
+    return CompactJob(
+        job.name, ids, kind, device, duration, route, bits, prio, cap, key, bar, queued, nic, dscp, size,
+        missing, dep_ptr, dep_idx, device_cap, route_links, route_hops, route_latency,
+        fabric.capacity.copy(), list(fabric.names), int(nic_base[-1]), spine_of, placement,
+    )  # fmt: skip
+
+
+def run_compact(cj: CompactJob) -> CompactResult:
+    """Run a :class:`CompactJob` in ``_run_kernel`` (see the module docstring)."""
+    t0 = time.perf_counter()
+    n = cj.items
+    ready = np.full(n, np.nan)
+    start = np.full(n, np.nan)
+    end = np.full(n, np.nan)
+    link_bits = np.zeros(len(cj.link_cap))
+    link_peak = np.zeros(len(cj.link_cap))
+    stats = np.zeros(5, np.int64)
+    code = _run_kernel(
+        cj.kind, cj.device, cj.duration, cj.route, cj.bits, cj.prio, cj.cap, cj.key, cj.bar, cj.queued, cj.nic,
+        cj.missing.copy(), cj.dep_ptr, cj.dep_idx, cj.device_cap, cj.route_links, cj.route_hops, cj.route_latency,
+        cj.link_cap, cj.nics, ready, start, end, link_bits, link_peak, stats,
+    )  # fmt: skip
+    if code == 1:
+        raise RuntimeError(f"compact engine: {n - stats[2]} items unfinished and nothing pending (a bug)")
+    if code == 2:
+        raise RuntimeError(f"compact engine: active flows have no rate and nothing else is pending ({cj.name})")
+    if code == 3:
+        raise RuntimeError(f"compact engine: the scheduler's rules hold every ready item and nothing runs ({cj.name})")
+    makespan = float(np.nanmax(end)) if n else 0.0
+    return CompactResult(
+        cj, ready, start, end, makespan, int(stats[0]), int(stats[1]), int(stats[3]), int(stats[4]), link_bits,
+        link_peak, time.perf_counter() - t0,
+    )  # fmt: skip
+
+
+def simulate_compact(
+    job: Job, scheduler: Scheduler, cluster: ClusterSpec, policy: str | Policy = "dscp-priority"
+) -> CompactResult:
+    """:func:`compact` then :func:`run_compact`."""
+    return run_compact(compact(job, scheduler, cluster, policy))
+
+
+# ---------------------------------------------------------------- kernel helpers
+# Timers: a binary heap on arrays ordered by (time, sequence number), as simulator.run's heapq.
+
+
+@njit(cache=True)
+def _heap_push(ht, hs, hi, size, t, seq, item):  # pragma: no cover - numba
+    k = size
+    ht[k], hs[k], hi[k] = t, seq, item
+    while k > 0:
+        p = (k - 1) >> 1
+        if ht[p] < ht[k] or (ht[p] == ht[k] and hs[p] < hs[k]):
+            break
+        ht[p], ht[k] = ht[k], ht[p]
+        hs[p], hs[k] = hs[k], hs[p]
+        hi[p], hi[k] = hi[k], hi[p]
+        k = p
+    return size + 1
+
+
+@njit(cache=True)
+def _heap_pop(ht, hs, hi, size):  # pragma: no cover - numba
+    """Remove the top (the caller read it at index 0); returns the new size."""
+    size -= 1
+    ht[0], hs[0], hi[0] = ht[size], hs[size], hi[size]
+    k = 0
+    while True:
+        a = 2 * k + 1
+        if a >= size:
+            break
+        b = a + 1
+        c = a
+        if b < size and (ht[b] < ht[a] or (ht[b] == ht[a] and hs[b] < hs[a])):
+            c = b
+        if ht[k] < ht[c] or (ht[k] == ht[c] and hs[k] < hs[c]):
+            break
+        ht[c], ht[k] = ht[k], ht[c]
+        hs[c], hs[k] = hs[k], hs[c]
+        hi[c], hi[k] = hi[k], hi[c]
+        k = c
+    return size
+
+
+@njit(cache=True)
+def _grow2(a, fill):  # pragma: no cover - numba
+    new = np.full((2 * a.shape[0], a.shape[1]), fill, a.dtype)
+    new[: a.shape[0]] = a
+    return new
+
+
+@njit(cache=True)
+def _grow1(a, fill):  # pragma: no cover - numba
+    new = np.full(2 * a.shape[0], fill, a.dtype)
+    new[: a.shape[0]] = a
+    return new
+
+
+@njit(cache=True)
+def _grow_net(flow_links, nhops, sprio, scap, rem, rates, act, state, finished, slot_item, free, fin_items):
+    """Twice the network's slots (as NumbaNetwork._alloc); the new slots are free."""  # pragma: no cover
+    old = rem.shape[0]
+    out = (
+        _grow2(flow_links, -1), _grow1(nhops, 0), _grow1(sprio, 0), _grow1(scap, np.inf), _grow1(rem, 0.0),
+        _grow1(rates, 0.0), _grow1(act, 0), _grow1(state, 0), _grow1(finished, 0), _grow1(slot_item, -1),
+        _grow1(free, 0), _grow1(fin_items, 0),
+    )  # fmt: skip
+    for k in range(old):
+        out[10][k] = 2 * old - 1 - k
+    return out
+
+
+@njit(cache=True)
+def _run_kernel(
+    kind, device, duration, route, bits, prio, cap, key, bar, queued, nic, missing, dep_ptr, dep_idx, device_cap,
+    route_links, route_hops, route_latency, link_cap, nnics, ready_t, start_t, end_t, link_bits, link_peak, stats,
+):  # fmt: skip  # pragma: no cover - numba
+    """The whole run (module docstring). Returns 0, or 1 (nothing pending), 2 (no progress), 3 (stalled)."""
+    n = kind.shape[0]
+    ndev = device_cap.shape[0]
+    nlinks = link_cap.shape[0]
+    big = np.iinfo(np.int64).max
+    # timers: (time, seq) -> item; an item has at most one timer at a time
+    ht = np.zeros(max(n, 1))
+    hs = np.zeros(max(n, 1), np.int64)
+    hi = np.zeros(max(n, 1), np.int64)
+    hsize = 0
+    seq = 0
+    # device FIFO queues as linked lists
+    q_head = np.full(max(ndev, 1), -1, np.int64)
+    q_tail = np.full(max(ndev, 1), -1, np.int64)
+    q_next = np.full(max(n, 1), -1, np.int64)
+    busy = np.zeros(max(ndev, 1), np.int64)
+    # network flows active (started, to their flow_done) per source NIC, doubly linked
+    a_head = np.full(max(nnics, 1), -1, np.int64)
+    a_next = np.full(max(n, 1), -1, np.int64)
+    a_prev = np.full(max(n, 1), -1, np.int64)
+    best = np.full(max(nnics, 1), big, np.int64)  # per NIC: the best queued key held at round start
+    best_set = np.zeros(max(n, 1), np.int64)  # the NICs best[] was set for in this round
+    any_rule = False
+    any_queued = False
+    for i in range(n):
+        if bar[i] > 0:
+            any_rule = True
+            if queued[i]:
+                any_queued = True
+    # the fluid network, as simulator.network.NumbaNetwork
+    slots = 1024
+    flow_links = np.full((slots, route_links.shape[1]), -1, np.int64)
+    nhops = np.zeros(slots, np.int64)
+    sprio = np.zeros(slots, np.int64)
+    scap = np.full(slots, np.inf)
+    rem = np.zeros(slots)
+    rates = np.zeros(slots)
+    act = np.zeros(slots, np.int64)
+    state = np.zeros(slots, np.int8)
+    finished = np.zeros(slots, np.int64)
+    slot_item = np.full(slots, -1, np.int64)
+    free = np.zeros(slots, np.int64)
+    fin_items = np.zeros(slots, np.int64)
+    for k in range(slots):
+        free[k] = slots - 1 - k
+    nfree = slots
+    nact = 0
+    dirty = False
+    left = np.zeros(nlinks)
+    lcount = np.zeros(nlinks, np.int64)
+    link_load = np.zeros(nlinks)
+    # work lists
+    held = np.zeros(max(n, 1), np.int64)
+    held2 = np.zeros(max(n, 1), np.int64)
+    nheld = 0
+    readyl = np.zeros(max(n, 1), np.int64)
+    started = np.zeros(max(n, 1), np.int64)
+    local = np.zeros(max(n, 1), np.int64)
+    waits = np.zeros(max(n, 1), np.int64)
+    touched = np.zeros(max(ndev, 1), np.int64)
+    done = 0
+    events = 0
+    steps = 0
+    now = 0.0
+    fin_pos = 0
+    fin_n = 0
+    timers = False  # popping the timers due at `now`
+    report = -1  # the item whose end is reported; -1: the run's beginning
+    nready = 0
+    for i in range(n):
+        if missing[i] == 0:
+            readyl[nready] = i
+            nready += 1
+    first = True
+    while True:
+        # ------------------------------------------------ the next report (Simulation._run)
+        if first:
+            first = False
+        elif fin_pos < fin_n:
+            report = fin_items[fin_pos]
+            fin_pos += 1
+        elif timers and hsize > 0 and ht[0] <= now:
+            i = hi[0]
+            hsize = _heap_pop(ht, hs, hi, hsize)
+            events += 1
+            if kind[i] != NET:
+                report = i
+            else:  # a flow's first byte crossed its latency: it joins the network
+                if nfree == 0:
+                    slots *= 2
+                    flow_links, nhops, sprio, scap, rem, rates, act, state, finished, slot_item, free, fin_items = (
+                        _grow_net(
+                            flow_links, nhops, sprio, scap, rem, rates, act, state, finished, slot_item, free,
+                            fin_items,
+                        )
+                    )  # fmt: skip
+                    nfree = slots // 2
+                nfree -= 1
+                sl = free[nfree]
+                r = route[i]
+                flow_links[sl, :] = route_links[r]
+                nhops[sl] = route_hops[r]
+                sprio[sl] = prio[i]
+                scap[sl] = cap[i]
+                rem[sl] = bits[i]
+                slot_item[sl] = i
+                act[nact] = sl
+                nact += 1
+                dirty = True
+                continue
+        else:
+            timers = False
+            if done == n:
+                break
+            t_limit = ht[0] if hsize > 0 else np.inf
+            if t_limit == np.inf and nact == 0:
+                stats[0], stats[1], stats[2] = events, steps, done
+                return 1
+            nfin = 0
+            t = t_limit
+            if nact > 0:
+                stats[3] += nact
+                if dirty:
+                    stats[4] += 1
+                t, nfin, nact = _advance(
+                    now, t_limit, dirty, link_cap, flow_links, nhops, sprio, scap, rem, rates, act, nact,
+                    left, lcount, state, link_load, link_bits, link_peak, finished,
+                )  # fmt: skip
+                if t == np.inf:
+                    stats[0], stats[1], stats[2] = events, steps, done
+                    return 2
+                dirty = nfin > 0
+            steps += 1
+            now = t
+            if nfin > 0:
+                for k in range(nfin):
+                    sl = finished[k]
+                    fin_items[k] = slot_item[sl]
+                    slot_item[sl] = -1
+                    free[nfree] = sl
+                    nfree += 1
+                fin_pos, fin_n = 0, nfin
+            else:
+                timers = True
+            continue
+        # ------------------------------------------------ the report: an item ended (Dispatcher._finish)
+        freed = -1
+        if report >= 0:
+            i = report
+            if kind[i] == NET:
+                events += 1
+                if any_rule:
+                    m = nic[i]
+                    if a_prev[i] >= 0:
+                        a_next[a_prev[i]] = a_next[i]
+                    else:
+                        a_head[m] = a_next[i]
+                    if a_next[i] >= 0:
+                        a_prev[a_next[i]] = a_prev[i]
+            elif kind[i] == TASK:
+                freed = device[i]
+                busy[freed] -= 1
+            end_t[i] = now
+            done += 1
+            for e in range(dep_ptr[i], dep_ptr[i + 1]):
+                j = dep_idx[e]
+                missing[j] -= 1
+                if missing[j] == 0:
+                    readyl[nready] = j
+                    nready += 1
+        # ------------------------------------------------ Dispatcher._settle(now, ready, freed)
+        if nready > 1:
+            readyl[:nready] = np.sort(readyl[:nready])
+        for x in range(nready):
+            i = readyl[x]
+            ready_t[i] = now
+            held[nheld] = i
+            nheld += 1
+        nready = 0
+        ntouched = 0
+        if freed >= 0:
+            touched[0] = freed
+            ntouched = 1
+        nstarted = 0
+        nlocal = 0
+        if nheld:
+            nb = 0  # _offer_held: every held item in order; the rules decide with best[] of the round
+            if any_queued:
+                for h in range(nheld):
+                    i = held[h]
+                    if kind[i] != TASK and queued[i]:
+                        m = nic[i]
+                        if best[m] == big:
+                            best_set[nb] = m
+                            nb += 1
+                        if key[i] < best[m]:
+                            best[m] = key[i]
+            keep = 0
+            for h in range(nheld):
+                i = held[h]
+                if kind[i] == TASK:
+                    d = device[i]
+                    if q_tail[d] < 0:
+                        q_head[d] = i
+                    else:
+                        q_next[q_tail[d]] = i
+                    q_tail[d] = i
+                    q_next[i] = -1
+                    seen = False
+                    for x in range(ntouched):
+                        if touched[x] == d:
+                            seen = True
+                    if not seen:
+                        touched[ntouched] = d
+                        ntouched += 1
+                    continue
+                hold = False
+                if bar[i] > 0:
+                    m = nic[i]
+                    if queued[i] and best[m] < bar[i]:
+                        hold = True
+                    else:
+                        f = a_head[m]
+                        while f >= 0:
+                            if key[f] < bar[i]:
+                                hold = True
+                                break
+                            f = a_next[f]
+                if hold:
+                    held2[keep] = i
+                    keep += 1
+                    continue
+                start_t[i] = now
+                if kind[i] == LOCAL:
+                    local[nlocal] = i
+                    nlocal += 1
+                else:
+                    started[nstarted] = i
+                    nstarted += 1
+                    if any_rule:
+                        m = nic[i]
+                        a_prev[i] = -1
+                        a_next[i] = a_head[m]
+                        if a_head[m] >= 0:
+                            a_prev[a_head[m]] = i
+                        a_head[m] = i
+            for b in range(nb):
+                best[best_set[b]] = big
+            held, held2 = held2, held
+            nheld = keep
+        if ntouched > 1:
+            touched[:ntouched] = np.sort(touched[:ntouched])
+        nwaits = 0
+        for x in range(ntouched):  # _run_queue, devices in order
+            d = touched[x]
+            while q_head[d] >= 0 and busy[d] < device_cap[d]:
+                i = q_head[d]
+                q_head[d] = q_next[i]
+                if q_head[d] < 0:
+                    q_tail[d] = -1
+                busy[d] += 1
+                start_t[i] = now
+                waits[nwaits] = i
+                nwaits += 1
+        if nheld and nstarted == 0 and nwaits == 0 and nlocal == 0 and hsize == 0 and nact == 0:
+            stats[0], stats[1], stats[2] = events, steps, done
+            return 3
+        # ------------------------------------------------ its actions, in order (Simulation._do)
+        for x in range(nstarted):
+            i = started[x]
+            r = route[i]
+            if route_latency[r] > 0:
+                hsize = _heap_push(ht, hs, hi, hsize, now + route_latency[r], seq, i)
+                seq += 1
+                continue
+            if nfree == 0:
+                slots *= 2
+                flow_links, nhops, sprio, scap, rem, rates, act, state, finished, slot_item, free, fin_items = (
+                    _grow_net(
+                        flow_links, nhops, sprio, scap, rem, rates, act, state, finished, slot_item, free, fin_items
+                    )
+                )  # fmt: skip
+                nfree = slots // 2
+            nfree -= 1
+            sl = free[nfree]
+            flow_links[sl, :] = route_links[r]
+            nhops[sl] = route_hops[r]
+            sprio[sl] = prio[i]
+            scap[sl] = cap[i]
+            rem[sl] = bits[i]
+            slot_item[sl] = i
+            act[nact] = sl
+            nact += 1
+            dirty = True
+        for x in range(nwaits):
+            i = waits[x]
+            hsize = _heap_push(ht, hs, hi, hsize, now + duration[i], seq, i)
+            seq += 1
+        for x in range(nlocal):
+            hsize = _heap_push(ht, hs, hi, hsize, now, seq, local[x])
+            seq += 1
+    stats[0], stats[1], stats[2] = events, steps, done
+    return 0

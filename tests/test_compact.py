@@ -1,0 +1,254 @@
+"""The compact engine (simulator/compact.py) against its slow twin, ``simulator.simulate``
+(the Dispatcher and the scheduler at every event): every item's ready, start and end times
+must be equal, on random jobs and on the MoE generator's, under every scheduler with rules.
+Plus what it refuses, and the schedulers' rules against their ``on_ready``."""
+
+import math
+import random
+
+import pytest
+
+from railbed.errors import SpecError
+from railbed.job import Job, Location
+from railbed.scheduler import Rule, Scheduler
+from railbed.spec import ClusterSpec
+from schedulers import by_name
+from schedulers.hermod import Hermod, key_number
+from simulator import simulate
+from simulator.compact import LOCAL, NET, TASK, compact, run_compact, simulate_compact
+from workloads.moe import moe_training
+
+RULED = ["megatron", "lina", "hermod", "hermod-inter", "dp-first", "pp-first", "ep-first", "fifo"]
+
+
+def same_times(job, make, spec, policy="dscp-priority"):
+    """Run both engines; every item's (ready, start, end) equal to 1e-12 relative."""
+    slow = simulate(job, make(), spec, policy=policy)
+    fast = simulate_compact(job, make(), spec, policy=policy)
+    times = fast.times()
+    assert set(times) == set(slow.items)
+    for i, rec in slow.items.items():
+        got = times[i]
+        for want, have in zip((rec.ready, rec.start, rec.end), got):
+            assert have == pytest.approx(want, rel=1e-12, abs=1e-15), (i, (rec.ready, rec.start, rec.end), got)
+    assert fast.makespan == pytest.approx(slow.makespan, rel=1e-12)
+    as_run = fast.to_run_result(job, slow.scheduler)
+    fields = ("kind", "server", "device", "dst_server", "src_nic", "dst_nic", "size", "received", "dscp", "rate")
+    for i, rec in slow.items.items():
+        mine = as_run.items[i]
+        assert [getattr(mine, f) for f in fields + ("spine", "attrs")] == [
+            getattr(rec, f) for f in fields + ("spine", "attrs")
+        ], i
+    assert as_run.iterations == pytest.approx(slow.iterations, rel=1e-12)
+    assert {k: v["bytes"] for k, v in as_run.links.items()} == {k: v["bytes"] for k, v in slow.links.items()}
+    assert sorted(as_run.finish_order()) == sorted(slow.finish_order())
+    return slow, fast
+
+
+def random_moe_job(rng: random.Random) -> tuple[Job, ClusterSpec]:
+    """A small MoE job with the flows of every kind, on servers of 4 GPUs and 1-4 NICs."""
+    nics = rng.choice([1, 2, 4])
+    tp = rng.choice([1, 2])
+    dp = rng.choice([2, 4])
+    ep = rng.choice([e for e in (2, 4) if (dp * tp) % e == 0])
+    job = moe_training(
+        dp=dp, tp=tp, pp=rng.choice([1, 2]), ep=ep, experts=4, layers=2, hidden=256, ffn=512, seq=256,
+        microbatches=rng.choice([2, 4]), schedule=rng.choice(["gpipe", "1f1b"]), zero2=rng.random() < 0.5,
+        dp_algo=rng.choice(["ring", "tree"]), seed=rng.randrange(100), gpus_per_server=4, nics_per_server=nics,
+        layout=rng.choice(["dp-outer", "megatron"]), skew=rng.choice([0.3, 3.0]),
+    )  # fmt: skip
+    servers = max(loc.server for loc in (e.pin for e in job.endpoints.values())) + 1
+    spec = ClusterSpec.from_dict(
+        {
+            "servers": [{"count": servers, "gpus": 4, "nics": nics, "nic_rate": rng.choice(["10Gbit", "100Gbit"])}],
+            "fabric": {"type": "leaf_spine", "servers_per_leaf": 2, "spines": 2, "uplink_rate": "50Gbit",
+                       "latency": rng.choice(["0us", "1us"])},
+        }
+    )  # fmt: skip
+    return job, spec
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_moe_jobs_end_every_item_at_the_same_time_on_both_engines(seed):
+    rng = random.Random(seed)
+    job, spec = random_moe_job(rng)
+    name = RULED[seed % len(RULED)]
+    policy = rng.choice(["dscp-priority", "fifo"])
+    placement_probe = by_name(name)
+    placement_probe.place(job.public(), spec)
+    if isinstance(placement_probe, Hermod) and placement_probe.matched:
+
+        def make():
+            return Hermod(intra=False)
+    else:
+
+        def make():
+            return by_name(name)
+
+    same_times(job, make, spec, policy)
+
+
+@pytest.mark.parametrize("name", ["megatron", "lina", "hermod"])
+def test_the_scenario_layout_agrees_with_ep_inside_servers(name):
+    """The full scenarios' layout at small scale: TP = EP = 8 per server, so EP never crosses
+    the network and Hermod runs with its matching on (nothing to match)."""
+    job = moe_training(
+        model="mixtral-8x22b", dp=2, pp=2, layers=2, microbatches=2, hidden=512, ffn=1024, seq=512,
+        zero2=True, nics_per_server=8,
+    )  # fmt: skip
+    spec = ClusterSpec.from_dict(
+        {
+            "servers": [{"count": 4, "gpus": 8, "nics": 8, "nic_rate": "100Gbit"}],
+            "fabric": {"type": "leaf_spine", "servers_per_leaf": 2, "spines": 2, "uplink_rate": "400Gbit",
+                       "latency": "1us"},
+        }
+    )  # fmt: skip
+    slow, fast = same_times(job, lambda: by_name(name), spec)
+    kinds = fast.job.kind
+    assert (kinds == LOCAL).sum() > 0 and (kinds == NET).sum() > 0 and (kinds == TASK).sum() > 0
+    flows = kinds != TASK
+    waited = int((fast.start[flows] > fast.ready[flows]).sum())
+    assert (waited > 0) == (name == "hermod")  # Hermod's hosts hold flows; Lina has no network EP to wait for
+
+
+def random_job(rng: random.Random) -> tuple[Job, ClusterSpec]:
+    """Tasks and flows with random deps and attributes, some same-server, devices of capacity 1-2."""
+    spec = ClusterSpec.rail_optimized(3, 2, spines=2, nic_rate=rng.choice([1e9, 1e10]), uplink_rate=5e9)
+    job = Job("random", default_capacity=rng.choice([1, 2]))
+    for s in range(3):
+        for g in range(2):
+            job.endpoint(f"e{s}{g}", Location(s, f"gpu{g}", g))
+    eps = list(job.endpoints)
+    ids: list[str] = []
+    for i in range(rng.randint(5, 50)):
+        deps = rng.sample(ids, min(len(ids), rng.randint(0, 2)))
+        if rng.random() < 0.3:
+            ids.append(job.task(f"t{i}", rng.choice(eps), rng.choice([0.0, 1e-3, rng.uniform(0, 5e-3)]), deps=deps))
+        else:
+            src, dst = rng.sample(eps, 2)
+            size = rng.choice([0, 1, rng.randint(1, 1 << 22), 4 << 20])
+            ctype = rng.choice(["DP", "PP", "EP"])
+            tags = {"pass": rng.choice(["F", "B"])}
+            if ctype == "DP":
+                tags["dp_phase"] = rng.choice(["rs", "ag", "ar"])
+            ids.append(
+                job.flow(
+                    f"f{i}",
+                    src,
+                    dst,
+                    size,
+                    deps=deps,
+                    coflow=f"c{i % 4}",
+                    coflow_type=ctype,
+                    microbatch=rng.randrange(4),
+                    layer=rng.randrange(4),
+                    tags=tags,
+                )  # fmt: skip
+            )
+    return job.validate(), spec
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_random_jobs_end_every_item_at_the_same_time_on_both_engines(seed):
+    rng = random.Random(500 + seed)
+    job, spec = random_job(rng)
+    name = RULED[seed % len(RULED)]
+    make = (lambda: Hermod(intra=False)) if name == "hermod" else (lambda: by_name(name))
+    same_times(job, make, spec, rng.choice(["dscp-priority", "fifo"]))
+
+
+def test_hermod_host_wait_holds_in_the_compact_engine_too():
+    """Two flows on one NIC, DP (last MID) ready before PP of microbatch 0: Hermod's compact rule
+    holds the DP flow until PP is done; Megatron shares."""
+    spec = ClusterSpec.from_dict(
+        {"servers": [{"count": 2, "gpus": 1, "nic_rate": 8e9}], "fabric": {"type": "single_switch"}}
+    )
+    job = Job("wait")
+    job.endpoint("a", Location(0, "gpu0", 0))
+    job.endpoint("b", Location(1, "gpu0", 0))
+    job.flow("dp", "a", "b", 10**7, coflow_type="DP", microbatch=3, layer=0, tags={"dp_phase": "rs"})
+    job.flow("pp", "a", "b", 10**7, coflow_type="PP", microbatch=0, layer=0)
+    _, fast = same_times(job, lambda: by_name("hermod"), spec)
+    t = fast.times()
+    assert t["dp"][1] == pytest.approx(t["pp"][2])  # dp starts when pp ends
+    _, fair = same_times(job, lambda: by_name("megatron"), spec)
+    assert fair.times()["dp"][1] == 0.0
+
+
+def test_hermod_rule_matches_its_decisions():
+    job, spec = random_job(random.Random(3))
+    h = Hermod()
+    placement = h.place(job.public(), spec)
+    assert h.matched  # EP flows between servers: Alg. 3 splits them at run time, no rule
+    for f in job.flows:
+        rule = h.rule(f, placement, spec)
+        if f.id in h.matched:
+            assert rule is None
+        else:
+            assert rule.dscp == h.dscp(f) and rule.key == rule.bar == key_number(h.key(f)) and rule.queued
+    assert key_number((1, 0, 0)) > key_number((0, 1, 5)) > key_number((0, 0, 7))
+    with pytest.raises(ValueError):
+        key_number((0, 0, 1 << 20))
+
+
+def test_a_scheduler_with_its_own_on_ready_and_no_rule_is_refused():
+    class Custom(Scheduler):
+        name = "custom"
+
+        def on_ready(self, item, view):
+            return super().on_ready(item, view)
+
+    job, spec = random_job(random.Random(1))
+    assert Scheduler().rule(job.flows[0], None, spec) == Rule()
+    with pytest.raises(SpecError, match="no rule"):
+        compact(job, Custom(), spec)
+    with pytest.raises(SpecError, match="no rule"):  # EP coflows between servers: Alg. 3 splits them
+        moe, moe_spec = random_moe_job(random.Random(0))
+        h = Hermod()
+        h.place(moe.public(), moe_spec)
+        assert h.matched
+        compact(moe, Hermod(), moe_spec)
+
+
+def test_intra_host_models_are_refused():
+    spec = ClusterSpec.from_dict(
+        {
+            "servers": [{"count": 2, "gpus": 8, "nic_rate": 1e9, "intra_host": "dgx1-v100"}],
+            "fabric": {"type": "single_switch"},
+        }
+    )
+    job = Job("x")
+    job.endpoint("a", Location(0, "gpu0", 0))
+    job.task("t", "a", 1e-3)
+    with pytest.raises(SpecError, match="intra-host"):
+        compact(job, by_name("megatron"), spec)
+
+
+def test_empty_and_task_only_jobs():
+    spec = ClusterSpec.from_dict(
+        {"servers": [{"count": 1, "gpus": 1, "nic_rate": 1e9}], "fabric": {"type": "single_switch"}}
+    )
+    job = Job("tasks")
+    job.endpoint("a", Location(0, "gpu0", 0))
+    job.task("t0", "a", 1e-3)
+    job.task("t1", "a", 2e-3)  # queues behind t0 on the device
+    res = run_compact(compact(job, by_name("megatron"), spec))
+    assert res.times()["t1"] == (0.0, 1e-3, pytest.approx(3e-3))
+    assert math.isclose(res.makespan, 3e-3)
+
+
+def test_railbed_simulate_engine_compact_gives_the_numba_engines_result():
+    """``railbed simulate --engine compact`` (scenarios.runner._simulate) on Hermod's reduced
+    Mixtral-8x22B scenario file, a smaller job: the same records and iterations as the numba engine."""
+    from pathlib import Path
+
+    from scenarios.runner import Scenario, _simulate
+
+    sc = Scenario.load(Path(__file__).resolve().parents[1] / "scenarios/hermod/sim-mixtral-8x22b-100g.yaml")
+    job = moe_training(model="mixtral-8x22b", dp=2, layers=8, microbatches=2, zero2=True, nics_per_server=8)
+    for spec in sc.schedulers:
+        slow = _simulate(sc, spec, "numba", lambda _: None, job)
+        fast = _simulate(sc, spec, "compact", lambda _: None, job)
+        assert fast.scheduler == slow.scheduler and fast.cluster == slow.cluster
+        assert fast.iterations == pytest.approx(slow.iterations, rel=1e-12)
+        assert {i: r.end for i, r in fast.items.items()} == pytest.approx({i: r.end for i, r in slow.items.items()})
