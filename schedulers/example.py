@@ -59,3 +59,6 @@ class SmallFirst(Scheduler):
     def choose_path(self, flow, view):
         names = [o.name for o in flow.options]
         return names.index("acc") if "acc" in names else 0
+
+    def rule(self, flow, placement, cluster):
+        return None  # on_ready counts busy flows and splits: not a pure function of the flow (no compact engine)
