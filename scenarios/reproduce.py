@@ -20,15 +20,15 @@ Each paper keeps its claims in ``scenarios/<paper>/claims.yaml``::
         paper: "~1.5x"
         not_reproduced: DrTM-KV is an outside system; its pattern is not built here
 
-Rows are grouped by (scenario, backend, quick overrides), so one run
+Rows are grouped by (scenario, backend, set and quick overrides), so one run
 serves every row that reads it. Simulated rows run by default; emulated
 and crosscheck rows need ``--emulate`` (root; one testbed per machine) and
 are listed as skipped otherwise. ``--resume`` reuses a group's finished
 results directory when its ``scenario.yaml`` is the one the row would run
 (so a long ``--emulate`` report can be stopped and taken up again; each
-run's ``provenance.json`` names the commit it was made with). Each run is a normal results directory
-(figures included) under ``--out`` (default ``reproduction/``), and
-``REPRODUCTION.md`` there has, per paper, a table: claim, paper, railbed,
+run's ``provenance.json`` names the commit it was made with). Each run is
+a normal results directory (figures included) under ``--out`` (default
+``reproduction/``), and ``REPRODUCTION.md`` there has, per paper, a table: claim, paper, railbed,
 verdict (holds / does not hold / measured), fidelity (the emulator's
 report, or "simulated"), and the command that reruns the row; then the
 runs' figures. A paper without a claims file gets "not built yet".
