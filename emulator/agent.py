@@ -24,14 +24,25 @@ lines. Commands (controller -> agent):
     the order they were asked for, no pacing (LEO's request streams: millions
     of small messages in model time). ``short`` sends fewer bytes and closes
     the connection, so the receiver sees the frame end early.
-``{"op": "rate", "id": f, "pace": bytes/s or 0}``
-    change the pacing rate of a live flow.
+``{"op": "rate", "id": f, "pace": bytes/s or 0, "hold": 0}``
+    change the pacing rate of a live flow. With ``"hold": 1`` (also allowed
+    in ``send``) the flow is held instead: the agent hands its socket no more
+    payload until a ``rate`` without ``hold`` comes, and leaves the socket's
+    pacing as it was, so what the kernel already queued (at most
+    ``TCP_NOTSENT_LOWAT`` on a paced socket, see :func:`set_pacing`) leaves
+    at the flow's last rate. A pacing rate near zero would not do: Linux
+    books each packet's departure at ``len / rate`` ahead (``tcp_wstamp_ns``)
+    and a later, faster rate does not cancel the booking, so a flow paced
+    at a few bit/s and then freed stayed stuck for minutes (MRTF on the
+    DGTP testbed, issue 13). A hold is answered with ``held``.
 ``{"op": "tos", "id": f, "tos": x}``
     re-mark a live flow (``IP_TOS`` on its socket: packets sent from now on).
 ``{"op": "quit"}``
 
 Events (agent -> controller): ``hello`` (data listener ready), ``conn`` (a
 persistent connection was opened), ``waited``,
+``held`` (``n``, ``bytes``: the
+flow's payload the kernel had queued but not sent when the hold came),
 ``recv`` (the receiver got every byte of flow ``n``, or the connection
 ended early: ``bytes`` says how many), ``integrity`` (more bytes arrived
 after completion), ``error``, and with ``--progress P`` a ``progress``
@@ -45,6 +56,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import fcntl
 import json
 import os
 import socket
@@ -58,14 +70,30 @@ HEADER = struct.Struct("!QQ")
 ZERO_FILE_BYTES = 8 << 20
 RECV_BUFFER = 1 << 20
 UNLIMITED_PACING = 0xFFFFFFFF  # ~0U: the kernel's "no cap"
+TCP_NOTSENT_LOWAT = getattr(socket, "TCP_NOTSENT_LOWAT", 25)
+SIOCOUTQNSD = 0x894B  # bytes queued on a TCP socket and not yet sent
+LOWAT_MIN = 128 << 10  # bytes
+LOWAT_SECONDS = 0.05  # a paced socket queues at most this long of its rate unsent (or LOWAT_MIN)
 TIMER_SLACK = 0.002
 PERSIST = (1 << 64) - 1  # the first header's flow number on a persistent connection
 
 
 def set_pacing(sock: socket.socket, bytes_per_s: float) -> None:
-    """Cap a socket's pacing rate (0: remove the cap). An unsigned 32-bit option value."""
+    """Cap a socket's pacing rate (0: remove the cap). An unsigned 32-bit option value.
+
+    A paced socket also gets ``TCP_NOTSENT_LOWAT`` of :data:`LOWAT_SECONDS` of
+    its rate (at least :data:`LOWAT_MIN`): the kernel then takes no more payload
+    while that much is queued unsent, which bounds what still leaves after a
+    hold. An unpaced socket keeps the kernel's default (no limit)."""
     value = min(int(bytes_per_s), UNLIMITED_PACING) if bytes_per_s else UNLIMITED_PACING
     sock.setsockopt(socket.SOL_SOCKET, SO_MAX_PACING_RATE, struct.pack("=I", max(1, value)))
+    lowat = max(LOWAT_MIN, int(bytes_per_s * LOWAT_SECONDS)) if bytes_per_s else 0  # 0: the sysctl's
+    sock.setsockopt(socket.IPPROTO_TCP, TCP_NOTSENT_LOWAT, struct.pack("=I", lowat))
+
+
+def unsent_bytes(sock: socket.socket) -> int:
+    """Bytes the kernel holds for ``sock`` that have not been sent yet (``SIOCOUTQNSD``)."""
+    return struct.unpack("=i", fcntl.ioctl(sock.fileno(), SIOCOUTQNSD, b"\0" * 4))[0]
 
 
 def _zero_file() -> int:
@@ -88,6 +116,7 @@ class Agent:
         # here and applied when the socket is made (before, such a change was lost: a flow capped in
         # the batch that started it ran uncapped, and OES's incast into a slow server overflowed it)
         self.settings: dict[str, dict[str, int]] = {}
+        self.gates: dict[str, asyncio.Event] = {}  # flow id -> set unless the flow is held
         self.writer: asyncio.StreamWriter | None = None
         self.zeros = _zero_file()
         self.background: set[asyncio.Task] = set()
@@ -235,12 +264,7 @@ class Agent:
             sock.setblocking(False)
             await loop.sock_connect(sock, (cmd["dst"], self.port))
             await loop.sock_sendall(sock, HEADER.pack(int(cmd["n"]), int(cmd["size"])))
-            remaining = int(cmd["size"]) - int(cmd.get("short", 0))
-            while remaining > 0:
-                chunk = min(remaining, ZERO_FILE_BYTES)
-                with open(self.zeros, "rb", closefd=False) as zeros:
-                    sent = await loop.sock_sendfile(sock, zeros, 0, chunk, fallback=True)
-                remaining -= sent
+            await self._gated_payload(loop, sock, int(cmd["size"]) - int(cmd.get("short", 0)), self.gates[fid])
             sock.shutdown(socket.SHUT_WR)
             # keep the socket (and its pacing) until the receiver has everything
             while await loop.sock_recv(sock, 4096):
@@ -250,12 +274,48 @@ class Agent:
         finally:
             self.live.pop(fid, None)
             self.settings.pop(fid, None)
+            self.gates.pop(fid, None)
             sock.close()
 
-    def set_rate(self, fid: str, pace: int) -> None:
-        if fid in self.settings:
-            self.settings[fid]["pace"] = pace
+    async def _gated_payload(self, loop, sock: socket.socket, nbytes: int, gate: asyncio.Event) -> None:
+        """``nbytes`` zeros into ``sock`` with ``sendfile``, handing over nothing while ``gate`` is
+        clear (the flow is held). What ``loop.sock_sendfile`` does, with the gate between calls."""
+        fd = sock.fileno()
+        while nbytes > 0:
+            if not gate.is_set():
+                await gate.wait()
+            try:
+                nbytes -= os.sendfile(fd, self.zeros, 0, min(nbytes, ZERO_FILE_BYTES))
+            except BlockingIOError:
+                await _writable(loop, fd)
+
+    def start_flow(self, cmd: dict) -> None:
+        fid = cmd["id"]
+        self.settings[fid] = {"pace": int(cmd.get("pace") or 0), "tos": int(cmd["tos"]), "n": int(cmd["n"])}
+        self.gates[fid] = asyncio.Event()
+        if not cmd.get("hold"):
+            self.gates[fid].set()
+        self.spawn(self.send(cmd))
+
+    def set_rate(self, fid: str, pace: int, hold: bool) -> None:
+        """A new pace for flow ``fid``, or (``hold``) no more payload until the next un-held rate."""
+        gate = self.gates.get(fid)
+        if gate is None:
+            return  # the flow just ended
         sock = self.live.get(fid)
+        if hold:
+            if gate.is_set():
+                gate.clear()
+                queued = 0
+                if sock is not None:
+                    try:
+                        queued = unsent_bytes(sock)
+                    except OSError:
+                        pass  # not connected yet: nothing queued
+                self.emit(ev="held", n=self.settings[fid]["n"], bytes=queued)
+            return
+        self.settings[fid]["pace"] = pace
+        gate.set()
         if sock is not None:
             try:
                 set_pacing(sock, pace)
@@ -302,16 +362,25 @@ class Agent:
                 if cmd.get("persist"):
                     self.spawn(self.send_message(cmd))
                 else:
-                    self.settings[cmd["id"]] = {"pace": int(cmd.get("pace") or 0), "tos": int(cmd["tos"])}
-                    self.spawn(self.send(cmd))
+                    self.start_flow(cmd)
             elif op == "rate":
-                self.set_rate(cmd["id"], cmd["pace"])
+                self.set_rate(cmd["id"], int(cmd["pace"] or 0), bool(cmd.get("hold")))
             elif op == "tos":
                 self.set_tos(cmd["id"], int(cmd["tos"]))
             elif op == "quit":
                 await self.writer.drain()
                 return 0
             await self.writer.drain()
+
+
+async def _writable(loop, fd: int) -> None:
+    """Until ``fd`` can take more data."""
+    ready = loop.create_future()
+    loop.add_writer(fd, lambda: ready.done() or ready.set_result(None))
+    try:
+        await ready
+    finally:
+        loop.remove_writer(fd)
 
 
 async def _read_exact(loop, conn: socket.socket, nbytes: int) -> bytes:

@@ -51,6 +51,7 @@ from railbed.units import GOODPUT_FRACTION
 
 AGENT_START_TIMEOUT = 30.0
 PROC_POLL = 0.25
+HOLD_FRACTION = 1e-3  # a cap under this share of the flow's slower NIC holds it (model: ~nothing)
 DEATH_GRACE = 0.5  # s to wait for a peer's death after an agent reports a connection error
 
 
@@ -137,6 +138,8 @@ class _Run:
         # record's duration includes this: the dispatcher logs the start at the model time)
         self.start_lags: list[tuple[float, str]] = []
         self.connections = 0
+        self.holds = 0  # flows the agents held (a cap of almost nothing), and the payload already
+        self.held_bytes = 0  # queued in their sockets then, which still left at the flow's last pace
 
     # ------------------------------------------------------------- top level
     def go(self, strict: bool, on_agents) -> RunResult:
@@ -179,6 +182,13 @@ class _Run:
         if mode != "none":
             how = "netem on every egress queue" if mode == "netem" else "traffic agents delay each flow's start"
             result.notes.append(f"link latency {self.tb.spec.fabric.latency:g} s applied by {how}")
+        if self.holds:
+            total = sum(f.size for f in self.by_index.values())
+            result.notes.append(
+                f"{self.holds} holds of running flows (caps under {HOLD_FRACTION:g} of a NIC): "
+                f"{self.held_bytes} B ({100 * self.held_bytes / max(total, 1):.2f} % of the flows' bytes) "
+                "were already queued in their sockets and left at the flow's last pace"
+            )
         self._fidelity(result, sampler)
         if strict and not result.fidelity.get("ok", True):
             raise RunFailed("fidelity broken: " + "; ".join(result.fidelity["problems"]))
@@ -348,6 +358,7 @@ class _Run:
                     "size": a.size,
                     "tos": a.dscp << 2,
                     "pace": self._pace(a.rate),
+                    "hold": self._held(a.rate, a.src, a.dst),
                     "not_before": self._real(self.now + delay) if delay else 0,
                     "mark": spine_mark(a.spine) if a.spine is not None else 0,
                 }
@@ -360,11 +371,22 @@ class _Run:
                 flow = self.dispatcher.active_flow(a.id)
                 if flow is not None:
                     self.rerated.add(a.id)
-                    self._send(flow.src[0], {"op": "rate", "id": a.id, "pace": self._pace(a.rate)})
+                    hold = self._held(a.rate, flow.src, flow.dst)
+                    self._send(flow.src[0], {"op": "rate", "id": a.id, "pace": self._pace(a.rate), "hold": hold})
             elif isinstance(a, SetDscp):
                 flow = self.dispatcher.active_flow(a.id)
                 if flow is not None:
                     self._send(flow.src[0], {"op": "tos", "id": a.id, "tos": a.dscp << 2})
+
+    def _held(self, model_rate: float | None, src: tuple[int, int], dst: tuple[int, int]) -> int:
+        """1 when a cap is under :data:`HOLD_FRACTION` of the slower of the flow's two NICs: the
+        agent then stops writing the flow (a pacing rate that low stalls a socket long after it is
+        raised; see :mod:`emulator.agent`, ``rate``). The fluid model's counterpart is a rate of
+        almost nothing, such as MRTF's floor for flows left with no bandwidth."""
+        if model_rate is None:
+            return 0
+        nics = self.tb.topology.nics
+        return int(model_rate < HOLD_FRACTION * min(nics[src[0]][src[1]].port.rate, nics[dst[0]][dst[1]].port.rate))
 
     def _pace(self, model_rate: float | None) -> int:
         """SO_MAX_PACING_RATE (bytes/s) for a model wire rate: the kernel paces payload
@@ -411,6 +433,9 @@ class _Run:
             self._do(self.dispatcher.flow_done(flow.id, self.now, msg["bytes"]))
         elif ev == "conn":
             self.connections += 1
+        elif ev == "held":
+            self.holds += 1
+            self.held_bytes += msg["bytes"]
         elif ev == "integrity":
             flow = self.by_index[msg["n"]]
             raise RunFailed(f"flow {flow.id}: the receiver got {msg['bytes']} bytes, more than its size {flow.size}")

@@ -22,7 +22,7 @@ ARGS = {"iterations": 2, "max_edges": 20_000, "batch": 40, "profile": 3}
 TIMES = {"t_store": 1e-3, "t_sample": 2e-3, "t_train": 5e-3, "t_update": 1e-3}
 
 
-@pytest.mark.parametrize("name, args", [("dgtp", {"iterations": 50}), ("distdgl", {})])
+@pytest.mark.parametrize("name, args", [("dgtp", {"iterations": 50}), ("distdgl", {}), ("mrtf", {})])
 def test_tiny_gnn_job_runs_on_the_emulated_testbed(name, args):
     job = generate("gnn_training", {**ARGS, **TIMES})
     with Testbed(TESTBED, scale=K) as tb:

@@ -132,3 +132,31 @@ def test_a_cap_set_in_the_batch_that_starts_a_flow_holds_from_its_first_byte():
         assert sim.items[fid].duration == pytest.approx(4 * T)
         # uncapped (the cap lost before the socket existed), a flow took about T
         assert emu.items[fid].duration == pytest.approx(4 * T, rel=0.10), emu.items[fid]
+
+
+class HoldAndRelease(Scheduler):
+    """One flow at the full link, capped at a millionth of it (as MRTF's floor does) at T/4 and
+    given the link back at T/2: a quarter of its time held, so T + T/4 in all."""
+
+    name = "hold-and-release"
+
+    def on_ready(self, item, view):
+        view.wake_at(T / 4)
+        view.wake_at(T / 2)
+        return Decision(rate=LINK)
+
+    def on_flows_changed(self, view):
+        return {fid: (1e-6 * LINK if T / 4 <= view.now < T / 2 else LINK) for fid in view.active}
+
+
+def test_a_flow_capped_at_almost_nothing_resumes_when_the_cap_is_lifted():
+    job = job4()
+    job.flow("a", "w0", "w1", S)
+    with Testbed(SPEC, scale=K) as tb:
+        emu = run(job, HoldAndRelease(), tb)
+    sim = simulate(job, HoldAndRelease(), SPEC)
+    assert sim.items["a"].duration == pytest.approx(1.25 * T, rel=0.01)
+    # paced at 100 bit/s real, the socket booked its next packet minutes ahead and stayed stuck
+    # after the cap was lifted: the agent holds the flow instead (what it had queued leaks)
+    assert emu.items["a"].duration == pytest.approx(1.25 * T, rel=0.10), emu.items["a"]
+    assert any("holds of running flows" in n for n in emu.notes), emu.notes
