@@ -55,11 +55,12 @@ from railbed.results import ItemRecord, RunResult
 from railbed.scheduler import Scheduler
 from railbed.spec import ClusterSpec
 from railbed.topology import Topology
-from railbed.units import wire_bytes
+from railbed.units import FRAME, MSS, wire_bytes
 from simulator.fabric import Fabric, link_stats
 from simulator.network import _advance
 from simulator.run import dscp_classes
 from tc_policies.plan import Policy
+from workloads.arrays import ArrayJob
 
 TASK, LOCAL, NET = 0, 1, 2  # kinds of item
 MAX_HOPS = 4
@@ -262,6 +263,136 @@ def compact(job: Job, scheduler: Scheduler, cluster: ClusterSpec, policy: str | 
         job.name, ids, kind, device, duration, route, bits, prio, cap, key, bar, queued, nic, dscp, size,
         missing, dep_ptr, dep_idx, device_cap, route_links, route_hops, route_latency,
         fabric.capacity.copy(), list(fabric.names), int(nic_base[-1]), spine_of, placement,
+    )  # fmt: skip
+
+
+def compact_arrays(
+    aj: ArrayJob, scheduler: Scheduler, cluster: ClusterSpec, policy: str | Policy = "dscp-priority"
+) -> CompactJob:
+    """:func:`compact` for an :class:`~workloads.arrays.ArrayJob`, with numpy over its columns.
+
+    The same :class:`CompactJob`, array for array, as ``compact`` of the equal :class:`Job`
+    (``tests/test_compact.py``), under the assumption the rule classes rest on
+    (:mod:`workloads.arrays`): ``place`` and ``rule`` read the endpoints and, of the flows,
+    only what a class shares (attributes, source, whether it crosses servers). ``place``
+    gets a skeleton job of the endpoints and one representative flow per class; ``rule``
+    is asked once per class. A flow a scheduler would split (no rule: Hermod's EP coflows
+    between servers) is refused here as in ``compact``."""
+    aj.finish()
+    for s in cluster.servers:
+        if s.intra_host is not None or s.datapath is not None:
+            raise SpecError("servers", f"server {s.name} has an intra-host model; the compact engine has none")
+    topology = Topology(cluster)
+    fabric = Fabric(topology)
+    skeleton = Job(aj.name, aj.skeleton.capacity, aj.skeleton.default_capacity)
+    skeleton.endpoints = dict(aj.skeleton.endpoints)
+    for c in range(len(aj.reps)):
+        f = aj.rep_flow(c)
+        skeleton.items[f.id] = f
+    placement = scheduler.place(skeleton.public(), cluster)
+    check_placement(skeleton, cluster, placement)
+    del skeleton
+    classes = np.array(dscp_classes(policy), dtype=np.int64)
+    nic_base = np.cumsum([0] + [s.nics for s in cluster.servers])
+    locs = [placement[e] for e in aj.endpoints]
+    ep_server = np.array([loc.server for loc in locs], np.int64)
+    ep_nic = np.array([nic_base[loc.server] + loc.nic for loc in locs], np.int64)
+    n = aj.items
+    is_task = aj.kind == 0
+    is_flow = ~is_task
+    # devices: the tasks' (server, device) in sorted order, as compact()
+    task_eps = np.unique(aj.a[is_task])
+    devices = sorted({(locs[e].server, locs[e].device) for e in task_eps})
+    dev_id = {d: k for k, d in enumerate(devices)}
+    ep_dev = np.full(len(locs), -1, np.int32)
+    for e in task_eps:
+        ep_dev[e] = dev_id[(locs[e].server, locs[e].device)]
+    device = np.where(is_task, ep_dev[aj.a], -1).astype(np.int32)
+    duration = np.where(is_task, aj.value, 0.0)
+    # rules, once per class
+    nrep = len(aj.reps)
+    r_dscp = np.zeros(nrep, np.int8)
+    r_cap = np.full(nrep, math.inf)
+    r_key = np.zeros(nrep, np.int64)
+    r_bar = np.zeros(nrep, np.int64)
+    r_queued = np.zeros(nrep, np.bool_)
+    for c in range(nrep):
+        rep = aj.rep_flow(c)
+        rule = scheduler.rule(rep, placement, cluster)
+        if rule is None:
+            raise SpecError("scheduler", f"{scheduler.name} has no rule for flow {rep.id} (its class): use simulate()")
+        if not 0 <= rule.dscp <= 63 or (rule.rate is not None and not rule.rate > 0):
+            raise SpecError("scheduler", f"{scheduler.name}: rule {rule} for {rep.id} out of range")
+        r_dscp[c], r_key[c], r_bar[c], r_queued[c] = rule.dscp, rule.key, rule.bar, rule.queued
+        r_cap[c] = math.inf if rule.rate is None else rule.rate
+    rc = np.where(is_flow, aj.rclass, 0)
+    dscp = np.where(is_flow, r_dscp[rc], 0).astype(np.int8)
+    key = np.where(is_flow, r_key[rc], 0)
+    bar = np.where(is_flow, r_bar[rc], 0)
+    queued = np.where(is_flow, r_queued[rc], False)
+    cap = np.where(is_flow, r_cap[rc], math.inf)
+    del rc
+    src = np.where(is_flow, aj.a, 0)
+    dst = np.where(is_flow, aj.b, 0)
+    nic = np.where(is_flow, ep_nic[src], -1).astype(np.int32)
+    size = np.where(is_flow, aj.value, 0).astype(np.int64)
+    net = is_flow & (ep_server[src] != ep_server[dst])
+    kind = np.full(n, TASK, np.int8)
+    kind[is_flow] = LOCAL
+    kind[net] = NET
+    # spines (ECMP by CRC-32 of the id, Topology.ecmp_spine) and routes in order of first use
+    nic_leaf = np.array([topology.nics[sv][k].leaf for sv in range(len(cluster.servers))
+                         for k in range(cluster.servers[sv].nics)], np.int64)  # fmt: skip
+    a_nic, b_nic = ep_nic[src[net]], ep_nic[dst[net]]
+    nspines = len(topology.spines)
+    cross_leaf = nic_leaf[a_nic] != nic_leaf[b_nic]
+    sp = np.where(cross_leaf, aj.crc[net].astype(np.int64) % max(nspines, 1), -1) if nspines else np.full(
+        len(a_nic), -1, np.int64)  # fmt: skip
+    spine_of = np.full(n, -1, np.int32)
+    spine_of[net] = sp
+    total_nics = int(nic_base[-1])
+    rkey = (a_nic * total_nics + b_nic) * (nspines + 1) + (sp + 1)
+    uniq, first, inverse = np.unique(rkey, return_index=True, return_inverse=True)
+    order = np.argsort(first, kind="stable")
+    rank = np.empty(len(uniq), np.int64)
+    rank[order] = np.arange(len(uniq))
+    route = np.full(n, -1, np.int32)
+    route[net] = rank[inverse]
+    nr = max(1, len(uniq))
+    route_links = np.full((nr, MAX_HOPS), -1, np.int64)
+    route_hops = np.zeros(nr, np.int64)
+    route_latency = np.zeros(nr)
+    server_of_nic = np.repeat(np.arange(len(cluster.servers)), [s.nics for s in cluster.servers])
+    for r, u in enumerate(order):
+        i = first[u]
+        a, b, spn = int(a_nic[i]), int(b_nic[i]), int(sp[i])
+        rt = fabric.route(
+            (int(server_of_nic[a]), a - int(nic_base[server_of_nic[a]])),
+            (int(server_of_nic[b]), b - int(nic_base[server_of_nic[b]])),
+            None if spn < 0 else spn,
+        )
+        if len(rt.links) > MAX_HOPS:
+            raise SpecError("fabric", f"a route of {len(rt.links)} hops; the compact engine takes {MAX_HOPS}")
+        route_links[r, : len(rt.links)] = rt.links
+        route_hops[r], route_latency[r] = len(rt.links), rt.latency
+    del a_nic, b_nic, sp, rkey, inverse, cross_leaf
+    payload = np.where(net, size, 0)
+    bits = 8.0 * (payload + (-(-payload // MSS)) * (FRAME - MSS))
+    prio = np.where(net, classes[dscp.astype(np.int64)], 0)
+    del payload, src, dst
+    # dependencies: missing counts, dependents as CSR in item order (Job.dependents)
+    missing = aj.dep_count.copy()
+    owner = np.repeat(np.arange(n, dtype=np.int32), aj.dep_count)
+    by_dep = np.argsort(aj.deps, kind="stable")
+    dep_idx = owner[by_dep]
+    del owner, by_dep
+    dep_ptr = np.zeros(n + 1, np.int64)
+    np.cumsum(np.bincount(aj.deps, minlength=n), out=dep_ptr[1:])
+    device_cap = np.array([aj.skeleton.capacity_of(d) for _, d in devices], np.int32)
+    return CompactJob(
+        aj.name, aj.ids, kind, device, duration, route, bits, prio, cap, key, bar, queued, nic, dscp, size,
+        missing, dep_ptr, dep_idx, device_cap, route_links, route_hops, route_latency,
+        fabric.capacity.copy(), list(fabric.names), total_nics, spine_of, placement,
     )  # fmt: skip
 
 
