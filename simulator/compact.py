@@ -43,16 +43,16 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 from numba import njit
 
-from railbed.dispatch import check_placement
+from railbed.dispatch import SchedulerError, _check_acyclic, _check_conservation, check_placement
 from railbed.errors import SpecError
 from railbed.job import Flow, Job, Placement, Task, attrs_of
 from railbed.results import ItemRecord, RunResult
-from railbed.scheduler import Scheduler
+from railbed.scheduler import Rule, Scheduler, Split, SubFlow
 from railbed.spec import ClusterSpec
 from railbed.topology import Topology
 from railbed.units import FRAME, MSS, wire_bytes
@@ -103,6 +103,12 @@ class CompactJob:
     nics: int
     spine: np.ndarray  # int32: a network flow's ECMP spine (-1: none)
     placement: Placement
+    # gated flows (Rule.gate) and their sub-flows, items n_job.. (all four empty without gates)
+    gate: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int32))  # int32: a gated flow's gate, -1
+    gate_size: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int32))  # flows per gate
+    gate_sub: np.ndarray = field(default_factory=lambda: np.zeros(1, np.int64))  # gate g's sub-flows: [g], [g + 1]
+    parent: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int32))  # int32: a sub-flow's original, -1
+    children: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int32))  # sub-flows per original
 
     @property
     def items(self) -> int:
@@ -141,20 +147,32 @@ class CompactResult:
 
         cj, pl = self.job, self.job.placement
         records = {}
-        for k, item in enumerate(job.items.values()):
+        gated = len(cj.gate_size) > 0
+        items = list(job.items.values())
+        n_job = len(items)
+        for k in range(n_job, cj.items):  # sub-flows: their original's attributes, their own size
+            o = items[cj.parent[k]]
+            items.append(replace(o, id=cj.ids[k], size=int(cj.size[k]), deps=(), parent=o.id))
+        for k, item in enumerate(items):
             times = dict(ready=float(self.ready[k]), start=float(self.start[k]), end=float(self.end[k]))
             if isinstance(item, Task):
                 loc = pl[item.endpoint]
                 rec = ItemRecord(item.id, "task", server=loc.server, device=loc.device, attrs=attrs_of(item), **times)
             else:
                 src, dst = pl[item.src], pl[item.dst]
+                split = gated and k < n_job and cj.gate[k] >= 0
                 rec = ItemRecord(
                     item.id, "flow", server=src.server, device=src.device, dst_server=dst.server, src_nic=src.nic,
-                    dst_nic=dst.nic, size=item.size, received=item.size, dscp=int(cj.dscp[k]),
-                    rate=None if math.isinf(cj.cap[k]) else float(cj.cap[k]),
-                    spine=None if cj.spine[k] < 0 else int(cj.spine[k]), attrs=attrs_of(item), **times,
+                    dst_nic=dst.nic, size=item.size, received=item.size, dscp=None if split else int(cj.dscp[k]),
+                    rate=None if split or math.isinf(cj.cap[k]) else float(cj.cap[k]),
+                    spine=None if cj.spine[k] < 0 else int(cj.spine[k]), attrs=attrs_of(item), parent=item.parent,
+                    **times,
                 )  # fmt: skip
+                if split:
+                    rec.children = []
             records[item.id] = rec
+        for k in range(n_job, cj.items):
+            records[cj.ids[cj.parent[k]]].children.append(cj.ids[k])
         res = RunResult("simulator", job.name, scheduler, "", 1.0, items=records)
         stamps = [(t, w, k) for w, arr in enumerate((self.ready, self.start, self.end)) for k, t in enumerate(arr)]
         stamps.sort()
@@ -192,8 +210,28 @@ def compact(job: Job, scheduler: Scheduler, cluster: ClusterSpec, policy: str | 
     nic_base = np.cumsum([0] + [s.nics for s in cluster.servers])
     devices = sorted({(placement[t.endpoint].server, placement[t.endpoint].device) for t in job.tasks})
     dev_id = {d: k for k, d in enumerate(devices)}
-    n = len(job.items)
+    rules: dict[int, Rule] = {}
+    gates: dict[str, list[int]] = {}
+    for k, item in enumerate(job.items.values()):
+        if isinstance(item, Flow):
+            if item.options:
+                raise SpecError(f"items.{item.id}.options", "the compact engine has no path options")
+            rule = scheduler.rule(item, placement, cluster)
+            if rule is None:
+                raise SpecError("scheduler", f"{scheduler.name} has no rule for flow {item.id}: use simulate()")
+            if not 0 <= rule.dscp <= 63 or (rule.rate is not None and not rule.rate > 0):
+                raise SpecError("scheduler", f"{scheduler.name}: rule {rule} for {item.id} out of range")
+            rules[k] = rule
+            if rule.gate is not None:
+                gates.setdefault(rule.gate, []).append(k)
+    items: list = list(job.items.values())
+    n_job = len(items)
     ids = list(job.items)
+    subs = _gate_subs(job, items, gates, scheduler, placement, cluster)  # (SubFlow, original index, gate)
+    for sub, o, _ in subs:
+        items.append(replace(items[o], id=sub.id, size=sub.size, deps=tuple(sub.deps), parent=items[o].id))
+        ids.append(sub.id)
+    n = len(items)
     index = {i: k for k, i in enumerate(ids)}
     kind = np.zeros(n, np.int8)
     device = np.full(n, -1, np.int32)
@@ -209,30 +247,33 @@ def compact(job: Job, scheduler: Scheduler, cluster: ClusterSpec, policy: str | 
     dscp = np.zeros(n, np.int8)
     size = np.zeros(n, np.int64)
     spine_of = np.full(n, -1, np.int32)
+    gate = np.full(n if gates else 0, -1, np.int32)
+    parent = np.full(n if gates else 0, -1, np.int32)
+    children = np.zeros(n if gates else 0, np.int32)
     routes: dict[tuple, int] = {}
     route_list = []
-    for k, item in enumerate(job.items.values()):
+    for k, item in enumerate(items):
         if isinstance(item, Task):
             loc = placement[item.endpoint]
             kind[k], device[k], duration[k] = TASK, dev_id[(loc.server, loc.device)], item.duration
             continue
         assert isinstance(item, Flow)
-        if item.options:
-            raise SpecError(f"items.{item.id}.options", "the compact engine has no path options")
-        rule = scheduler.rule(item, placement, cluster)
-        if rule is None:
-            raise SpecError("scheduler", f"{scheduler.name} has no rule for flow {item.id}: use simulate()")
         src, dst = placement[item.src], placement[item.dst]
         nic[k] = nic_base[src.server] + src.nic
         size[k] = item.size or 0
-        dscp[k], key[k], bar[k], queued[k] = rule.dscp, rule.key, rule.bar, rule.queued
-        if not 0 <= rule.dscp <= 63 or (rule.rate is not None and not rule.rate > 0):
-            raise SpecError("scheduler", f"{scheduler.name}: rule {rule} for {item.id} out of range")
-        cap[k] = math.inf if rule.rate is None else rule.rate
-        if src.server == dst.server:
-            kind[k] = LOCAL
+        kind[k] = LOCAL if src.server == dst.server else NET
+        if k < n_job:
+            rule = rules[k]
+            key[k] = rule.key
+            if rule.gate is not None:  # split at run time: never starts itself
+                continue
+            dscp[k], bar[k], queued[k] = rule.dscp, rule.bar, rule.queued
+            cap[k] = math.inf if rule.rate is None else rule.rate
+        else:  # a sub-flow: its SubFlow's DSCP and cap, its original's key, never waits
+            sub, o, _ = subs[k - n_job]
+            key[k], dscp[k], cap[k] = key[o], sub.dscp, math.inf if sub.rate is None else sub.rate
+        if kind[k] == LOCAL:
             continue
-        kind[k] = NET
         a, b = (src.server, src.nic), (dst.server, dst.nic)
         spine = topology.ecmp_spine(a, b, item.id)
         spine_of[k] = -1 if spine is None else spine
@@ -243,7 +284,7 @@ def compact(job: Job, scheduler: Scheduler, cluster: ClusterSpec, policy: str | 
             route_list.append(fabric.route(a, b, spine))
         route[k] = r
         bits[k] = 8.0 * wire_bytes(item.size or 0)
-        prio[k] = classes[rule.dscp]
+        prio[k] = classes[dscp[k]]
     route_links = np.full((max(1, len(route_list)), MAX_HOPS), -1, np.int64)
     route_hops = np.zeros(max(1, len(route_list)), np.int64)
     route_latency = np.zeros(max(1, len(route_list)))
@@ -252,18 +293,75 @@ def compact(job: Job, scheduler: Scheduler, cluster: ClusterSpec, policy: str | 
             raise SpecError("fabric", f"a route of {len(rt.links)} hops; the compact engine takes {MAX_HOPS}")
         route_links[r, : len(rt.links)] = rt.links
         route_hops[r], route_latency[r] = len(rt.links), rt.latency
-    missing = np.array([len(it.deps) for it in job.items.values()], np.int32)
+    # dependencies; a sub-flow waits for one more: its split
+    missing = np.array([len(it.deps) + (k >= n_job) for k, it in enumerate(items)], np.int32)
     dependents = job.dependents()
+    for sub, _, _ in subs:
+        dependents[sub.id] = []
+    for sub, _, _ in subs:
+        for d in sub.deps:
+            dependents[d].append(sub.id)
     counts = np.array([len(dependents[i]) for i in ids], np.int64)
     dep_ptr = np.zeros(n + 1, np.int64)
     np.cumsum(counts, out=dep_ptr[1:])
     dep_idx = np.fromiter((index[j] for i in ids for j in dependents[i]), np.int32, count=int(dep_ptr[-1]))
     device_cap = np.array([job.capacity_of(d) for _, d in devices], np.int32)
+    gate_size = np.array([len(m) for m in gates.values()], np.int32)
+    gate_sub = np.full(len(gates) + 1, n_job, np.int64)
+    for g, members in enumerate(gates.values()):
+        gate[members] = g
+    for x, (_, o, g) in enumerate(subs):
+        parent[n_job + x] = o
+        children[o] += 1
+        gate_sub[g + 1] = n_job + x + 1
     return CompactJob(
         job.name, ids, kind, device, duration, route, bits, prio, cap, key, bar, queued, nic, dscp, size,
         missing, dep_ptr, dep_idx, device_cap, route_links, route_hops, route_latency,
         fabric.capacity.copy(), list(fabric.names), int(nic_base[-1]), spine_of, placement,
+        gate, gate_size, gate_sub, parent, children,
     )  # fmt: skip
+
+
+def _gate_subs(job: Job, items: list, gates: dict[str, list[int]], scheduler: Scheduler, placement, cluster) -> list:
+    """Per gate (in order of its first flow), the scheduler's ``gate_split`` of its flows, checked
+    as the Dispatcher checks a :class:`Split` (sub-flows of the gate's own flows, new ids, bytes
+    conserved, no cycle), plus what the compact engine needs: the sub-flows keep their
+    original's ends and depend only on sub-flows of the same split. Returns
+    ``[(SubFlow, original's index, gate index)]`` in the split's order (originals, then their
+    sub-flows), the order in which the Dispatcher makes and starts them."""
+    out = []
+    seen: set[str] = set()
+    for g, (name, members) in enumerate(gates.items()):
+        flows = [items[k] for k in members]
+        split = scheduler.gate_split(flows, placement, cluster)
+        who = f"{scheduler.name}: gate_split of {name}"
+        where = {f.id: k for f, k in zip(flows, members)}
+        if not isinstance(split, Split) or set(split.parts) != set(where):
+            raise SchedulerError(f"{who}: must be a Split of exactly the gate's flows")
+        mine = {sub.id for subs in split.parts.values() for sub in subs}
+        for orig_id, parts in split.parts.items():
+            orig = items[where[orig_id]]
+            if not parts:
+                raise SchedulerError(f"{who}: {orig_id} gets no sub-flows")
+            for sub in parts:
+                if not isinstance(sub, SubFlow) or sub.carries or (sub.src or orig.src, sub.dst or orig.dst) != (
+                    orig.src, orig.dst
+                ):  # fmt: skip
+                    raise SpecError("scheduler", f"{who}: sub-flow {sub!r}: the compact engine takes sub-flows "
+                                    "between their original's ends only")  # fmt: skip
+                if sub.id in job.items or sub.id in seen or "/" in sub.id:
+                    raise SchedulerError(f"{who}: sub-flow id {sub.id!r} is not new in the run")
+                if isinstance(sub.size, bool) or not isinstance(sub.size, int) or sub.size < 0:
+                    raise SchedulerError(f"{who}: sub-flow {sub.id} size {sub.size!r} is not a byte count")
+                if not 0 <= sub.dscp <= 63 or (sub.rate is not None and not sub.rate > 0):
+                    raise SchedulerError(f"{who}: sub-flow {sub.id}: DSCP or rate out of range")
+                if any(d not in mine for d in sub.deps):
+                    raise SpecError("scheduler", f"{who}: sub-flow {sub.id} depends on items outside the split")
+                seen.add(sub.id)
+                out.append((sub, where[orig_id], g))
+            _check_conservation(orig, [(orig.src, orig.dst, sub.size) for sub in parts], who)
+        _check_acyclic(split, who)
+    return out
 
 
 def compact_arrays(
@@ -409,7 +507,8 @@ def run_compact(cj: CompactJob) -> CompactResult:
     code = _run_kernel(
         cj.kind, cj.device, cj.duration, cj.route, cj.bits, cj.prio, cj.cap, cj.key, cj.bar, cj.queued, cj.nic,
         cj.missing.copy(), cj.dep_ptr, cj.dep_idx, cj.device_cap, cj.route_links, cj.route_hops, cj.route_latency,
-        cj.link_cap, cj.nics, ready, start, end, link_bits, link_peak, stats,
+        cj.link_cap, cj.nics, cj.gate, cj.gate_size, cj.gate_sub, cj.parent, cj.children, ready, start, end,
+        link_bits, link_peak, stats,
     )  # fmt: skip
     if code == 1:
         raise RuntimeError(f"compact engine: {n - stats[2]} items unfinished and nothing pending (a bug)")
@@ -504,7 +603,8 @@ def _grow_net(flow_links, nhops, sprio, scap, rem, rates, act, state, finished, 
 @njit(cache=True)
 def _run_kernel(
     kind, device, duration, route, bits, prio, cap, key, bar, queued, nic, missing, dep_ptr, dep_idx, device_cap,
-    route_links, route_hops, route_latency, link_cap, nnics, ready_t, start_t, end_t, link_bits, link_peak, stats,
+    route_links, route_hops, route_latency, link_cap, nnics, gate, gate_size, gate_sub, parent, children, ready_t,
+    start_t, end_t, link_bits, link_peak, stats,
 ):  # fmt: skip  # pragma: no cover - numba
     """The whole run (module docstring). Returns 0, or 1 (nothing pending), 2 (no progress), 3 (stalled)."""
     n = kind.shape[0]
@@ -528,6 +628,13 @@ def _run_kernel(
     a_prev = np.full(max(n, 1), -1, np.int64)
     best = np.full(max(nnics, 1), big, np.int64)  # per NIC: the best queued key held at round start
     best_set = np.zeros(max(n, 1), np.int64)  # the NICs best[] was set for in this round
+    # gates (Rule.gate): members held per gate, split yet, sub-flows left per original
+    has_gates = gate_size.shape[0] > 0
+    gcount = np.zeros(gate_size.shape[0], np.int32)
+    gsplit = np.zeros(gate_size.shape[0], np.bool_)
+    kids_left = children.copy()
+    subready = np.zeros(max(n, 1) if has_gates else 1, np.int64)
+    nsub = 0
     any_rule = False
     any_queued = False
     for i in range(n):
@@ -670,12 +777,25 @@ def _run_kernel(
                 busy[freed] -= 1
             end_t[i] = now
             done += 1
-            for e in range(dep_ptr[i], dep_ptr[i + 1]):
-                j = dep_idx[e]
-                missing[j] -= 1
-                if missing[j] == 0:
-                    readyl[nready] = j
-                    nready += 1
+            while True:  # i's dependents; then, if i was its original's last sub-flow, the original's
+                for e in range(dep_ptr[i], dep_ptr[i + 1]):
+                    j = dep_idx[e]
+                    missing[j] -= 1
+                    if missing[j] == 0:
+                        if has_gates and parent[j] >= 0:
+                            subready[nsub] = j
+                            nsub += 1
+                        else:
+                            readyl[nready] = j
+                            nready += 1
+                if not has_gates or parent[i] < 0:
+                    break
+                i = parent[i]
+                kids_left[i] -= 1
+                if kids_left[i] > 0:
+                    break
+                end_t[i] = now
+                done += 1
         # ------------------------------------------------ Dispatcher._settle(now, ready, freed)
         if nready > 1:
             readyl[:nready] = np.sort(readyl[:nready])
@@ -684,6 +804,8 @@ def _run_kernel(
             ready_t[i] = now
             held[nheld] = i
             nheld += 1
+            if has_gates and gate[i] >= 0:
+                gcount[gate[i]] += 1
         nready = 0
         ntouched = 0
         if freed >= 0:
@@ -691,6 +813,24 @@ def _run_kernel(
             ntouched = 1
         nstarted = 0
         nlocal = 0
+        for x in range(nsub):  # sub-flows whose deps are done start at once (Dispatcher._start_sub)
+            i = subready[x]
+            ready_t[i] = now
+            start_t[i] = now
+            if kind[i] == LOCAL:
+                local[nlocal] = i
+                nlocal += 1
+            else:
+                started[nstarted] = i
+                nstarted += 1
+                if any_rule:
+                    m = nic[i]
+                    a_prev[i] = -1
+                    a_next[i] = a_head[m]
+                    if a_head[m] >= 0:
+                        a_prev[a_head[m]] = i
+                    a_head[m] = i
+        nsub = 0
         if nheld:
             nb = 0  # _offer_held: every held item in order; the rules decide with best[] of the round
             if any_queued:
@@ -721,6 +861,36 @@ def _run_kernel(
                     if not seen:
                         touched[ntouched] = d
                         ntouched += 1
+                    continue
+                if has_gates and gate[i] >= 0:
+                    g = gate[i]
+                    if gsplit[g]:  # split earlier in this round: no longer held
+                        continue
+                    if gcount[g] < gate_size[g]:
+                        held2[keep] = i
+                        keep += 1
+                        continue
+                    gsplit[g] = True  # the split (Dispatcher._split): originals start, free sub-flows start
+                    for x in range(gate_sub[g], gate_sub[g + 1]):
+                        start_t[parent[x]] = now
+                    for x in range(gate_sub[g], gate_sub[g + 1]):
+                        missing[x] -= 1
+                        if missing[x] == 0:
+                            ready_t[x] = now
+                            start_t[x] = now
+                            if kind[x] == LOCAL:
+                                local[nlocal] = x
+                                nlocal += 1
+                            else:
+                                started[nstarted] = x
+                                nstarted += 1
+                                if any_rule:
+                                    m = nic[x]
+                                    a_prev[x] = -1
+                                    a_next[x] = a_head[m]
+                                    if a_head[m] >= 0:
+                                        a_prev[a_head[m]] = x
+                                    a_head[m] = x
                     continue
                 hold = False
                 if bar[i] > 0:
@@ -770,7 +940,8 @@ def _run_kernel(
                 start_t[i] = now
                 waits[nwaits] = i
                 nwaits += 1
-        if nheld and nstarted == 0 and nwaits == 0 and nlocal == 0 and hsize == 0 and nact == 0:
+        if nheld and nstarted == 0 and nwaits == 0 and nlocal == 0 and hsize == 0 and nact == 0 and fin_pos >= fin_n:
+            # (flows that finished in this network step and are not reported yet are still in flight)
             stats[0], stats[1], stats[2] = events, steps, done
             return 3
         # ------------------------------------------------ its actions, in order (Simulation._do)
