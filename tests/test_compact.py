@@ -296,10 +296,9 @@ def test_moe_arrays_compact_to_the_same_arrays_as_the_job(seed):
         }
     )  # fmt: skip
     for name in RULED:
-        try:
-            want = compact(job, by_name(name), spec)
-        except SpecError:  # hermod: EP coflows between servers
-            with pytest.raises(SpecError):
+        want = compact(job, by_name(name), spec)
+        if len(want.gate_size):  # hermod: EP coflows between servers, split per coflow by compact() only
+            with pytest.raises(SpecError, match="no gates"):
                 compact_arrays(aj, by_name(name), spec)
             continue
         same_compact_job(want, compact_arrays(aj, by_name(name), spec))
