@@ -215,7 +215,13 @@ class ArrayJob:
 
 
 _DTYPES = dict(
-    kind=np.int8, a=np.int32, b=np.int32, value=np.float64, rclass=np.int32, crc=np.uint32, dep_count=np.int32,
+    kind=np.int8,
+    a=np.int32,
+    b=np.int32,
+    value=np.float64,
+    rclass=np.int32,
+    crc=np.uint32,
+    dep_count=np.int32,
     deps=np.int32,
 )
 
