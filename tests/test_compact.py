@@ -16,7 +16,7 @@ from railbed.spec import ClusterSpec
 from schedulers import by_name
 from schedulers.hermod import Hermod, key_number
 from simulator import simulate
-from simulator.compact import LOCAL, NET, TASK, compact, compact_arrays, run_compact, simulate_compact
+from simulator.compact import LOCAL, NET, TASK, compact, compact_arrays, load_items, run_compact, simulate_compact
 from workloads.moe import moe_arrays, moe_training
 
 RULED = ["megatron", "lina", "hermod", "hermod-inter", "dp-first", "pp-first", "ep-first", "fifo"]
@@ -260,6 +260,7 @@ def test_railbed_simulate_engine_compact_gives_the_numba_engines_result():
 ARRAY_FIELDS = (
     "kind", "device", "duration", "route", "bits", "prio", "cap", "key", "bar", "queued", "nic", "dscp", "size",
     "missing", "dep_ptr", "dep_idx", "device_cap", "route_links", "route_hops", "route_latency", "link_cap", "spine",
+    "iteration",
 )  # fmt: skip
 
 
@@ -319,3 +320,25 @@ def test_moe_arrays_at_the_scenario_layout_and_interleaved():
         same_compact_job(compact(job, by_name(name), spec), compact_arrays(aj, by_name(name), spec))
     with pytest.raises(SpecError, match="no such argument"):
         moe_arrays(gpus=3)
+
+
+def test_the_compact_results_format_round_trips_and_summarises_like_the_records(tmp_path):
+    """``save_items``/``load_items`` (arrays, no ItemRecords) keep every item's times; the
+    record-less ``summary_result`` has the makespan, iterations and links of ``to_run_result``."""
+    job, spec = random_moe_job(random.Random(7))
+    job2 = moe_training(dp=2, pp=2, layers=2, microbatches=2, hidden=256, ffn=512, seq=256, iterations=2,
+                        gpus_per_server=4, nics_per_server=2)  # fmt: skip
+    for j in (job, job2):
+        res = simulate_compact(j, by_name("hermod"), spec)
+        full = res.to_run_result(j, "hermod")
+        res.save_items(tmp_path / "items.npz")
+        got = load_items(tmp_path / "items.npz")
+        assert list(got["ids"]) == list(res.job.ids)
+        for k, i in enumerate(res.job.ids):
+            rec = full.items[i]
+            assert (got["ready"][k], got["start"][k], got["end"][k]) == (rec.ready, rec.start, rec.end)
+            assert (got["parent"][k] >= 0) == (rec.parent is not None)
+        short = res.summary_result("hermod", spec.name)
+        assert short.items == {} and short.makespan == full.makespan and short.links == full.links
+        assert short.iterations == pytest.approx(full.iterations, rel=1e-12)
+        assert len(full.iterations) == (2 if j is job2 else 1)

@@ -101,6 +101,7 @@ class ArrayJob:
         self.crc = array("I")
         self.dep_count = array("i")
         self.deps = array("i")
+        self.iteration = array("h")
         self._blob = bytearray()
         self._offsets = array("q", [0])
         self._classes: dict[tuple, int] = {}
@@ -140,6 +141,7 @@ class ArrayJob:
 
     def task(self, id: str, endpoint: str, duration: float, deps=(), **attrs: Any) -> int:
         h, _ = self._add(id, deps)
+        self.iteration.append(attrs.get("iteration", 0))
         self.kind.append(TASK_ITEM)
         self.a.append(self.endpoint_index[endpoint])
         self.b.append(-1)
@@ -176,6 +178,7 @@ class ArrayJob:
         self.value.append(size)
         self.rclass.append(c)
         self.crc.append(zlib.crc32(raw) if cross else 0)
+        self.iteration.append(key[1])
         return h
 
     # ------------------------------------------------------------- columns
@@ -186,7 +189,7 @@ class ArrayJob:
         if self._waiting:
             raise SpecError(f"items.{next(iter(self._waiting))}", "named as a dependency and never made")
         self._classes.clear()
-        for col in ("kind", "a", "b", "value", "rclass", "crc", "dep_count", "deps"):
+        for col in _DTYPES:
             setattr(self, col, np.frombuffer(getattr(self, col), dtype=_DTYPES[col]) if len(getattr(self, col)) else
                     np.zeros(0, _DTYPES[col]))  # fmt: skip
         if len(self.deps) and self.deps.min() < 0:
@@ -210,8 +213,7 @@ class ArrayJob:
         return Flow(self.ids[h], **fields)
 
     def nbytes(self) -> int:
-        cols = ("kind", "a", "b", "value", "rclass", "crc", "dep_count", "deps")
-        return sum(getattr(self, c).nbytes for c in cols) + self.ids.nbytes
+        return sum(getattr(self, c).nbytes for c in _DTYPES) + self.ids.nbytes
 
 
 _DTYPES = dict(
@@ -223,6 +225,7 @@ _DTYPES = dict(
     crc=np.uint32,
     dep_count=np.int32,
     deps=np.int32,
+    iteration=np.int16,
 )
 
 
