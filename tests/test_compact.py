@@ -11,6 +11,7 @@ import pytest
 
 from railbed.errors import SpecError
 from railbed.job import Job, Location
+from railbed.results import RunResult
 from railbed.scheduler import Rule, Scheduler
 from railbed.spec import ClusterSpec
 from schedulers import by_name
@@ -342,3 +343,38 @@ def test_the_compact_results_format_round_trips_and_summarises_like_the_records(
         assert short.items == {} and short.makespan == full.makespan and short.links == full.links
         assert short.iterations == pytest.approx(full.iterations, rel=1e-12)
         assert len(full.iterations) == (2 if j is job2 else 1)
+
+
+def test_railbed_simulate_builds_a_job_over_the_item_bound_as_arrays(tmp_path, monkeypatch):
+    """A generated job over ``workloads.MAX_ITEMS`` (here lowered to 1000) is refused as a Job,
+    and under ``--engine compact`` built as arrays per scheduler: result.json without
+    records, items.npz with every item, the makespan of the compact engine on the Job."""
+    import workloads
+    from scenarios.runner import Scenario, simulate_scenario
+
+    args = dict(model="mixtral-8x22b", dp=2, layers=8, microbatches=2, zero2=True, nics_per_server=8)
+    data = {
+        "name": "big",
+        "cluster": {
+            "servers": [{"count": 16, "gpus": 8, "nics": 8, "nic_rate": "100Gbit"}],
+            "fabric": {"type": "leaf_spine", "servers_per_leaf": 8, "spines": 2, "uplink_rate": "400Gbit"},
+        },
+        "job": {"generator": "moe_training", "args": args},
+        "schedulers": ["megatron", "hermod"],
+    }
+    job = moe_training(**args)
+    monkeypatch.setattr(workloads, "MAX_ITEMS", 1000)
+    with pytest.raises(SpecError, match="engine compact"):
+        Scenario.from_dict(data)
+    sc = Scenario.from_dict(data, arrays=True)
+    assert sc.job is None and sc.arrays == ("moe_training", args)
+    with pytest.raises(SpecError, match="engine compact"):
+        simulate_scenario(sc, tmp_path / "numba", echo=lambda _: None)
+    results = simulate_scenario(sc, tmp_path / "out", echo=lambda _: None, engine="compact")
+    for res, name in zip(results, ["megatron", "hermod"]):
+        want = simulate_compact(job, by_name(name), sc.cluster)
+        assert res.items == {} and res.makespan == want.makespan
+        saved = RunResult.load(tmp_path / "out" / name / "result.json")
+        assert saved.makespan == want.makespan and saved.iterations == pytest.approx({0: want.makespan})
+        items = load_items(tmp_path / "out" / name / "items.npz")
+        assert list(items["ids"]) == list(job.items) and np.array_equal(items["end"], want.end)
