@@ -30,13 +30,35 @@ the Dispatcher step by step:
   flow there had one when the offer round began: exactly Hermod's and
   Lina's ``on_ready``.
 
+* **gates** (:class:`Rule` ``gate``): a flow is held until every flow of its
+  gate is held when a round begins; at the first of them in the held list
+  the gate is split (``Dispatcher._split``): the originals start, the
+  sub-flows without dependencies start (after the sub-flows made ready by
+  this report and before the next held item), the rest start when their
+  dependencies end, without rules; an original ends with its last sub-flow,
+  and then its dependents become ready. The sub-flows are
+  :meth:`Scheduler.gate_split`'s, made by :func:`compact` before the run as
+  items after the job's. Hermod's EP coflows between servers are gates and
+  its ``gate_split`` is Alg. 3 (seed 004, §5.3.2: Hungarian matchings of the
+  coflow's byte matrix as sub-phases, each sub-flow after its sender's and
+  receiver's previous one), a pure function of the coflow once it is ready.
+
 Its slow twin is :func:`simulator.simulate` itself: ``tests/test_compact.py``
 runs random jobs and the MoE generator's under ``megatron``, ``lina``,
-``hermod`` and more on both and requires every item's ready, start and end
-times to be equal. What it does not do (those runs need
-:func:`simulator.simulate`): splits (Hermod's Alg. 3 on EP coflows between
-servers), re-rating, wake-ups, ``on_done``, path options and intra-host
-models, the per-link time series (``link_series``).
+``hermod`` (with its Alg. 3 splits), ``hermod-intra`` and more on both and
+requires every item's (and sub-flow's) ready, start and end times to be
+equal. What it does not do (those runs need :func:`simulator.simulate`):
+splits other than gated ones of sub-flows between the original's ends,
+re-rating, wake-ups, ``on_done``, path options and intra-host models, the
+per-link time series (``link_series``).
+
+**Jobs as arrays** (issue 14: Mixtral-8x22B at 8192 GPUs is 27 million items,
+about 22 GB as a :class:`Job`): :func:`compact_arrays` makes the same
+:class:`CompactJob` from a :class:`workloads.arrays.ArrayJob`
+(:func:`workloads.moe.moe_arrays`), with numpy; its results are arrays
+(:meth:`CompactResult.save_items`, :func:`load_items`) and a record-less
+:class:`RunResult` (:meth:`CompactResult.summary_result`). Item indices are
+int32 in the kernel's work arrays (about 60 bytes per item there).
 """
 
 from __future__ import annotations
@@ -283,7 +305,7 @@ def compact(job: Job, scheduler: Scheduler, cluster: ClusterSpec, policy: str | 
     items: list = list(job.items.values())
     n_job = len(items)
     ids = list(job.items)
-    subs = _gate_subs(job, items, gates, scheduler, placement, cluster)  # (SubFlow, original index, gate)
+    subs = _gate_subs(job.items, items, gates, scheduler, placement, cluster)  # (SubFlow, original index, gate)
     for sub, o, _ in subs:
         items.append(replace(items[o], id=sub.id, size=sub.size, deps=tuple(sub.deps), parent=items[o].id))
         ids.append(sub.id)
@@ -303,9 +325,6 @@ def compact(job: Job, scheduler: Scheduler, cluster: ClusterSpec, policy: str | 
     dscp = np.zeros(n, np.int8)
     size = np.zeros(n, np.int64)
     spine_of = np.full(n, -1, np.int32)
-    gate = np.full(n if gates else 0, -1, np.int32)
-    parent = np.full(n if gates else 0, -1, np.int32)
-    children = np.zeros(n if gates else 0, np.int32)
     routes: dict[tuple, int] = {}
     route_list = []
     for k, item in enumerate(items):
@@ -362,14 +381,7 @@ def compact(job: Job, scheduler: Scheduler, cluster: ClusterSpec, policy: str | 
     np.cumsum(counts, out=dep_ptr[1:])
     dep_idx = np.fromiter((index[j] for i in ids for j in dependents[i]), np.int32, count=int(dep_ptr[-1]))
     device_cap = np.array([job.capacity_of(d) for _, d in devices], np.int32)
-    gate_size = np.array([len(m) for m in gates.values()], np.int32)
-    gate_sub = np.full(len(gates) + 1, n_job, np.int64)
-    for g, members in enumerate(gates.values()):
-        gate[members] = g
-    for x, (_, o, g) in enumerate(subs):
-        parent[n_job + x] = o
-        children[o] += 1
-        gate_sub[g + 1] = n_job + x + 1
+    gate, gate_size, gate_sub, parent, children = _gate_arrays(gates, subs, n_job)
     return CompactJob(
         job.name, ids, kind, device, duration, route, bits, prio, cap, key, bar, queued, nic, dscp, size,
         missing, dep_ptr, dep_idx, device_cap, route_links, route_hops, route_latency,
@@ -379,7 +391,25 @@ def compact(job: Job, scheduler: Scheduler, cluster: ClusterSpec, policy: str | 
     )  # fmt: skip
 
 
-def _gate_subs(job: Job, items: list, gates: dict[str, list[int]], scheduler: Scheduler, placement, cluster) -> list:
+def _gate_arrays(gates: dict[str, list[int]], subs: list, n_job: int) -> tuple:
+    """CompactJob's ``gate``, ``gate_size``, ``gate_sub``, ``parent``, ``children`` (all empty
+    without gates) for the gated flows and their sub-flows (items ``n_job`` on)."""
+    n = n_job + len(subs) if gates else 0
+    gate = np.full(n, -1, np.int32)
+    parent = np.full(n, -1, np.int32)
+    children = np.zeros(n, np.int32)
+    gate_size = np.array([len(m) for m in gates.values()], np.int32)
+    gate_sub = np.full(len(gates) + 1, n_job if gates else 0, np.int64)
+    for g, members in enumerate(gates.values()):
+        gate[members] = g
+    for x, (_, o, g) in enumerate(subs):
+        parent[n_job + x] = o
+        children[o] += 1
+        gate_sub[g + 1] = n_job + x + 1
+    return gate, gate_size, gate_sub, parent, children
+
+
+def _gate_subs(taken, items, gates: dict[str, list[int]], scheduler: Scheduler, placement, cluster) -> list:
     """Per gate (in order of its first flow), the scheduler's ``gate_split`` of its flows, checked
     as the Dispatcher checks a :class:`Split` (sub-flows of the gate's own flows, new ids, bytes
     conserved, no cycle), plus what the compact engine needs: the sub-flows keep their
@@ -406,7 +436,7 @@ def _gate_subs(job: Job, items: list, gates: dict[str, list[int]], scheduler: Sc
                 ):  # fmt: skip
                     raise SpecError("scheduler", f"{who}: sub-flow {sub!r}: the compact engine takes sub-flows "
                                     "between their original's ends only")  # fmt: skip
-                if sub.id in job.items or sub.id in seen or "/" in sub.id:
+                if sub.id in taken or sub.id in seen or "/" in sub.id:
                     raise SchedulerError(f"{who}: sub-flow id {sub.id!r} is not new in the run")
                 if isinstance(sub.size, bool) or not isinstance(sub.size, int) or sub.size < 0:
                     raise SchedulerError(f"{who}: sub-flow {sub.id} size {sub.size!r} is not a byte count")
@@ -431,23 +461,31 @@ def compact_arrays(
     (:mod:`workloads.arrays`): ``place`` and ``rule`` read the endpoints and, of the flows,
     only what a class shares (attributes, source, whether it crosses servers). ``place``
     gets a skeleton job of the endpoints and one representative flow per class; ``rule``
-    is asked once per class. Gated flows (:class:`~railbed.scheduler.Rule` ``gate``: Hermod's
-    EP coflows between servers) are refused: their sub-flows are made per coflow by
-    ``compact`` only (the 8192-GPU Mixtral-8x22B job has none: EP 8 = TP 8 is one server)."""
+    is asked once per class. When a class is gated (:class:`~railbed.scheduler.Rule` ``gate``:
+    Hermod's EP coflows between servers, Alg. 3), every flow of the gated classes joins the
+    skeleton, ``place`` and the class rules are asked again (Hermod learns its coflows'
+    members there), ``rule`` is asked per gated flow (its gate) and ``gate_split`` per gate
+    (:func:`_add_gates`). The 8192-GPU Mixtral-8x22B job has no gates (EP 8 = TP 8 is one
+    server); Qwen-MoE-24L's EP 32 spans four."""
     aj.finish()
     for s in cluster.servers:
         if s.intra_host is not None or s.datapath is not None:
             raise SpecError("servers", f"server {s.name} has an intra-host model; the compact engine has none")
     topology = Topology(cluster)
     fabric = Fabric(topology)
-    skeleton = Job(aj.name, aj.skeleton.capacity, aj.skeleton.default_capacity)
-    skeleton.endpoints = dict(aj.skeleton.endpoints)
-    for c in range(len(aj.reps)):
-        f = aj.rep_flow(c)
-        skeleton.items[f.id] = f
-    placement = scheduler.place(skeleton.public(), cluster)
-    check_placement(skeleton, cluster, placement)
-    del skeleton
+    in_skeleton = {aj.reps[c][0]: aj.rep_flow(c) for c in range(len(aj.reps))}
+    placement = _place_skeleton(aj, in_skeleton, scheduler, cluster)
+    rules = [scheduler.rule(in_skeleton[h], placement, cluster) for h, _ in aj.reps]
+    gated_classes = [c for c, r in enumerate(rules) if r is not None and r.gate is not None]
+    members = np.zeros(0, np.int64)
+    if gated_classes:  # their flows join the skeleton: the scheduler learns the gates' members
+        members = np.flatnonzero((aj.kind == 1) & np.isin(aj.rclass, gated_classes))
+        for k in members:
+            in_skeleton[int(k)] = _member_flow(aj, int(k))
+        again = _place_skeleton(aj, in_skeleton, scheduler, cluster)
+        if again.locations != placement.locations:
+            raise SpecError("scheduler", f"{scheduler.name} places the skeleton with the gated flows differently")
+        rules = [scheduler.rule(in_skeleton[h], placement, cluster) for h, _ in aj.reps]
     classes = np.array(dscp_classes(policy), dtype=np.int64)
     nic_base = np.cumsum([0] + [s.nics for s in cluster.servers])
     locs = [placement[e] for e in aj.endpoints]
@@ -472,25 +510,25 @@ def compact_arrays(
     r_key = np.zeros(nrep, np.int64)
     r_bar = np.zeros(nrep, np.int64)
     r_queued = np.zeros(nrep, np.bool_)
+    r_gated = np.zeros(nrep, np.bool_)
     for c in range(nrep):
-        rep = aj.rep_flow(c)
-        rule = scheduler.rule(rep, placement, cluster)
+        rep, rule = in_skeleton[aj.reps[c][0]], rules[c]
         if rule is None:
             raise SpecError("scheduler", f"{scheduler.name} has no rule for flow {rep.id} (its class): use simulate()")
         if not 0 <= rule.dscp <= 63 or (rule.rate is not None and not rule.rate > 0):
             raise SpecError("scheduler", f"{scheduler.name}: rule {rule} for {rep.id} out of range")
-        if rule.gate is not None:
-            raise SpecError("scheduler", f"{scheduler.name} gates {rep.id} (a split, Alg. 3 for Hermod's EP coflows "
-                            "between servers): compact_arrays has no gates yet; use compact() of the Job")  # fmt: skip
+        r_gated[c] = rule.gate is not None
         r_dscp[c], r_key[c], r_bar[c], r_queued[c] = rule.dscp, rule.key, rule.bar, rule.queued
         r_cap[c] = math.inf if rule.rate is None else rule.rate
     rc = np.where(is_flow, aj.rclass, 0)
-    dscp = np.where(is_flow, r_dscp[rc], 0).astype(np.int8)
+    gated = is_flow & r_gated[rc] if r_gated.any() else np.zeros(n, np.bool_)
+    ruled = is_flow & ~gated  # a gated flow never starts itself: no DSCP, cap or wait (compact())
+    dscp = np.where(ruled, r_dscp[rc], 0).astype(np.int8)
     key = np.where(is_flow, r_key[rc], 0)
-    bar = np.where(is_flow, r_bar[rc], 0)
-    queued = np.where(is_flow, r_queued[rc], False)
-    cap = np.where(is_flow, r_cap[rc], math.inf)
-    del rc
+    bar = np.where(ruled, r_bar[rc], 0)
+    queued = np.where(ruled, r_queued[rc], False)
+    cap = np.where(ruled, r_cap[rc], math.inf)
+    del rc, ruled
     src = np.where(is_flow, aj.a, 0)
     dst = np.where(is_flow, aj.b, 0)
     nic = np.where(is_flow, ep_nic[src], -1).astype(np.int32)
@@ -499,6 +537,7 @@ def compact_arrays(
     kind = np.full(n, TASK, np.int8)
     kind[is_flow] = LOCAL
     kind[net] = NET
+    net &= ~gated  # the flows routed: a gated one's sub-flows are
     # spines (ECMP by CRC-32 of the id, Topology.ecmp_spine) and routes in order of first use
     nic_leaf = np.array([topology.nics[sv][k].leaf for sv in range(len(cluster.servers))
                          for k in range(cluster.servers[sv].nics)], np.int64)  # fmt: skip
@@ -539,7 +578,8 @@ def compact_arrays(
     bits = 8.0 * (payload + (-(-payload // MSS)) * (FRAME - MSS))
     prio = np.where(net, classes[dscp.astype(np.int64)], 0)
     del payload, src, dst
-    # dependencies: missing counts, dependents as CSR in item order (Job.dependents)
+    iteration = aj.iteration.astype(np.int32)
+    ids = aj.ids
     missing = aj.dep_count.copy()
     owner = np.repeat(np.arange(n, dtype=np.int32), aj.dep_count)
     by_dep = np.argsort(aj.deps, kind="stable")
@@ -548,12 +588,110 @@ def compact_arrays(
     dep_ptr = np.zeros(n + 1, np.int64)
     np.cumsum(np.bincount(aj.deps, minlength=n), out=dep_ptr[1:])
     device_cap = np.array([aj.skeleton.capacity_of(d) for _, d in devices], np.int32)
-    return CompactJob(
-        aj.name, aj.ids, kind, device, duration, route, bits, prio, cap, key, bar, queued, nic, dscp, size,
+    cj = CompactJob(
+        aj.name, ids, kind, device, duration, route, bits, prio, cap, key, bar, queued, nic, dscp, size,
         missing, dep_ptr, dep_idx, device_cap, route_links, route_hops, route_latency,
-        fabric.capacity.copy(), list(fabric.names), total_nics, spine_of, placement,
-        iteration=aj.iteration.astype(np.int32),
+        fabric.capacity.copy(), list(fabric.names), total_nics, spine_of, placement, iteration=iteration,
     )  # fmt: skip
+    if gated.any():
+        flows = {int(k): in_skeleton[int(k)] for k in members}
+        _add_gates(cj, aj, flows, scheduler, placement, cluster, topology, fabric, classes, uniq, rank)
+    return cj
+
+
+def _place_skeleton(aj: ArrayJob, flows: dict[int, Flow], scheduler: Scheduler, cluster: ClusterSpec) -> Placement:
+    """``place`` on a job of the ArrayJob's endpoints and ``flows`` (item index -> Flow, in item order)."""
+    skeleton = Job(aj.name, aj.skeleton.capacity, aj.skeleton.default_capacity)
+    skeleton.endpoints = dict(aj.skeleton.endpoints)
+    for k in sorted(flows):
+        skeleton.items[flows[k].id] = flows[k]
+    placement = scheduler.place(skeleton.public(), cluster)
+    check_placement(skeleton, cluster, placement)
+    return placement
+
+
+def _member_flow(aj: ArrayJob, k: int) -> Flow:
+    """Item ``k`` of an ArrayJob as a :class:`Flow` (its class's attributes, its own ends, size, coflow)."""
+    _, fields = aj.reps[aj.rclass[k]]
+    co = aj.coflow[k]
+    return Flow(
+        aj.ids[k], **dict(fields, src=aj.endpoints[aj.a[k]], dst=aj.endpoints[aj.b[k]], size=int(aj.value[k]),
+                          coflow=aj.coflow_names[co] if co >= 0 else None),
+    )  # fmt: skip
+
+
+def _add_gates(cj, aj, flows, scheduler, placement, cluster, topology, fabric, classes, uniq, rank) -> None:
+    """The gated flows of an ArrayJob (``flows``: item index -> Flow, in item order): each
+    one's gate from ``rule`` on the flow itself (its coflow), the sub-flows of ``gate_split``
+    per gate (:func:`_gate_subs`), appended to ``cj`` as :func:`compact` appends them.
+    Sub-flow ids are checked against each other and the gated flows' (not all 27 million)."""
+    gates: dict[str, list[int]] = {}
+    for k, f in flows.items():
+        rule = scheduler.rule(f, placement, cluster)
+        if rule is None or rule.gate is None:
+            raise SpecError("scheduler", f"{scheduler.name}: flow {f.id} is not gated like its rule class")
+        gates.setdefault(rule.gate, []).append(k)
+    n_job = cj.items
+    subs = _gate_subs({f.id for f in flows.values()}, flows, gates, scheduler, placement, cluster)
+    m = len(subs)
+    orig = np.array([o for _, o, _ in subs], np.int64)
+    sub_ids = [sub.id for sub, _, _ in subs]
+    index = {i: n_job + x for x, i in enumerate(sub_ids)}
+    route_of = {int(u): int(r) for u, r in zip(uniq, rank)}
+    nspines, total = len(topology.spines), cj.nics
+    nic_base = np.cumsum([0] + [s.nics for s in cluster.servers])
+    new_routes = []
+    route = np.full(m, -1, np.int32)
+    spine = np.full(m, -1, np.int32)
+    for x, (sub, o, _) in enumerate(subs):
+        if cj.kind[o] != NET:
+            continue
+        f = flows[o]
+        a, b = placement[f.src], placement[f.dst]
+        sp = topology.ecmp_spine((a.server, a.nic), (b.server, b.nic), sub.id)
+        spine[x] = -1 if sp is None else sp
+        rkey = (int(nic_base[a.server] + a.nic) * total + int(nic_base[b.server] + b.nic)) * (nspines + 1) + (
+            spine[x] + 1
+        )  # fmt: skip
+        r = route_of.get(rkey)
+        if r is None:
+            r = route_of[rkey] = len(uniq) + len(new_routes)
+            new_routes.append(fabric.route((a.server, a.nic), (b.server, b.nic), sp))
+        route[x] = r
+    if new_routes:  # after the job's routes (without the placeholder row of a job that has none)
+        base = len(uniq)
+        links = np.full((len(new_routes), MAX_HOPS), -1, np.int64)
+        for r, rt in enumerate(new_routes):
+            if len(rt.links) > MAX_HOPS:
+                raise SpecError("fabric", f"a route of {len(rt.links)} hops; the compact engine takes {MAX_HOPS}")
+            links[r, : len(rt.links)] = rt.links
+        cj.route_links = np.concatenate([cj.route_links[:base], links])
+        cj.route_hops = np.concatenate([cj.route_hops[:base], [len(rt.links) for rt in new_routes]]).astype(np.int64)
+        cj.route_latency = np.concatenate([cj.route_latency[:base], [rt.latency for rt in new_routes]])
+    size = np.array([sub.size for sub, _, _ in subs], np.int64)
+    dscp = np.array([sub.dscp for sub, _, _ in subs], np.int8)
+    net = cj.kind[orig] == NET
+    add = dict(
+        kind=cj.kind[orig], device=np.full(m, -1, np.int32), duration=np.zeros(m), route=route,
+        bits=np.where(net, 8.0 * (size + (-(-size // MSS)) * (FRAME - MSS)), 0.0),
+        prio=np.where(net, classes[dscp.astype(np.int64)], 0), dscp=dscp, size=size,
+        cap=np.array([math.inf if sub.rate is None else sub.rate for sub, _, _ in subs]), key=cj.key[orig],
+        bar=np.zeros(m, np.int64), queued=np.zeros(m, np.bool_), nic=cj.nic[orig], spine=spine,
+        missing=np.array([len(sub.deps) + 1 for sub, _, _ in subs], np.int32), iteration=cj.iteration[orig],
+    )  # fmt: skip
+    for name, col in add.items():
+        setattr(cj, name, np.concatenate([getattr(cj, name), col.astype(getattr(cj, name).dtype)]))
+    dependents: dict[int, list[int]] = {index[i]: [] for i in sub_ids}
+    for x, (sub, _, _) in enumerate(subs):
+        for d in sub.deps:
+            dependents[index[d]].append(n_job + x)
+    counts = np.array([len(dependents[n_job + x]) for x in range(m)], np.int64)
+    cj.dep_ptr = np.concatenate([cj.dep_ptr, cj.dep_ptr[-1] + np.cumsum(counts)])
+    cj.dep_idx = np.concatenate([cj.dep_idx, np.array([j for x in range(m) for j in dependents[n_job + x]], np.int32)])
+    cj.gate, cj.gate_size, cj.gate_sub, cj.parent, cj.children = _gate_arrays(gates, subs, n_job)
+    raw = [i.encode() for i in sub_ids]
+    ends = cj.ids.offsets[-1] + np.cumsum([len(r) for r in raw])
+    cj.ids = Ids(cj.ids.blob + b"".join(raw), np.concatenate([cj.ids.offsets, ends]))
 
 
 def run_compact(cj: CompactJob) -> CompactResult:
@@ -668,6 +806,26 @@ def _grow_net(flow_links, nhops, sprio, scap, rem, rates, act, state, finished, 
     for k in range(old):
         out[10][k] = 2 * old - 1 - k
     return out
+
+
+@njit(cache=True)
+def _start_flow(i, now, kind, start_t, local, nlocal, started, nstarted, any_rule, nic, a_head, a_next, a_prev):
+    """Start flow ``i`` (Dispatcher._start_flow): a same-server one joins this batch's 0 s waits,
+    a network one the flows started (and, when rules hold flows, its NIC's active list).
+    Returns the new ``nlocal``, ``nstarted``."""  # pragma: no cover - numba
+    start_t[i] = now
+    if kind[i] == LOCAL:
+        local[nlocal] = i
+        return nlocal + 1, nstarted
+    started[nstarted] = i
+    if any_rule:
+        m = nic[i]
+        a_prev[i] = -1
+        a_next[i] = a_head[m]
+        if a_head[m] >= 0:
+            a_prev[a_head[m]] = i
+        a_head[m] = i
+    return nlocal, nstarted + 1
 
 
 @njit(cache=True)
@@ -887,20 +1045,9 @@ def _run_kernel(
         for x in range(nsub):  # sub-flows whose deps are done start at once (Dispatcher._start_sub)
             i = subready[x]
             ready_t[i] = now
-            start_t[i] = now
-            if kind[i] == LOCAL:
-                local[nlocal] = i
-                nlocal += 1
-            else:
-                started[nstarted] = i
-                nstarted += 1
-                if any_rule:
-                    m = nic[i]
-                    a_prev[i] = -1
-                    a_next[i] = a_head[m]
-                    if a_head[m] >= 0:
-                        a_prev[a_head[m]] = i
-                    a_head[m] = i
+            nlocal, nstarted = _start_flow(
+                i, now, kind, start_t, local, nlocal, started, nstarted, any_rule, nic, a_head, a_next, a_prev
+            )
         nsub = 0
         if nheld:
             nb = 0  # _offer_held: every held item in order; the rules decide with best[] of the round
@@ -948,20 +1095,10 @@ def _run_kernel(
                         missing[x] -= 1
                         if missing[x] == 0:
                             ready_t[x] = now
-                            start_t[x] = now
-                            if kind[x] == LOCAL:
-                                local[nlocal] = x
-                                nlocal += 1
-                            else:
-                                started[nstarted] = x
-                                nstarted += 1
-                                if any_rule:
-                                    m = nic[x]
-                                    a_prev[x] = -1
-                                    a_next[x] = a_head[m]
-                                    if a_head[m] >= 0:
-                                        a_prev[a_head[m]] = x
-                                    a_head[m] = x
+                            nlocal, nstarted = _start_flow(
+                                x, now, kind, start_t, local, nlocal, started, nstarted, any_rule, nic, a_head,
+                                a_next, a_prev,
+                            )  # fmt: skip
                     continue
                 hold = False
                 if bar[i] > 0:
@@ -979,20 +1116,9 @@ def _run_kernel(
                     held2[keep] = i
                     keep += 1
                     continue
-                start_t[i] = now
-                if kind[i] == LOCAL:
-                    local[nlocal] = i
-                    nlocal += 1
-                else:
-                    started[nstarted] = i
-                    nstarted += 1
-                    if any_rule:
-                        m = nic[i]
-                        a_prev[i] = -1
-                        a_next[i] = a_head[m]
-                        if a_head[m] >= 0:
-                            a_prev[a_head[m]] = i
-                        a_head[m] = i
+                nlocal, nstarted = _start_flow(
+                    i, now, kind, start_t, local, nlocal, started, nstarted, any_rule, nic, a_head, a_next, a_prev
+                )
             for b in range(nb):
                 best[best_set[b]] = big
             held, held2 = held2, held

@@ -83,9 +83,10 @@ class ArrayJob:
     ``b`` (int32: a flow's destination, -1), ``value`` (float64: a task's seconds, a flow's
     bytes), ``rclass`` (int32: a flow's rule class, -1), ``crc`` (uint32: CRC-32 of a
     flow's id where it crosses servers, else 0), ``dep_count`` (int32), ``deps`` (int32,
-    each item's dependencies in order, flat), ``ids`` (:class:`Ids`); ``endpoints`` (names
-    in index order), ``skeleton`` (a :class:`Job` of the endpoints), ``reps`` (per rule
-    class: its representative's item index and coflow)."""
+    each item's dependencies in order, flat), ``iteration`` (int16), ``coflow`` (int32: a
+    flow's coflow in ``coflow_names``, -1), ``ids`` (:class:`Ids`); ``endpoints`` (names in
+    index order), ``skeleton`` (a :class:`Job` of the endpoints), ``reps`` (per rule class:
+    its representative's item index and its Flow fields but id and deps)."""
 
     def __init__(self, name: str, default_capacity: int = 1) -> None:
         self.name = name
@@ -102,6 +103,9 @@ class ArrayJob:
         self.dep_count = array("i")
         self.deps = array("i")
         self.iteration = array("h")
+        self.coflow = array("i")
+        self.coflow_names: list[str] = []
+        self._coflow_index: dict[str | None, int] = {None: -1}
         self._blob = bytearray()
         self._offsets = array("q", [0])
         self._classes: dict[tuple, int] = {}
@@ -142,6 +146,7 @@ class ArrayJob:
     def task(self, id: str, endpoint: str, duration: float, deps=(), **attrs: Any) -> int:
         h, _ = self._add(id, deps)
         self.iteration.append(attrs.get("iteration", 0))
+        self.coflow.append(-1)
         self.kind.append(TASK_ITEM)
         self.a.append(self.endpoint_index[endpoint])
         self.b.append(-1)
@@ -179,6 +184,12 @@ class ArrayJob:
         self.rclass.append(c)
         self.crc.append(zlib.crc32(raw) if cross else 0)
         self.iteration.append(key[1])
+        co = get("coflow")
+        ci = self._coflow_index.get(co)
+        if ci is None:
+            ci = self._coflow_index[co] = len(self.coflow_names)
+            self.coflow_names.append(co)
+        self.coflow.append(ci)
         return h
 
     # ------------------------------------------------------------- columns
@@ -226,6 +237,7 @@ _DTYPES = dict(
     dep_count=np.int32,
     deps=np.int32,
     iteration=np.int16,
+    coflow=np.int32,
 )
 
 
