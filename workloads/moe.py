@@ -73,6 +73,13 @@ routed), Mixtral 8x7B (hidden 4096, FFN 14336, top-2), Mixtral 8x22B
 GPT-3 13B (hidden 5120) and 175B (hidden 12288), FFN 4h. The paper gives
 no microbatch count; we use ``2 * pp`` unless told. Arguments given
 explicitly override the preset.
+
+**Arrays** (issue 14). :func:`moe_arrays` runs this same code into a
+:class:`workloads.arrays.ArrayJob` instead of a :class:`Job` (27 million
+items at 8192 GPUs: about 22 GB as objects, 2 GB as columns). The code
+therefore uses what ``task``/``flow`` return as dependencies (the id, or
+an index) and names items by id only through ``_Builder.ref`` (a PP
+gradient from the next stage is named before it is made).
 """
 
 from __future__ import annotations
