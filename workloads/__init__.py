@@ -106,7 +106,7 @@ def generate_arrays(name: str, args: Mapping[str, Any] | None = None, field: str
     """The same job as :func:`generate`, made straight into a :class:`workloads.arrays.ArrayJob`
     (the compact engine's input, :func:`simulator.compact.compact_arrays`), for generators with
     an array form (:data:`ARRAY_FORMS`). The item bound is :data:`MAX_ARRAY_ITEMS`, not
-    :data:`MAX_ITEMS`: an item costs about 70 bytes here, 830 as a Python object."""
+    :data:`MAX_ITEMS`: an item costs about 80 bytes here, 830 as a Python object."""
     gen, kwargs, hints, items = _checked(name, args, field)
     if name not in ARRAY_FORMS:
         raise SpecError(f"{field}.generator", f"{name} has no array form (those that do: {', '.join(ARRAY_FORMS)})")

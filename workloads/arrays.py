@@ -5,7 +5,7 @@ methods, so a generator written against ``Job`` fills it unchanged
 (:func:`workloads.moe.moe_arrays` runs :func:`~workloads.moe.moe_training`'s code
 with it): it only has to use the handle ``task``/``flow`` return for
 dependencies (an index here, the id in a ``Job``) and to name an item made
-later through ``forward(id)``. Each item costs about 70 bytes (the Python ``Job``:
+later through ``forward(id)``. Each item costs about 80 bytes (the Python ``Job``:
 about 830): its kind, endpoints (indices), duration or size, dependencies (a flat
 int32 list), its id (UTF-8 in one byte buffer) and, for flows, a *rule class*.
 
@@ -17,7 +17,9 @@ microbatch, layer, tags other than ``ep``, source endpoint, crosses servers),
 and the first flow of each group, its *representative*, stands for the group:
 :func:`simulator.compact.compact_arrays` places a skeleton job of the endpoints
 and the representatives and asks ``rule`` once per group. At 8192 GPUs
-(Mixtral-8x22B) that is about 1.2 million groups for 27 million items.
+(Mixtral-8x22B) that is 966,656 groups for 27 million items. A gated class
+(Hermod's EP coflows between servers) is asked again flow by flow, with
+each flow's own coflow (``coflow`` column).
 ``tests/test_compact.py`` checks the result against :func:`~simulator.compact.compact`
 of the full ``Job`` on small jobs, item for item.
 
