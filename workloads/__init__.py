@@ -21,7 +21,7 @@ from workloads.gnn import gnn_training
 from workloads.gnn_fullgraph import gnn_fullgraph
 from workloads.llm import hybrid_parallel
 from workloads.moe import item_estimate as _moe_items
-from workloads.moe import moe_training
+from workloads.moe import moe_arrays, moe_training
 from workloads.requests import presets as _request_presets
 from workloads.requests import requests
 from workloads.synthetic import all_to_all
@@ -80,7 +80,7 @@ SIZE_HINTS: dict[str, Callable[..., int]] = {
 
 
 MAX_ARRAY_ITEMS = 70_000_000  # by item_estimate (an upper bound): Mixtral-8x22B at 8192 GPUs 40 M (27 M made)
-ARRAY_FORMS = {"moe_training": "moe_arrays"}  # generators that can fill a workloads.arrays.ArrayJob
+ARRAY_FORMS: dict[str, Callable[..., Any]] = {"moe_training": moe_arrays}  # generators with an ArrayJob form
 
 
 def generate(name: str, args: Mapping[str, Any] | None = None, field: str = "job") -> Job:
@@ -112,9 +112,7 @@ def generate_arrays(name: str, args: Mapping[str, Any] | None = None, field: str
         raise SpecError(f"{field}.generator", f"{name} has no array form (those that do: {', '.join(ARRAY_FORMS)})")
     if items > MAX_ARRAY_ITEMS:
         raise SpecError(f"{field}.args", f"{name} would make about {items:.3g} items; at most {MAX_ARRAY_ITEMS}")
-    import workloads.moe
-
-    return _call(getattr(workloads.moe, ARRAY_FORMS[name]), kwargs, hints, field)
+    return _call(ARRAY_FORMS[name], kwargs, hints, field)
 
 
 def _checked(name, args, field):
