@@ -373,3 +373,4 @@ def test_railbed_simulate_builds_a_job_over_the_item_bound_as_arrays(tmp_path, m
         assert saved.makespan == want.makespan and saved.iterations == pytest.approx({0: want.makespan})
         items = load_items(tmp_path / "out" / name / "items.npz")
         assert list(items["ids"]) == list(job.items) and np.array_equal(items["end"], want.end)
+    assert "in notes" in (tmp_path / "out" / "comparison.txt").read_text()  # no records, no FCTs of 0 s
