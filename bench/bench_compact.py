@@ -11,6 +11,7 @@ checked here against every job that is built.
 
     python bench/bench_compact.py                        # 128 and 1024 GPUs, both engines
     python bench/bench_compact.py --sizes 128 --python   # also the Python engine's numbers
+    python bench/bench_compact.py --direct 8192          # issue 14's goal: arrays from the start
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(1, str(ROOT / "bench"))
 
 ARGS = dict(model="mixtral-8x22b", microbatches=8, iterations=1, zero2=True, nics_per_server=8)
 LAYERS_PER_STAGE, MB, TP, PP, EP = 32 // 8, 8, 8, 8, 8
@@ -234,6 +236,62 @@ def rings(gpus: int, check: bool) -> dict:
     }  # fmt: skip
 
 
+def direct(gpus: int, scheduler: str) -> dict:
+    """The iteration built straight into arrays (``workloads.moe.moe_arrays``: moe_training's code
+    filling an ArrayJob, no Python ``Job``), compacted with numpy (``compact_arrays``) and run;
+    the peak RSS of this process (``getrusage``), its seconds per stage."""
+    import numpy as np
+
+    from schedulers import by_name
+    from simulator.compact import compact_arrays, run_compact
+    from workloads.moe import moe_arrays
+
+    spec = cluster(gpus)
+    warm = moe_arrays(**{**ARGS, "dp": 1, "layers": 8, "microbatches": 2})  # numba caches
+    run_compact(compact_arrays(warm, by_name(scheduler), cluster(64)))
+    del warm
+    rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
+    t0 = time.perf_counter()
+    aj = moe_arrays(dp=gpus // 64, **ARGS)
+    t1 = time.perf_counter()
+    row = {"gpus": gpus, "engine": "direct", "scheduler": scheduler, "items": aj.items, "classes": len(aj.reps),
+           "arrays_mb": aj.nbytes() / 2**20}  # fmt: skip
+    kinds = np.bincount(aj.kind, minlength=2)
+    cj = compact_arrays(aj, by_name(scheduler), spec)
+    del aj
+    t2 = time.perf_counter()
+    res = run_compact(cj)
+    t3 = time.perf_counter()
+    row.update(
+        tasks=int(kinds[0]), flows=int(kinds[1]), net_flows=int((cj.kind == 2).sum()),
+        local_flows=int((cj.kind == 1).sum()), events=res.events, steps=res.steps, makespan=res.makespan,
+        compact_mb=cj.nbytes() / 2**20, flow_steps=res.flow_steps, rate_updates=res.rate_updates,
+        generate_s=t1 - t0, setup_s=t2 - t1, run_s=t3 - t2, total_s=t3 - t0, rss_before_gb=rss0,
+        peak_rss_gb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20,
+    )  # fmt: skip
+    return row
+
+
+def decision_times(coflows: int = 200) -> list[dict]:
+    """Hermod's decision per EP coflow (codec + Alg. 3 matching and its dependencies,
+    ``bench_hermod.decide``) at EP 8 (Mixtral-8x22B) and 32 (Table 5.5's largest, Qwen-MoE-24L)."""
+    import statistics
+
+    from bench_hermod import decide, matrices
+
+    out = []
+    for ep in (8, 32):
+        times, phases = [], []
+        for m in matrices(ep, coflows):
+            t = time.perf_counter()
+            phases.append(decide(m))
+            times.append((time.perf_counter() - t) * 1e6)
+        times.sort()
+        out.append({"ep": ep, "median_us": statistics.median(times), "p99_us": times[int(0.99 * (len(times) - 1))],
+                    "phases": statistics.median(phases)})  # fmt: skip
+    return out
+
+
 def in_subprocess(gpus: int, engine: str, scheduler: str) -> dict:
     out = subprocess.run(
         [sys.executable, __file__, "--one", str(gpus), engine, scheduler], capture_output=True, text=True, check=True
@@ -247,14 +305,53 @@ def main() -> int:
     ap.add_argument("--schedulers", nargs="*", default=["megatron", "lina", "hermod"])
     ap.add_argument("--python", action="store_true", help="also run the Python engine (minutes at 1024 GPUs)")
     ap.add_argument("--rings", type=int, nargs="*", default=None, help="only the DP rings at these sizes")
+    ap.add_argument(
+        "--direct",
+        type=int,
+        nargs="*",
+        default=None,
+        help="build the job straight into arrays at these sizes (8192: issue 14's goal)",
+    )
     ap.add_argument("--one", nargs=3, default=None, help=argparse.SUPPRESS)
     ap.add_argument("--json", default=None, help="also write the rows here")
     args = ap.parse_args()
+    rows: list[dict] = []
     if args.one is not None:
-        if args.one[1] == "rings":
+        if args.one[1] == "direct":
+            print(json.dumps(direct(int(args.one[0]), args.one[2])))
+        elif args.one[1] == "rings":
             print(json.dumps(rings(int(args.one[0]), args.one[2] == "check")))
         else:
             print(json.dumps(one(int(args.one[0]), args.one[1], args.one[2])))
+        return 0
+    if args.direct:
+        print("Mixtral-8x22B, TP 8 x PP 8 x EP 8, DP = GPUs / 64, ZeRO-2 ring, 8 microbatches, one iteration,")
+        print("built straight into arrays (moe_arrays -> compact_arrays -> run_compact), each run in a fresh process")
+        print(f"{'GPUs':>6} {'scheduler':>9} {'items':>11} {'generate':>9} {'compact':>8} {'run':>8} {'total':>8} "
+              f"{'peak RSS':>9} {'makespan':>10}")  # fmt: skip
+        for gpus in args.direct:
+            for sched in args.schedulers:
+                r = in_subprocess(gpus, "direct", sched)
+                rows.append(r)
+                print(
+                    f"{gpus:>6} {sched:>9} {r['items']:>11,} {r['generate_s']:>8.1f}s {r['setup_s']:>7.1f}s "
+                    f"{r['run_s']:>7.1f}s {r['total_s']:>7.1f}s {r['peak_rss_gb']:>7.2f}GB {r['makespan']:>9.5f}s",
+                    flush=True,
+                )
+                print(
+                    f"{'':>17} tasks {r['tasks']:,}, flows {r['flows']:,} ({r['net_flows']:,} between servers, "
+                    f"{r['local_flows']:,} inside: EP and its metadata), rule classes {r['classes']:,}, "
+                    f"network steps {r['steps']:,}, active flows summed over steps {r['flow_steps']:,}, "
+                    f"rate updates {r['rate_updates']:,}, arrays {r['arrays_mb']:.0f} MB, compact job "
+                    f"{r['compact_mb']:.0f} MB, RSS before the build {r['rss_before_gb']:.2f} GB",
+                    flush=True,
+                )
+        print("\nHermod's decision per EP coflow (codec + Alg. 3 matching + sub-flow dependencies), this process:")
+        for d in decision_times():
+            print(f"  EP {d['ep']:>2}: median {d['median_us']:.0f} us, p99 {d['p99_us']:.0f} us, "
+                  f"{d['phases']:.0f} sub-phases (median)")  # fmt: skip
+        if args.json:
+            Path(args.json).write_text(json.dumps(rows, indent=1) + "\n")
         return 0
     if args.rings:
         print("DP rings alone (all 512 at once, FIFO), compact engine; the numpy-built job checked where built twice")
@@ -276,7 +373,6 @@ def main() -> int:
         print(f"  {gpus:>5} GPUs: {sum(c.values()):>10,}  " + ", ".join(f"{k} {v:,}" for k, v in c.items()))
     head = f"{'GPUs':>6} {'scheduler':>9} {'engine':>8} {'items':>9} {'generate':>9} {'setup':>7} {'run':>8} "
     print("\n" + head + f"{'total':>8} {'peak RSS':>8} {'makespan':>10}")
-    rows = []
     engines = ["compact", "python"] if args.python else ["compact"]
     for gpus in args.sizes:
         for sched in args.schedulers:

@@ -112,11 +112,12 @@ def cmd_clean(_args: argparse.Namespace) -> int:
     return 0
 
 
-def _scenario_and_out(args: argparse.Namespace, kind: str = ""):
-    """The scenario file (validated) and its results directory (default results/<name>[-kind]-<time>)."""
+def _scenario_and_out(args: argparse.Namespace, kind: str = "", arrays: bool = False):
+    """The scenario file (validated) and its results directory (default results/<name>[-kind]-<time>).
+    ``arrays``: a job too large for a Python Job is left to be built as arrays (the compact engine)."""
     from scenarios.runner import Scenario
 
-    sc = Scenario.load(args.scenario)
+    sc = Scenario.load(args.scenario, arrays=arrays)
     return sc, Path(args.out or f"results/{sc.name}{kind}-{time.strftime('%Y%m%d-%H%M%S')}")
 
 
@@ -131,7 +132,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 def cmd_simulate(args: argparse.Namespace) -> int:
     from scenarios.runner import simulate_scenario
 
-    sc, out = _scenario_and_out(args, "-sim")
+    sc, out = _scenario_and_out(args, "-sim", arrays=args.engine == "compact")
     simulate_scenario(sc, out, echo=_say, schedulers=args.scheduler, engine=args.engine, plots=not args.no_plots)
     return 0
 

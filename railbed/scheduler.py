@@ -33,6 +33,9 @@ core they build on.
 ``rule(flow, placement, cluster) -> Rule | None``
     Only for the compact engine (:mod:`simulator.compact`): ``on_ready``'s
     answer for a flow as a pure function of it (:class:`Rule`), or ``None``.
+``gate_split(flows, placement, cluster) -> Split``
+    Only for the compact engine: the split of a group of flows whose rules
+    name one ``gate``, precomputed before the run.
 
 The view (:class:`RunView`) is what a scheduler may read: model time, the
 active flows with their progress (bytes delivered and remaining, current
@@ -80,13 +83,21 @@ class Rule:
     if ``queued``, while a held ``queued`` flow on that NIC has ``key < bar`` (the minimum
     over the flows held when the offer round began). ``bar = 0`` never holds (keys are
     ``>= 0``). Hermod's host-side priority queue is ``key = bar = priority``, ``queued``;
-    Lina's DP-behind-backward-EP is ``key`` 0 for backward EP flows, 1 else, ``bar`` 1 for DP."""
+    Lina's DP-behind-backward-EP is ``key`` 0 for backward EP flows, 1 else, ``bar`` 1 for DP.
+
+    ``gate``: the flow is one of a group split together (Hermod's EP coflows between servers,
+    Alg. 3, §5.3.2): it is held until every flow with the same ``gate`` is held when an offer
+    round begins; then, at the first of them in the held list, the scheduler's
+    :meth:`Scheduler.gate_split` of the group (its flows in job order) replaces them all, and
+    the sub-flows with no dependencies start (``dscp``, ``rate``, ``bar`` do not apply to a
+    gated flow; its sub-flows count as active with its ``key``)."""
 
     dscp: int = 0
     rate: float | None = None  # model wire bit/s; None = uncapped
     key: int = 0
     bar: int = 0
     queued: bool = False
+    gate: str | None = None
 
 
 @dataclass(frozen=True)
@@ -293,6 +304,12 @@ class Scheduler:
         if any(getattr(mine, h) is not getattr(Scheduler, h) for h in _DECISION_HOOKS):
             return None
         return Rule()
+
+    def gate_split(self, flows: list[Flow], placement: Placement, cluster: ClusterSpec) -> Split:
+        """After ``place``, for the compact engine: the :class:`Split` that ``on_ready`` returns
+        for the flows whose :class:`Rule` names one ``gate`` (in job order) once all are held.
+        It must be a pure function of those flows and equal ``on_ready``'s answer. Default: none."""
+        raise NotImplementedError(f"{self.name} gates flows but has no gate_split")
 
     def check(self, job: Job, cluster: ClusterSpec) -> None:
         """Before anything is built: reject a job this scheduler cannot run (a tag it

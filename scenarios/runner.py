@@ -95,6 +95,7 @@ class Scenario:
     capture: Any = None  # emulator.capture.CaptureSpec
     loads: list[float] | None = None  # offered loads (the generator's ``load``), one run per scheduler each
     jobs: list[Job] | None = None  # the job at each load
+    arrays: tuple[str, dict] | None = None  # (generator, args) of a job too large for a Job: built as arrays
 
     def points(self, specs: list[SchedulerSpec]) -> list[tuple[SchedulerSpec, Job]]:
         """(scheduler, job) of every run: each scheduler on the job, or at each load (``label@load``)."""
@@ -107,12 +108,15 @@ class Scenario:
         ]
 
     @classmethod
-    def load(cls, path: str | Path) -> Scenario:
+    def load(cls, path: str | Path, arrays: bool = False) -> Scenario:
         path = Path(path)
-        return cls.from_dict(load_yaml_file(path, str(path)), base=path.parent)
+        return cls.from_dict(load_yaml_file(path, str(path)), base=path.parent, arrays=arrays)
 
     @classmethod
-    def from_dict(cls, data: Any, base: Path = Path(".")) -> Scenario:
+    def from_dict(cls, data: Any, base: Path = Path("."), arrays: bool = False) -> Scenario:
+        """``arrays``: a generated job over ``workloads.MAX_ITEMS`` whose generator has an array
+        form is not built here (``job`` is None) but per run, as arrays, by the compact engine
+        (``railbed simulate --engine compact``)."""
         if not isinstance(data, dict):
             raise SpecError("scenario", f"expected a mapping at the top level, got {describe(data)}")
         for key in data:
@@ -124,7 +128,8 @@ class Scenario:
         cluster = _cluster(data["cluster"], base)
         loads = _loads(data.get("loads"), data["job"])
         jobs = [_job(_with_load(data["job"], x), base) for x in loads] if loads else None
-        job = jobs[0] if jobs else _job(data["job"], base)
+        big = arrays and not loads and _array_job(data["job"])
+        job = jobs[0] if jobs else None if big else _job(data["job"], base)
         specs = _scheduler_specs(data["schedulers"])
         policy = _choice(data.get("policy", "dscp-priority"), "policy", tuple(POLICIES))
         latency = _choice(data.get("latency", "auto"), "latency", ("auto", "netem", "agents"))
@@ -144,6 +149,7 @@ class Scenario:
             capture=_capture(data.get("capture"), cluster),
             loads=loads,
             jobs=jobs,
+            arrays=(data["job"]["generator"], data["job"].get("args") or {}) if big else None,
         )
 
 
@@ -179,6 +185,15 @@ def _job(value: Any, base: Path) -> Job:
         except SpecError as exc:
             raise SpecError(f"job.{exc.field}" if exc.field != "job" else "job.file", exc.message) from None
     return generate(value["generator"], value.get("args"), "job")
+
+
+def _array_job(value: Any) -> bool:
+    """A generated job that ``generate`` would refuse only for its size and that has an array form."""
+    from workloads import ARRAY_FORMS, too_many_items
+
+    if not isinstance(value, dict) or set(value) - {"generator", "args"} or value.get("generator") not in ARRAY_FORMS:
+        return False
+    return too_many_items(value["generator"], value.get("args"), "job")
 
 
 def _loads(value: Any, job: Any) -> list[float] | None:
@@ -314,9 +329,11 @@ def preflight(
     it reads), its placement (``place`` on the public job, then
     ``check_placement``); the results directory; and, for the emulator, what
     this machine can emulate at the scale the run will use
-    (:mod:`railbed.machine`). Returns that scale (None when not emulating)."""
-    check_pins(sc.job, sc.cluster)
-    for i, spec in enumerate(specs):
+    (:mod:`railbed.machine`). Returns that scale (None when not emulating).
+    A job built as arrays (``sc.arrays``) is checked when it is built (``compact_arrays``)."""
+    if sc.job is not None:
+        check_pins(sc.job, sc.cluster)
+    for i, spec in enumerate(specs if sc.job is not None else ()):
         sched, name = make(spec, f"schedulers[{i}]"), spec.run_label
         try:
             sched.check(sc.job, sc.cluster)
@@ -350,7 +367,8 @@ def results_dir(sc: Scenario, out_dir: Path, write_inputs: bool = True):
     if write_inputs:
         (out_dir / "scenario.yaml").write_text(yaml.safe_dump(sc.source or {}, sort_keys=False))
         (out_dir / "cluster.yaml").write_text(yaml.safe_dump(sc.cluster.to_dict(), sort_keys=False))
-        sc.job.save(out_dir / "job.json")
+        if sc.job is not None:  # a job built as arrays is its scenario's generator and args (scenario.yaml)
+            sc.job.save(out_dir / "job.json")
     try:
         yield out_dir
     except BaseException as exc:
@@ -492,14 +510,58 @@ def simulate_scenario(
 ) -> list[RunResult]:
     """The scenario on the flow-level simulator (no root): the same results directory as :func:`run_scenario`."""
     specs = _selected(sc, schedulers)
+    if sc.job is None and engine != "compact":
+        raise SpecError("job.args", "this job is too large for a Python Job: simulate it with --engine compact")
     preflight(sc, specs, out_dir, emulate=False)
     results = []
+    if sc.job is None:
+        return _simulate_arrays(sc, specs, out_dir, echo)
     with results_dir(sc, out_dir):
         for spec, job in sc.points(specs):
             results.append(_simulate(sc, spec, engine, echo, job))
             _save_run(results[-1], out_dir, spec.run_label, echo)
         _write_comparison(sc, results, out_dir, echo)
         _finish(sc, out_dir, provenance.scale_record(None, None, None), plots, echo)
+    return results
+
+
+def _simulate_arrays(
+    sc: Scenario, specs: list[SchedulerSpec], out_dir: Path, echo: Callable[[str], None]
+) -> list[RunResult]:
+    """A job too large for a Python ``Job`` (``sc.arrays``): per scheduler, built as arrays
+    (``workloads.generate_arrays``, again for each: the arrays and a run do not both fit in
+    8 GB at 8192 GPUs), compacted, run; ``<label>/result.json`` is a RunResult without per-item
+    records (``CompactResult.summary_result``), the items are in ``<label>/items.npz``
+    (``simulator.compact.load_items``). No figures: they read per-item records."""
+    from simulator.compact import compact_arrays, run_compact
+    from workloads import generate_arrays
+
+    assert sc.arrays is not None
+    name, args = sc.arrays
+    results = []
+    with results_dir(sc, out_dir):
+        for spec in specs:
+            echo(f"simulating {spec.run_label} (job built as arrays) ...")
+            t0 = time.perf_counter()
+            aj = generate_arrays(name, args, "job")
+            t1 = time.perf_counter()
+            cj = compact_arrays(aj, make(spec), sc.cluster, policy=sc.policy)
+            del aj
+            t2 = time.perf_counter()
+            run = run_compact(cj)
+            result = run.summary_result(spec.run_label, sc.cluster.name)
+            result.notes.append(
+                f"built in {t1 - t0:.1f} s, compacted in {t2 - t1:.1f} s, run in {run.wall_seconds:.1f} s"
+            )
+            run_dir = out_dir / spec.run_label
+            run_dir.mkdir(exist_ok=True)
+            run.save_items(run_dir / "items.npz")
+            del run, cj
+            results.append(result)
+            _save_run(result, out_dir, spec.run_label, echo)
+        _write_comparison(sc, results, out_dir, echo)
+        _finish(sc, out_dir, provenance.scale_record(None, None, None), False, echo)
+    echo("no figures: they need per-item records (the items are in <scheduler>/items.npz)")
     return results
 
 

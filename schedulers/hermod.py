@@ -29,8 +29,8 @@ Thin classes over :mod:`schedulers.hermod_alg`; jobs come from
 
 For the compact engine (:mod:`simulator.compact`) each class's ``rule`` states its
 ``on_ready`` as a pure function of the flow (Hermod's host wait: key = bar = its priority,
-queued; Lina's: key 0 for backward EP, bar 1 for DP); Hermod has no rule for the EP flows
-Alg. 3 splits (between servers).
+queued; Lina's: key 0 for backward EP, bar 1 for DP); the EP flows Alg. 3 splits (between
+servers) are gated by coflow, and ``gate_split`` precomputes their sub-flows.
 
 Ablations (§5.5.2, Fig. 5.11): ``hermod-inter`` (priorities only) and
 ``hermod-intra`` (matching only, DSCP 0, no waits).
@@ -175,9 +175,10 @@ class Hermod(Scheduler):
     def rule(self, flow: Flow, placement, cluster) -> Rule | None:
         """``on_ready`` as a :class:`Rule`: the DSCP and rate above, and the host-side wait (a
         flow waits for a better key held or active on its source NIC) as ``key = bar``,
-        ``queued``. EP flows that Alg. 3 splits (between servers) have no rule."""
+        ``queued``. EP flows that Alg. 3 splits (between servers) are gated by their coflow
+        (``Rule.gate``): held until the whole coflow is, then :meth:`gate_split`."""
         if self.intra and flow.id in self.matched:
-            return None
+            return Rule(key=key_number(self.key(flow)), gate=flow.coflow)
         rate = self._rate(flow, placement[flow.src], cluster) if "tree" in flow.tags else None
         memo = (
             flow.coflow_type,
@@ -192,6 +193,11 @@ class Hermod(Scheduler):
         if self.inter and self.host_wait:
             return Rule(got[0], rate, key=got[1], bar=got[1], queued=True)
         return Rule(got[0], rate)
+
+    def gate_split(self, flows, placement, cluster) -> Split:
+        """Alg. 3 (§5.3.2) on a gated EP coflow, before the run: ``_match``'s split, which is a
+        pure function of the coflow's flows (their sizes, ends and DSCPs)."""
+        return split_coflow(list(flows), {f.id: self.dscp(f) for f in flows})
 
     def _best_held(self, view) -> dict[tuple[int, int], tuple[int, int, int]]:
         """Per source NIC, the best key among held flows that the priority check decides

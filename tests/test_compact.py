@@ -6,17 +6,19 @@ Plus what it refuses, and the schedulers' rules against their ``on_ready``."""
 import math
 import random
 
+import numpy as np
 import pytest
 
 from railbed.errors import SpecError
 from railbed.job import Job, Location
+from railbed.results import RunResult
 from railbed.scheduler import Rule, Scheduler
 from railbed.spec import ClusterSpec
 from schedulers import by_name
 from schedulers.hermod import Hermod, key_number
 from simulator import simulate
-from simulator.compact import LOCAL, NET, TASK, compact, run_compact, simulate_compact
-from workloads.moe import moe_training
+from simulator.compact import LOCAL, NET, TASK, compact, compact_arrays, load_items, run_compact, simulate_compact
+from workloads.moe import moe_arrays, moe_training
 
 RULED = ["megatron", "lina", "hermod", "hermod-inter", "dp-first", "pp-first", "ep-first", "fifo"]
 
@@ -34,6 +36,7 @@ def same_times(job, make, spec, policy="dscp-priority"):
     assert fast.makespan == pytest.approx(slow.makespan, rel=1e-12)
     as_run = fast.to_run_result(job, slow.scheduler)
     fields = ("kind", "server", "device", "dst_server", "src_nic", "dst_nic", "size", "received", "dscp", "rate")
+    fields += ("parent", "children")
     for i, rec in slow.items.items():
         mine = as_run.items[i]
         assert [getattr(mine, f) for f in fields + ("spine", "attrs")] == [
@@ -74,18 +77,23 @@ def test_moe_jobs_end_every_item_at_the_same_time_on_both_engines(seed):
     job, spec = random_moe_job(rng)
     name = RULED[seed % len(RULED)]
     policy = rng.choice(["dscp-priority", "fifo"])
-    placement_probe = by_name(name)
-    placement_probe.place(job.public(), spec)
-    if isinstance(placement_probe, Hermod) and placement_probe.matched:
+    same_times(job, lambda: by_name(name), spec, policy)
 
-        def make():
-            return Hermod(intra=False)
-    else:
 
-        def make():
-            return by_name(name)
-
-    same_times(job, make, spec, policy)
+@pytest.mark.parametrize("seed", range(16))
+@pytest.mark.parametrize("name", ["hermod", "hermod-intra"])
+def test_hermod_splits_ep_coflows_between_servers_the_same_on_both_engines(seed, name):
+    """Alg. 3 (§5.3.2) in the compact engine: EP coflows between servers are gated
+    (``Rule.gate``), split before the run by ``Hermod.gate_split``; every item, every
+    sub-flow and every split original ends at the same time as under ``simulate``."""
+    rng = random.Random(100 + seed)
+    job, spec = random_moe_job(rng)
+    probe = by_name(name)
+    probe.place(job.public(), spec)
+    slow, fast = same_times(job, lambda: by_name(name), spec, rng.choice(["dscp-priority", "fifo"]))
+    subs = [r for r in slow.items.values() if r.parent is not None]
+    assert bool(subs) == bool(probe.matched)
+    assert sum(len(slow.items[i].children or ()) for i in probe.matched) == len(subs)
 
 
 @pytest.mark.parametrize("name", ["megatron", "lina", "hermod"])
@@ -179,11 +187,11 @@ def test_hermod_rule_matches_its_decisions():
     job, spec = random_job(random.Random(3))
     h = Hermod()
     placement = h.place(job.public(), spec)
-    assert h.matched  # EP flows between servers: Alg. 3 splits them at run time, no rule
+    assert h.matched  # EP flows between servers: gated by coflow, Alg. 3 splits them
     for f in job.flows:
         rule = h.rule(f, placement, spec)
         if f.id in h.matched:
-            assert rule is None
+            assert rule.gate == f.coflow and rule.key == key_number(h.key(f)) and rule.bar == 0
         else:
             assert rule.dscp == h.dscp(f) and rule.key == rule.bar == key_number(h.key(f)) and rule.queued
     assert key_number((1, 0, 0)) > key_number((0, 1, 5)) > key_number((0, 0, 7))
@@ -202,12 +210,6 @@ def test_a_scheduler_with_its_own_on_ready_and_no_rule_is_refused():
     assert Scheduler().rule(job.flows[0], None, spec) == Rule()
     with pytest.raises(SpecError, match="no rule"):
         compact(job, Custom(), spec)
-    with pytest.raises(SpecError, match="no rule"):  # EP coflows between servers: Alg. 3 splits them
-        moe, moe_spec = random_moe_job(random.Random(0))
-        h = Hermod()
-        h.place(moe.public(), moe_spec)
-        assert h.matched
-        compact(moe, Hermod(), moe_spec)
 
 
 def test_intra_host_models_are_refused():
@@ -252,3 +254,123 @@ def test_railbed_simulate_engine_compact_gives_the_numba_engines_result():
         assert fast.scheduler == slow.scheduler and fast.cluster == slow.cluster
         assert fast.iterations == pytest.approx(slow.iterations, rel=1e-12)
         assert {i: r.end for i, r in fast.items.items()} == pytest.approx({i: r.end for i, r in slow.items.items()})
+
+
+# ------------------------------------------------ the job as arrays (workloads.arrays, moe_arrays)
+
+ARRAY_FIELDS = (
+    "kind", "device", "duration", "route", "bits", "prio", "cap", "key", "bar", "queued", "nic", "dscp", "size",
+    "missing", "dep_ptr", "dep_idx", "device_cap", "route_links", "route_hops", "route_latency", "link_cap", "spine",
+    "iteration", "gate", "gate_size", "gate_sub", "parent", "children",
+)  # fmt: skip
+
+
+def same_compact_job(a, b):
+    assert list(b.ids) == list(a.ids)
+    for f in ARRAY_FIELDS:
+        x, y = getattr(a, f), getattr(b, f)
+        assert x.dtype == y.dtype and np.array_equal(x, y), f
+    assert (a.nics, a.link_names, a.placement.locations) == (b.nics, b.link_names, b.placement.locations)
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_moe_arrays_compact_to_the_same_arrays_as_the_job(seed):
+    """``moe_arrays`` (moe_training's code filling an ArrayJob) and ``compact_arrays`` give, item
+    for item, the CompactJob that ``compact(moe_training(...))`` gives, under every ruled scheduler."""
+    rng = random.Random(seed)
+    nics = rng.choice([1, 2, 4])
+    kw = dict(
+        dp=rng.choice([2, 4]), tp=rng.choice([1, 2]), pp=rng.choice([1, 2]), experts=4, layers=2, hidden=256,
+        ffn=512, seq=256, microbatches=rng.choice([2, 4]), schedule=rng.choice(["gpipe", "1f1b"]),
+        zero2=rng.random() < 0.5, dp_algo=rng.choice(["ring", "tree"]), seed=rng.randrange(100), gpus_per_server=4,
+        nics_per_server=nics, layout=rng.choice(["dp-outer", "megatron"]), skew=rng.choice([0.3, 3.0]),
+    )  # fmt: skip
+    kw["ep"] = rng.choice([e for e in (2, 4) if (kw["dp"] * kw["tp"]) % e == 0])
+    job = moe_training(**kw)
+    aj = moe_arrays(**kw)
+    assert aj.items == len(job.items) and list(aj.ids) == list(job.items)
+    servers = max(e.pin.server for e in job.endpoints.values()) + 1
+    spec = ClusterSpec.from_dict(
+        {
+            "servers": [{"count": servers, "gpus": 4, "nics": nics, "nic_rate": "100Gbit"}],
+            "fabric": {"type": "leaf_spine", "servers_per_leaf": 2, "spines": 2, "uplink_rate": "50Gbit",
+                       "latency": "1us"},
+        }
+    )  # fmt: skip
+    for name in RULED + ["hermod-intra"]:  # hermod: gated EP coflows between servers, when EP crosses them
+        same_compact_job(compact(job, by_name(name), spec), compact_arrays(aj, by_name(name), spec))
+
+
+def test_moe_arrays_at_the_scenario_layout_and_interleaved():
+    kw = dict(model="mixtral-8x22b", dp=2, pp=2, layers=4, microbatches=4, hidden=512, ffn=1024, seq=512, zero2=True,
+              nics_per_server=8, schedule="interleaved", chunks=2)  # fmt: skip
+    job, aj = moe_training(**kw), moe_arrays(**kw)
+    spec = ClusterSpec.from_dict(
+        {
+            "servers": [{"count": 4, "gpus": 8, "nics": 8, "nic_rate": "100Gbit"}],
+            "fabric": {"type": "leaf_spine", "servers_per_leaf": 2, "spines": 2, "uplink_rate": "400Gbit",
+                       "latency": "1us"},
+        }
+    )  # fmt: skip
+    for name in ("megatron", "lina", "hermod"):
+        same_compact_job(compact(job, by_name(name), spec), compact_arrays(aj, by_name(name), spec))
+    with pytest.raises(SpecError, match="no such argument"):
+        moe_arrays(gpus=3)
+
+
+def test_the_compact_results_format_round_trips_and_summarises_like_the_records(tmp_path):
+    """``save_items``/``load_items`` (arrays, no ItemRecords) keep every item's times; the
+    record-less ``summary_result`` has the makespan, iterations and links of ``to_run_result``."""
+    job, spec = random_moe_job(random.Random(7))
+    job2 = moe_training(dp=2, pp=2, layers=2, microbatches=2, hidden=256, ffn=512, seq=256, iterations=2,
+                        gpus_per_server=4, nics_per_server=2)  # fmt: skip
+    for j in (job, job2):
+        res = simulate_compact(j, by_name("hermod"), spec)
+        full = res.to_run_result(j, "hermod")
+        res.save_items(tmp_path / "items.npz")
+        got = load_items(tmp_path / "items.npz")
+        assert list(got["ids"]) == list(res.job.ids)
+        for k, i in enumerate(res.job.ids):
+            rec = full.items[i]
+            assert (got["ready"][k], got["start"][k], got["end"][k]) == (rec.ready, rec.start, rec.end)
+            assert (got["parent"][k] >= 0) == (rec.parent is not None)
+        short = res.summary_result("hermod", spec.name)
+        assert short.items == {} and short.makespan == full.makespan and short.links == full.links
+        assert short.iterations == pytest.approx(full.iterations, rel=1e-12)
+        assert len(full.iterations) == (2 if j is job2 else 1)
+
+
+def test_railbed_simulate_builds_a_job_over_the_item_bound_as_arrays(tmp_path, monkeypatch):
+    """A generated job over ``workloads.MAX_ITEMS`` (here lowered to 1000) is refused as a Job,
+    and under ``--engine compact`` built as arrays per scheduler: result.json without
+    records, items.npz with every item, the makespan of the compact engine on the Job."""
+    import workloads
+    from scenarios.runner import Scenario, simulate_scenario
+
+    args = dict(model="mixtral-8x22b", dp=2, layers=8, microbatches=2, zero2=True, nics_per_server=8)
+    data = {
+        "name": "big",
+        "cluster": {
+            "servers": [{"count": 16, "gpus": 8, "nics": 8, "nic_rate": "100Gbit"}],
+            "fabric": {"type": "leaf_spine", "servers_per_leaf": 8, "spines": 2, "uplink_rate": "400Gbit"},
+        },
+        "job": {"generator": "moe_training", "args": args},
+        "schedulers": ["megatron", "hermod"],
+    }
+    job = moe_training(**args)
+    monkeypatch.setattr(workloads, "MAX_ITEMS", 1000)
+    with pytest.raises(SpecError, match="engine compact"):
+        Scenario.from_dict(data)
+    sc = Scenario.from_dict(data, arrays=True)
+    assert sc.job is None and sc.arrays == ("moe_training", args)
+    with pytest.raises(SpecError, match="engine compact"):
+        simulate_scenario(sc, tmp_path / "numba", echo=lambda _: None)
+    results = simulate_scenario(sc, tmp_path / "out", echo=lambda _: None, engine="compact")
+    for res, name in zip(results, ["megatron", "hermod"]):
+        want = simulate_compact(job, by_name(name), sc.cluster)
+        assert res.items == {} and res.makespan == want.makespan
+        saved = RunResult.load(tmp_path / "out" / name / "result.json")
+        assert saved.makespan == want.makespan and saved.iterations == pytest.approx({0: want.makespan})
+        items = load_items(tmp_path / "out" / name / "items.npz")
+        assert list(items["ids"]) == list(job.items) and np.array_equal(items["end"], want.end)
+    assert "in notes" in (tmp_path / "out" / "comparison.txt").read_text()  # no records, no FCTs of 0 s

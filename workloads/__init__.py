@@ -21,7 +21,7 @@ from workloads.gnn import gnn_training
 from workloads.gnn_fullgraph import gnn_fullgraph
 from workloads.llm import hybrid_parallel
 from workloads.moe import item_estimate as _moe_items
-from workloads.moe import moe_training
+from workloads.moe import moe_arrays, moe_training
 from workloads.requests import presets as _request_presets
 from workloads.requests import requests
 from workloads.synthetic import all_to_all
@@ -79,6 +79,10 @@ SIZE_HINTS: dict[str, Callable[..., int]] = {
 }
 
 
+MAX_ARRAY_ITEMS = 70_000_000  # by item_estimate (an upper bound): Mixtral-8x22B at 8192 GPUs 40 M (27 M made)
+ARRAY_FORMS: dict[str, Callable[..., Any]] = {"moe_training": moe_arrays}  # generators with an ArrayJob form
+
+
 def generate(name: str, args: Mapping[str, Any] | None = None, field: str = "job") -> Job:
     """Run generator ``name`` with ``args`` (from YAML); errors name ``field.args.<arg>``.
 
@@ -86,6 +90,33 @@ def generate(name: str, args: Mapping[str, Any] | None = None, field: str = "job
     ``float``, ``str``, ``dict[str, int]``, optional), sizes and durations
     are parsed from strings, and a job of more than :data:`MAX_ITEMS` items
     is refused before it is built."""
+    gen, kwargs, hints, items = _checked(name, args, field)
+    if items > MAX_ITEMS:
+        hint = " (railbed simulate --engine compact builds it as arrays)" if name in ARRAY_FORMS else ""
+        raise SpecError(f"{field}.args", f"{name} would make about {items:.3g} items; at most {MAX_ITEMS}{hint}")
+    return _call(gen, kwargs, hints, field)
+
+
+def too_many_items(name: str, args: Mapping[str, Any] | None = None, field: str = "job") -> bool:
+    """Would :func:`generate` refuse this job for its size (and only for that)?"""
+    return _checked(name, args, field)[3] > MAX_ITEMS
+
+
+def generate_arrays(name: str, args: Mapping[str, Any] | None = None, field: str = "job"):
+    """The same job as :func:`generate`, made straight into a :class:`workloads.arrays.ArrayJob`
+    (the compact engine's input, :func:`simulator.compact.compact_arrays`), for generators with
+    an array form (:data:`ARRAY_FORMS`). The item bound is :data:`MAX_ARRAY_ITEMS`, not
+    :data:`MAX_ITEMS`: an item costs about 80 bytes here, 830 as a Python object."""
+    gen, kwargs, hints, items = _checked(name, args, field)
+    if name not in ARRAY_FORMS:
+        raise SpecError(f"{field}.generator", f"{name} has no array form (those that do: {', '.join(ARRAY_FORMS)})")
+    if items > MAX_ARRAY_ITEMS:
+        raise SpecError(f"{field}.args", f"{name} would make about {items:.3g} items; at most {MAX_ARRAY_ITEMS}")
+    return _call(ARRAY_FORMS[name], kwargs, hints, field)
+
+
+def _checked(name, args, field):
+    """(generator, checked keyword arguments, its annotations, item estimate); see :func:`generate`."""
     gen = GENERATORS.get(name) if isinstance(name, str) else None
     if gen is None:
         raise SpecError(
@@ -108,8 +139,10 @@ def generate(name: str, args: Mapping[str, Any] | None = None, field: str = "job
             value = parse_duration(value, where)
         kwargs[key] = check_type(value, hints[key], where)
     items = SIZE_HINTS[name](**kwargs) if name in SIZE_HINTS else 0
-    if items > MAX_ITEMS:
-        raise SpecError(f"{field}.args", f"{name} would make about {items:.3g} items; at most {MAX_ITEMS}")
+    return gen, kwargs, hints, items
+
+
+def _call(gen, kwargs, hints, field):
     try:
         return gen(**kwargs)
     except SpecError as exc:

@@ -73,6 +73,13 @@ routed), Mixtral 8x7B (hidden 4096, FFN 14336, top-2), Mixtral 8x22B
 GPT-3 13B (hidden 5120) and 175B (hidden 12288), FFN 4h. The paper gives
 no microbatch count; we use ``2 * pp`` unless told. Arguments given
 explicitly override the preset.
+
+**Arrays** (issue 14). :func:`moe_arrays` runs this same code into a
+:class:`workloads.arrays.ArrayJob` instead of a :class:`Job` (27 million
+items at 8192 GPUs: about 22 GB as objects, 2 GB as columns). The code
+therefore uses what ``task``/``flow`` return as dependencies (the id, or
+an index) and names items by id only through ``_Builder.ref`` (a PP
+gradient from the next stage is named before it is made).
 """
 
 from __future__ import annotations
@@ -168,6 +175,22 @@ class _Builder:
     last: dict[str, list[str]] = field(default_factory=dict)  # endpoint -> items its GPU's next op waits for
     dp_done: dict[tuple[str, int], list[str]] = field(default_factory=dict)  # (endpoint, layer) -> its DP ends
     routes: dict = field(default_factory=dict)
+    kept: dict = field(default_factory=dict)  # id -> handle of the items named later by id (PP flows, last backward)
+
+    def keep(self, item_id: str, handle):
+        """Remember an item that a later dependency names by its id (``ref``)."""
+        self.kept[item_id] = handle
+        return handle
+
+    def ref(self, item_id: str):
+        """The handle of item ``item_id`` for a dependency: its id in a :class:`Job`, its index in a
+        :class:`workloads.arrays.ArrayJob`, where an item made later (a backward pass's gradient
+        from the next stage) is a placeholder the sink resolves when it is made."""
+        got = self.kept.get(item_id)
+        if got is not None:
+            return got
+        forward = getattr(self.job, "forward", None)
+        return item_id if forward is None else forward(item_id)
 
     # ranks and groups
     def name(self, p: int, d: int, t: int) -> str:
@@ -273,8 +296,37 @@ def moe_training(
     name: str | None = None,
 ) -> Job:
     """A MoE or dense training job (see the module docstring); ``model`` picks a Table 5.5 preset."""
-    shape_args = dict(layers=layers, experts=experts, topk=topk, hidden=hidden, ffn=ffn)
-    shape_args.update(pp=pp, tp=tp, ep=ep, seq=seq, mbs=mbs)
+    return _build(Job, dict(locals())).validate()
+
+
+def moe_arrays(**kwargs):
+    """:func:`moe_training`'s job, the same items in the same order, made straight into a
+    :class:`workloads.arrays.ArrayJob` (columns, no :class:`~railbed.job.Job`): the same code
+    makes both, through the sink's ``task``/``flow``/``endpoint`` (issue 14: 27 million items
+    at 8192 GPUs do not fit as Python objects). Same arguments as :func:`moe_training`."""
+    import inspect
+
+    from workloads.arrays import ArrayJob
+
+    params = inspect.signature(moe_training).parameters
+    unknown = set(kwargs) - set(params)
+    if unknown:
+        raise SpecError(sorted(unknown)[0], "moe_training takes no such argument")
+    args = {k: kwargs.get(k, p.default) for k, p in params.items()}
+    return _build(ArrayJob, args).finish()
+
+
+def _build(make, a: dict):
+    """The generator: ``make(name)`` is the sink (a :class:`Job` or an ``ArrayJob``)."""
+    model, dp, microbatches, iterations, schedule, chunks, zero2, bucket_layers = (
+        a["model"], a["dp"], a["microbatches"], a["iterations"], a["schedule"], a["chunks"], a["zero2"],
+        a["bucket_layers"],
+    )  # fmt: skip
+    dp_algo, skew, seed, metadata, layout, gpus_per_server, nics_per_server, gpu_tflops, efficiency, name = (
+        a["dp_algo"], a["skew"], a["seed"], a["metadata"], a["layout"], a["gpus_per_server"], a["nics_per_server"],
+        a["gpu_tflops"], a["efficiency"], a["name"],
+    )  # fmt: skip
+    shape_args = {k: a[k] for k in ("layers", "experts", "topk", "hidden", "ffn", "pp", "tp", "ep", "seq", "mbs")}
     if not (isinstance(gpu_tflops, (int, float)) and isinstance(efficiency, (int, float))) or not (
         gpu_tflops > 0 and 0 < efficiency <= 1
     ):
@@ -293,14 +345,14 @@ def moe_training(
     label = name or f"{model or 'moe'}-t{s.tp}p{s.pp}d{s.dp}e{s.ep}-{schedule}"
     if dp_algo not in ("ring", "tree"):
         raise SpecError("dp_algo", f"must be ring or tree, got {dp_algo!r}")
-    b = _Builder(Job(label), s, np.random.default_rng(seed), float(skew), metadata, bool(zero2), bucket_layers)
+    b = _Builder(make(label), s, np.random.default_rng(seed), float(skew), metadata, bool(zero2), bucket_layers)
     b.tree = dp_algo == "tree"
     if layout not in ("dp-outer", "megatron"):
         raise SpecError("layout", f"must be dp-outer or megatron, got {layout!r}")
     _endpoints(b, gpus_per_server, nics_per_server, layout)
     for it in range(iterations):
         _iteration(b, it, schedule)
-    return b.job.validate()
+    return b.job
 
 
 def _endpoints(b: _Builder, gpus: int, nics: int, layout: str) -> None:
@@ -346,12 +398,13 @@ def _op(b: _Builder, it: int, kind: str, m: int, vs: int) -> None:
             for t in range(s.tp):
                 here = b.name(p, d, t)
                 tag = "act" if kind == "F" else "grad"
-                b.job.flow(
-                    f"i{it}.{tag}.v{vs}.m{m}.{here}", here, b.name(nxt % s.pp, d, t),
+                fid = f"i{it}.{tag}.v{vs}.m{m}.{here}"
+                b.keep(fid, b.job.flow(
+                    fid, here, b.name(nxt % s.pp, d, t),
                     s.tokens * s.hidden * BYTES, list(b.last[here]),
                     iteration=it, microbatch=m, layer=b.layers_of(vs)[-1 if kind == "F" else 0],
                     coflow=f"i{it}.pp.{kind}.v{vs}.m{m}", coflow_type="PP", tags={"pass": kind},
-                )  # fmt: skip
+                ))  # fmt: skip
 
 
 def _input_flow(b: _Builder, it: int, kind: str, m: int, vs: int, d: int, t: int) -> list[str]:
@@ -360,7 +413,7 @@ def _input_flow(b: _Builder, it: int, kind: str, m: int, vs: int, d: int, t: int
     if not 0 <= prev < s.pp * s.chunks:
         return []
     tag = "act" if kind == "F" else "grad"
-    return [f"i{it}.{tag}.v{prev}.m{m}.{b.name(prev % s.pp, d, t)}"]
+    return [b.ref(f"i{it}.{tag}.v{prev}.m{m}.{b.name(prev % s.pp, d, t)}")]
 
 
 def _layer(b: _Builder, it: int, kind: str, m: int, p: int, layer: int) -> None:
@@ -379,6 +432,9 @@ def _layer(b: _Builder, it: int, kind: str, m: int, p: int, layer: int) -> None:
         for ep in plane:
             tid = b.job.task(f"i{it}.{kind}.attn.l{layer}.m{m}.{ep}", ep, scale * s.attn_time(), b.last[ep], **attrs)
             b.last[ep] = [tid]
+    if kind == "B" and m == _last_bwd(s):  # the DP all-reduces start after these (_allreduce)
+        for ep in plane:
+            b.keep(f"i{it}.B.attn.l{layer}.m{m}.{ep}", b.last[ep][0])
 
 
 def _moe_block(b: _Builder, it: int, kind: str, m: int, p: int, layer: int, g: int, scale: float) -> None:
@@ -460,7 +516,7 @@ def _allreduce(b: _Builder, it: int, ranks: list[str], nbytes: int, bucket: list
     pass of the bucket's first layer (the last it computes); records where each rank holds the result."""
     if len(ranks) < 2 or nbytes <= 0:
         return
-    after = {r: f"i{it}.B.attn.l{min(bucket)}.m{_last_bwd(b.s)}.{r}" for r in ranks}
+    after = {r: b.ref(f"i{it}.B.attn.l{min(bucket)}.m{_last_bwd(b.s)}.{r}") for r in ranks}
     ends = (_tree if b.tree else _ring)(b, it, ranks, nbytes, after, bucket, prefix)
     for rank, items in ends.items():
         for layer in bucket:

@@ -1,0 +1,251 @@
+"""A job as columns, for jobs too large to hold as :class:`railbed.job.Job` objects (issue 14).
+
+:class:`ArrayJob` has :class:`~railbed.job.Job`'s ``endpoint``/``task``/``flow``
+methods, so a generator written against ``Job`` fills it unchanged
+(:func:`workloads.moe.moe_arrays` runs :func:`~workloads.moe.moe_training`'s code
+with it): it only has to use the handle ``task``/``flow`` return for
+dependencies (an index here, the id in a ``Job``) and to name an item made
+later through ``forward(id)``. Each item costs about 80 bytes (the Python ``Job``:
+about 830): its kind, endpoints (indices), duration or size, dependencies (a flat
+int32 list), its id (UTF-8 in one byte buffer) and, for flows, a *rule class*.
+
+**Rule classes.** A scheduler's :meth:`~railbed.scheduler.Scheduler.rule` reads
+a flow's attributes, its source endpoint and whether it crosses servers
+(Hermod: the source's layers, Alg. 3's EP coflows between servers); not its
+id, size or destination. So the flows are grouped by (coflow type, iteration,
+microbatch, layer, tags other than ``ep``, source endpoint, crosses servers),
+and the first flow of each group, its *representative*, stands for the group:
+:func:`simulator.compact.compact_arrays` places a skeleton job of the endpoints
+and the representatives and asks ``rule`` once per group. At 8192 GPUs
+(Mixtral-8x22B) that is 966,656 groups for 27 million items. A gated class
+(Hermod's EP coflows between servers) is asked again flow by flow, with
+each flow's own coflow (``coflow`` column).
+``tests/test_compact.py`` checks the result against :func:`~simulator.compact.compact`
+of the full ``Job`` on small jobs, item for item.
+
+**ECMP.** A flow between servers keeps the CRC-32 of its id
+(:meth:`railbed.topology.Topology.ecmp_spine` hashes the id), computed as it is
+made, so the id need not be kept as a Python string.
+"""
+
+from __future__ import annotations
+
+import zlib
+from array import array
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import numpy as np
+
+from railbed.errors import SpecError
+from railbed.job import Flow, Job, Location
+
+TASK_ITEM, FLOW_ITEM = 0, 1
+
+
+class Ids(Sequence):
+    """Item ids in one UTF-8 buffer with offsets: ``ids[k]`` is item ``k``'s id (a ``str``)."""
+
+    def __init__(self, blob: bytes | bytearray, offsets: np.ndarray) -> None:
+        self.blob, self.offsets = blob, offsets
+
+    def __len__(self) -> int:
+        return len(self.offsets) - 1
+
+    def __getitem__(self, k):  # type: ignore[override]
+        if isinstance(k, slice):
+            return [self[i] for i in range(*k.indices(len(self)))]
+        if k < 0:
+            k += len(self)
+        if not 0 <= k < len(self):
+            raise IndexError(k)
+        return self.blob[self.offsets[k] : self.offsets[k + 1]].decode()
+
+    def __iter__(self) -> Iterator[str]:
+        o, blob = self.offsets, self.blob
+        for k in range(len(o) - 1):
+            yield blob[o[k] : o[k + 1]].decode()
+
+    def __eq__(self, other) -> bool:
+        if isinstance(other, Ids):
+            return bytes(self.blob) == bytes(other.blob) and np.array_equal(self.offsets, other.offsets)
+        return isinstance(other, (list, tuple)) and len(other) == len(self) and all(a == b for a, b in zip(self, other))
+
+    __hash__ = None  # type: ignore[assignment]
+
+    @property
+    def nbytes(self) -> int:
+        return len(self.blob) + self.offsets.nbytes
+
+
+class ArrayJob:
+    """See the module docstring. After :meth:`finish`, the columns are numpy arrays:
+
+    ``kind`` (int8: 0 task, 1 flow), ``a`` (int32: a task's endpoint, a flow's source),
+    ``b`` (int32: a flow's destination, -1), ``value`` (float64: a task's seconds, a flow's
+    bytes), ``rclass`` (int32: a flow's rule class, -1), ``crc`` (uint32: CRC-32 of a
+    flow's id where it crosses servers, else 0), ``dep_count`` (int32), ``deps`` (int32,
+    each item's dependencies in order, flat), ``iteration`` (int16), ``coflow`` (int32: a
+    flow's coflow in ``coflow_names``, -1), ``ids`` (:class:`Ids`); ``endpoints`` (names in
+    index order), ``skeleton`` (a :class:`Job` of the endpoints), ``reps`` (per rule class:
+    its representative's item index and its Flow fields but id and deps)."""
+
+    def __init__(self, name: str, default_capacity: int = 1) -> None:
+        self.name = name
+        self.skeleton = Job(name, default_capacity=default_capacity)
+        self.endpoint_index: dict[str, int] = {}
+        self.endpoints: list[str] = []
+        self._server: list[int] = []  # the pin's server, -1 if unpinned
+        self.kind = array("b")
+        self.a = array("i")
+        self.b = array("i")
+        self.value = array("d")
+        self.rclass = array("i")
+        self.crc = array("I")
+        self.dep_count = array("i")
+        self.deps = array("i")
+        self.iteration = array("h")
+        self.coflow = array("i")
+        self.coflow_names: list[str] = []
+        self._coflow_index: dict[str | None, int] = {None: -1}
+        self._blob = bytearray()
+        self._offsets = array("q", [0])
+        self._classes: dict[tuple, int] = {}
+        self.reps: list[tuple[int, dict[str, Any]]] = []  # per class: (item, Flow fields other than id/deps)
+        self._waiting: dict[str, int] = {}  # id named before it was made -> placeholder number
+        self._resolved: list[int] = []  # placeholder -> item (-1: not yet made)
+        self.finished = False
+
+    # ------------------------------------------------------ the Job interface
+    def endpoint(self, name: str, pin: Location | None = None, role: str | None = None, demands=None) -> str:
+        self.skeleton.endpoint(name, pin, role, demands)
+        self.endpoint_index[name] = len(self.endpoints)
+        self.endpoints.append(name)
+        self._server.append(-1 if pin is None else pin.server)
+        return name
+
+    def forward(self, item_id: str) -> int:
+        """A placeholder (a negative handle) for the item ``item_id`` made later."""
+        k = self._waiting.get(item_id)
+        if k is None:
+            k = self._waiting[item_id] = len(self._resolved)
+            self._resolved.append(-1)
+        return -1 - k
+
+    def _add(self, item_id: str, deps) -> tuple[int, bytes]:
+        h = len(self.kind)
+        raw = item_id.encode()
+        self._blob += raw
+        self._offsets.append(len(self._blob))
+        self.dep_count.append(len(deps))
+        self.deps.extend(deps)
+        if self._waiting:
+            k = self._waiting.pop(item_id, None)
+            if k is not None:
+                self._resolved[k] = h
+        return h, raw
+
+    def task(self, id: str, endpoint: str, duration: float, deps=(), **attrs: Any) -> int:
+        h, _ = self._add(id, deps)
+        self.iteration.append(attrs.get("iteration", 0))
+        self.coflow.append(-1)
+        self.kind.append(TASK_ITEM)
+        self.a.append(self.endpoint_index[endpoint])
+        self.b.append(-1)
+        self.value.append(float(duration))
+        self.rclass.append(-1)
+        self.crc.append(0)
+        return h
+
+    def flow(
+        self, id: str, src: str, dst: str, size: int, deps=(), reveal: str = "upfront", options=(), **attrs: Any
+    ) -> int:
+        if options:
+            raise SpecError(f"items.{id}.options", "an ArrayJob has no path options")
+        h, raw = self._add(id, deps)  # (this method runs 27 million times at 8192 GPUs: kept lean)
+        a, b = self.endpoint_index[src], self.endpoint_index[dst]
+        sa = self._server[a]
+        cross = sa < 0 or sa != self._server[b]
+        tags = attrs.get("tags")
+        if not tags:
+            tkey: tuple = ()
+        elif "ep" in tags:  # an EP flow's (sender, receiver) pair: per flow, read by no rule
+            tkey = tuple([kv for kv in tags.items() if kv[0] != "ep"])
+        else:
+            tkey = tuple(tags.items())
+        get = attrs.get
+        key = (get("coflow_type"), get("iteration", 0), get("microbatch"), get("layer"), tkey, a, cross, reveal)
+        c = self._classes.get(key)
+        if c is None:
+            c = self._classes[key] = len(self.reps)
+            self.reps.append((h, dict(attrs, src=src, dst=dst, size=int(size), reveal=reveal)))
+        self.kind.append(FLOW_ITEM)
+        self.a.append(a)
+        self.b.append(b)
+        self.value.append(size)
+        self.rclass.append(c)
+        self.crc.append(zlib.crc32(raw) if cross else 0)
+        self.iteration.append(key[1])
+        co = get("coflow")
+        ci = self._coflow_index.get(co)
+        if ci is None:
+            ci = self._coflow_index[co] = len(self.coflow_names)
+            self.coflow_names.append(co)
+        self.coflow.append(ci)
+        return h
+
+    # ------------------------------------------------------------- columns
+    def finish(self) -> ArrayJob:
+        """Columns to numpy, placeholders to item indices (a name never made is an error)."""
+        if self.finished:
+            return self
+        if self._waiting:
+            raise SpecError(f"items.{next(iter(self._waiting))}", "named as a dependency and never made")
+        self._classes.clear()
+        for col in _DTYPES:
+            setattr(self, col, np.frombuffer(getattr(self, col), dtype=_DTYPES[col]) if len(getattr(self, col)) else
+                    np.zeros(0, _DTYPES[col]))  # fmt: skip
+        if len(self.deps) and self.deps.min() < 0:
+            resolved = np.array(self._resolved, np.int32)
+            deps = self.deps.copy()
+            neg = deps < 0
+            deps[neg] = resolved[-1 - deps[neg]]
+            self.deps = deps
+        self.ids = Ids(bytes(self._blob), np.frombuffer(self._offsets, np.int64))
+        self._blob = bytearray()
+        self.finished = True
+        return self
+
+    @property
+    def items(self) -> int:
+        return len(self.kind)
+
+    def rep_flow(self, c: int) -> Flow:
+        """Rule class ``c``'s representative as a :class:`Flow` (no dependencies)."""
+        h, fields = self.reps[c]
+        return Flow(self.ids[h], **fields)
+
+    def nbytes(self) -> int:
+        return sum(getattr(self, c).nbytes for c in _DTYPES) + self.ids.nbytes
+
+
+_DTYPES = dict(
+    kind=np.int8,
+    a=np.int32,
+    b=np.int32,
+    value=np.float64,
+    rclass=np.int32,
+    crc=np.uint32,
+    dep_count=np.int32,
+    deps=np.int32,
+    iteration=np.int16,
+    coflow=np.int32,
+)
+
+
+def ids_of(names: Sequence[str]) -> Ids:
+    """:class:`Ids` of a list of strings."""
+    raw = [n.encode() for n in names]
+    offsets = np.zeros(len(raw) + 1, np.int64)
+    np.cumsum([len(r) for r in raw], out=offsets[1:])
+    return Ids(b"".join(raw), offsets)
