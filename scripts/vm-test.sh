@@ -267,6 +267,9 @@ ran = 0
 for case in cases:
     ran += 1
     name = case.get("name")
+    props = [f"{p.get('name')}={p.get('value')}" for p in case.iter("property")]
+    if props:
+        print(f"vm-test: {name}: {', '.join(props)}")
     for tag in ("skipped", "failure", "error"):
         node = case.find(tag)
         if node is not None:
