@@ -90,24 +90,32 @@ K = 1000
 MODEL_RATE = RATE * K  # 2 Gbit/s model links
 LINK_LATENCY = 25e-6  # model seconds per link: 100 us model RTT over 4 links -> 100 ms real
 RTT = 4 * LINK_LATENCY
+ARP_RETRANSMIT = 1.0  # real seconds: the kernel's neigh retrans_time_ms
 
 
 def ping_rtts(tb: Testbed, count: int = 20) -> list[float]:
     out = tb.node("h0").cmd(f"ping -n -c {count} -i 0.05 -W 2 {tb.address(1)}")
     rtts = [float(x) * 1e-3 for x in re.findall(r"time=([0-9.]+) ms", out)]
     assert len(rtts) == count, out
-    return rtts[1:]  # the first one waits for ARP
+    return rtts
 
 
-def test_netem_ping_rtt_is_the_configured_latency_times_k():
+def test_netem_ping_rtt_is_the_configured_latency_times_k(record_property):
     """h0 -> sw0 -> h1 and back crosses 4 egress queues, each delaying 25 us x k = 25 ms:
-    every RTT is at least 100 ms, the median within 15 % above it (processing)."""
+    every RTT is at least 100 ms, the median within 15 % above it (processing). The first
+    ping, sent as soon as the testbed is up, also waits for ARP: one more RTT through the
+    same queues (about 210 ms in all), never ARP's 1 s retransmission (a bridge port not yet
+    forwarding dropped the first request: the pings queued behind ARP, median 666 ms)."""
     need("netem")
     with Testbed(star(2, MODEL_RATE, LINK_LATENCY), policy="fifo", scale=K, latency="netem") as tb:
+        rtts = ping_rtts(tb)
         assert tb.latency_mode == "netem"
         assert "netem" in qdiscs_of(tb, "h0", "h0-eth0")
-        rtts = ping_rtts(tb)
     expected = RTT * K
+    first, rtts = rtts[0], rtts[1:]
+    record_property("first_ms", round(first * 1e3, 1))
+    record_property("median_ms", round(statistics.median(rtts) * 1e3, 1))
+    assert first < ARP_RETRANSMIT, f"the first ping waited for ARP to retransmit: {first * 1e3:.3f} ms"
     assert min(rtts) >= expected * 0.999, f"min RTT {min(rtts) * 1e3:.3f} ms < {expected * 1e3:.1f} ms"
     assert statistics.median(rtts) <= expected * 1.15, f"median RTT {statistics.median(rtts) * 1e3:.3f} ms"
 
