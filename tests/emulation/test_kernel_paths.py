@@ -154,9 +154,19 @@ def test_netem_flow_completion_time_grows_by_the_latency_times_k():
 
 
 # ------------------------------------------------------------------ fq
-def test_pacing_holds_with_fq_leaves():
+PACING_WINDOW = 12.0  # seconds of measure()'s window (see the test)
+
+
+def test_pacing_holds_with_fq_leaves(record_property):
     """SO_MAX_PACING_RATE at half the link with fq as the sender's leaf queue: goodput is the
-    pacing rate within 2 %, and fq did the pacing (its throttled counter moved)."""
+    pacing rate within 2 %, and fq did the pacing (its throttled counter moved).
+
+    Over a 12 s window, not measure()'s 3 s: under qemu TCG the window's ends are time
+    stamps taken in the guest's user space, and they were tens of ms off the counts they
+    stand for. In 8 windows of 3 s (VM lane, host quiet), the two ports that carry the same
+    packets one hop apart with no queue between (h0-eth0, sw0-eth1) disagreed by 0.1-5.5 %,
+    and the goodput lay 2.2 % below to 1.5 % above the pace (mean -0.5 %; one lane run
+    failed at +3.8 %): the ends' error, divided by the window's length. 12 s divides it by 4."""
     need("fq")
     pace = RATE / 2 * GOODPUT_FRACTION  # goodput bit/s: SO_MAX_PACING_RATE paces payload here
     with Testbed(star(2), policy="fifo", scale=1) as tb:
@@ -164,10 +174,16 @@ def test_pacing_holds_with_fq_leaves():
         # a qdisc's kind cannot be changed in place ("Invalid qdisc name"): delete, then add
         out = h0.cmd("tc qdisc del dev h0-eth0 parent 1:10 && tc qdisc add dev h0-eth0 parent 1:10 handle 10: fq")
         assert not out.strip(), out
-        m = measure(tb, [Flow((0, 0), (1, 0), pace_bps=pace)], [("h0", "h0-eth0")], warmup=WARMUP)
+        watch = [("h0", "h0-eth0"), ("sw0", "sw0-eth1")]
+        m = measure(tb, [Flow((0, 0), (1, 0), pace_bps=pace)], watch, warmup=WARMUP, window=PACING_WINDOW)
         shown = qdiscs_of(tb, "h0", "h0-eth0")
     assert "qdisc fq 10:" in shown, shown
     throttled = re.search(r"highprio \d+ throttled (\d+)", shown)  # cumulative, not "flows .. throttled"
     good = m.goodput_bps[0]
-    assert good == pytest.approx(pace, rel=0.02), f"goodput {good / 1e6:.3f} Mbit/s, paced {pace / 1e6:.3f}"
+    ports = m.ports[watch[0]].wire_bps / m.ports[watch[1]].wire_bps - 1
+    record_property("goodput_vs_pace", f"{good / pace - 1:+.4f}")
+    record_property("port_vs_next_port", f"{ports:+.4f}")
+    assert good == pytest.approx(pace, rel=0.02), (
+        f"goodput {good / 1e6:.4f} Mbit/s, paced {pace / 1e6:.4f} (the window's two ports disagree by {ports:+.2%})"
+    )
     assert throttled and int(throttled.group(1)) > 0, shown
