@@ -14,6 +14,16 @@ t0=$(date +%s)
 railbed doctor > /mnt/out/doctor.txt 2>&1
 cat /mnt/out/doctor.txt
 echo "guest: doctor took $(( $(date +%s) - t0 )) s"
+# RAILBED_PROBE=<script in the tree> on the kernel command line (vm-test.sh's
+# RAILBED_VM_PROBE): run that script instead of the lane, for investigations.
+probe="$(tr ' ' '\n' < /proc/cmdline | sed -n 's/^RAILBED_PROBE=//p')"
+if [ -n "$probe" ]; then
+  t0=$(date +%s)
+  timeout 1200 bash "$probe"
+  rc=$?
+  echo "guest: probe $probe exited $rc after $(( $(date +%s) - t0 )) s"
+  exit "$rc"
+fi
 t0=$(date +%s)
 timeout 1200 "$PY" -m pytest tests/emulation/test_kernel_paths.py -v -p no:cacheprovider \
   --junitxml=/mnt/out/junit.xml

@@ -32,7 +32,9 @@
 # RAILBED_VM_MEM_MB (2048), RAILBED_VM_RUN_S (run time limit, 2400),
 # RAILBED_VM_BUILD_S (per build step, 2400), RAILBED_VM_OUT (keep the guest's
 # output there), DEBIAN_MIRROR (http://deb.debian.org/debian),
-# RAILBED_VM_BENCH=0 (skip the measurements).
+# RAILBED_VM_BENCH=0 (skip the measurements), RAILBED_VM_PROBE=<script in the
+# tree> (run that bash script in the guest instead of the lane: for
+# investigations; its output is printed, the lane's checks are not made).
 set -euo pipefail
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 CACHE="${RAILBED_VM_CACHE:-/var/cache/railbed-vm}"
@@ -225,12 +227,17 @@ run() {
   timeout --kill-after=10 "$RUN_S" qemu-system-x86_64 -machine "q35,accel=$accel" -cpu "$cpu" -smp "$CPUS" -m "$MEM" \
     -nographic -no-reboot -nic none \
     -kernel "$CACHE/vmlinuz" -initrd "$CACHE/initrd.img" \
-    -append "root=/dev/vda rw console=ttyS0 init=/sbin/railbed-vm-init panic=-1 quiet RAILBED_BENCH=${RAILBED_VM_BENCH:-1}" \
+    -append "root=/dev/vda rw console=ttyS0 init=/sbin/railbed-vm-init panic=-1 quiet RAILBED_BENCH=${RAILBED_VM_BENCH:-1}${RAILBED_VM_PROBE:+ RAILBED_PROBE=$RAILBED_VM_PROBE}" \
     -drive "file=$CACHE/guest.img,if=virtio,format=raw,snapshot=on" \
     -virtfs "local,path=$REPO,mount_tag=src,security_model=none,readonly=on" \
     -virtfs "local,path=$out,mount_tag=out,security_model=none" \
     > "$out/console.log" 2>&1 || say "qemu ended with status $? (124: the time limit)"
   say "guest ran $(( $(date +%s) - t0 )) s; host load after: $(cut -d' ' -f1-3 /proc/loadavg)"
+  if [ -n "${RAILBED_VM_PROBE:-}" ]; then
+    sed 's/^/vm-test: guest: /' "$out/guest.log" 2>/dev/null || tail -40 "$out/console.log" >&2
+    [ "$(cat "$out/status" 2>/dev/null)" = 0 ] || die "the probe did not finish with status 0"
+    return 0
+  fi
   report "$out"
 }
 
@@ -260,6 +267,9 @@ ran = 0
 for case in cases:
     ran += 1
     name = case.get("name")
+    props = [f"{p.get('name')}={p.get('value')}" for p in case.iter("property")]
+    if props:
+        print(f"vm-test: {name}: {', '.join(props)}")
     for tag in ("skipped", "failure", "error"):
         node = case.find(tag)
         if node is not None:

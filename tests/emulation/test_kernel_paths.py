@@ -90,24 +90,32 @@ K = 1000
 MODEL_RATE = RATE * K  # 2 Gbit/s model links
 LINK_LATENCY = 25e-6  # model seconds per link: 100 us model RTT over 4 links -> 100 ms real
 RTT = 4 * LINK_LATENCY
+ARP_RETRANSMIT = 1.0  # real seconds: the kernel's neigh retrans_time_ms
 
 
 def ping_rtts(tb: Testbed, count: int = 20) -> list[float]:
     out = tb.node("h0").cmd(f"ping -n -c {count} -i 0.05 -W 2 {tb.address(1)}")
     rtts = [float(x) * 1e-3 for x in re.findall(r"time=([0-9.]+) ms", out)]
     assert len(rtts) == count, out
-    return rtts[1:]  # the first one waits for ARP
+    return rtts
 
 
-def test_netem_ping_rtt_is_the_configured_latency_times_k():
+def test_netem_ping_rtt_is_the_configured_latency_times_k(record_property):
     """h0 -> sw0 -> h1 and back crosses 4 egress queues, each delaying 25 us x k = 25 ms:
-    every RTT is at least 100 ms, the median within 15 % above it (processing)."""
+    every RTT is at least 100 ms, the median within 15 % above it (processing). The first
+    ping, sent as soon as the testbed is up, also waits for ARP: one more RTT through the
+    same queues (about 210 ms in all), never ARP's 1 s retransmission (a bridge port not yet
+    forwarding dropped the first request: the pings queued behind ARP, median 666 ms)."""
     need("netem")
     with Testbed(star(2, MODEL_RATE, LINK_LATENCY), policy="fifo", scale=K, latency="netem") as tb:
+        rtts = ping_rtts(tb)
         assert tb.latency_mode == "netem"
         assert "netem" in qdiscs_of(tb, "h0", "h0-eth0")
-        rtts = ping_rtts(tb)
     expected = RTT * K
+    first, rtts = rtts[0], rtts[1:]
+    record_property("first_ms", round(first * 1e3, 1))
+    record_property("median_ms", round(statistics.median(rtts) * 1e3, 1))
+    assert first < ARP_RETRANSMIT, f"the first ping waited for ARP to retransmit: {first * 1e3:.3f} ms"
     assert min(rtts) >= expected * 0.999, f"min RTT {min(rtts) * 1e3:.3f} ms < {expected * 1e3:.1f} ms"
     assert statistics.median(rtts) <= expected * 1.15, f"median RTT {statistics.median(rtts) * 1e3:.3f} ms"
 
@@ -146,9 +154,19 @@ def test_netem_flow_completion_time_grows_by_the_latency_times_k():
 
 
 # ------------------------------------------------------------------ fq
-def test_pacing_holds_with_fq_leaves():
+PACING_WINDOW = 12.0  # seconds of measure()'s window (see the test)
+
+
+def test_pacing_holds_with_fq_leaves(record_property):
     """SO_MAX_PACING_RATE at half the link with fq as the sender's leaf queue: goodput is the
-    pacing rate within 2 %, and fq did the pacing (its throttled counter moved)."""
+    pacing rate within 2 %, and fq did the pacing (its throttled counter moved).
+
+    Over a 12 s window, not measure()'s 3 s: under qemu TCG the window's ends are time
+    stamps taken in the guest's user space, and they were tens of ms off the counts they
+    stand for. In 8 windows of 3 s (VM lane, host quiet), the two ports that carry the same
+    packets one hop apart with no queue between (h0-eth0, sw0-eth1) disagreed by 0.05-5.5 %,
+    and the goodput lay 2.2 % below to 1.5 % above the pace (mean -0.5 %; one lane run
+    failed at +3.8 %): the ends' error, divided by the window's length. 12 s divides it by 4."""
     need("fq")
     pace = RATE / 2 * GOODPUT_FRACTION  # goodput bit/s: SO_MAX_PACING_RATE paces payload here
     with Testbed(star(2), policy="fifo", scale=1) as tb:
@@ -156,10 +174,16 @@ def test_pacing_holds_with_fq_leaves():
         # a qdisc's kind cannot be changed in place ("Invalid qdisc name"): delete, then add
         out = h0.cmd("tc qdisc del dev h0-eth0 parent 1:10 && tc qdisc add dev h0-eth0 parent 1:10 handle 10: fq")
         assert not out.strip(), out
-        m = measure(tb, [Flow((0, 0), (1, 0), pace_bps=pace)], [("h0", "h0-eth0")], warmup=WARMUP)
+        watch = [("h0", "h0-eth0"), ("sw0", "sw0-eth1")]
+        m = measure(tb, [Flow((0, 0), (1, 0), pace_bps=pace)], watch, warmup=WARMUP, window=PACING_WINDOW)
         shown = qdiscs_of(tb, "h0", "h0-eth0")
     assert "qdisc fq 10:" in shown, shown
     throttled = re.search(r"highprio \d+ throttled (\d+)", shown)  # cumulative, not "flows .. throttled"
     good = m.goodput_bps[0]
-    assert good == pytest.approx(pace, rel=0.02), f"goodput {good / 1e6:.3f} Mbit/s, paced {pace / 1e6:.3f}"
+    ports = m.ports[watch[0]].wire_bps / m.ports[watch[1]].wire_bps - 1
+    record_property("goodput_vs_pace", f"{good / pace - 1:+.4f}")
+    record_property("port_vs_next_port", f"{ports:+.4f}")
+    assert good == pytest.approx(pace, rel=0.02), (
+        f"goodput {good / 1e6:.4f} Mbit/s, paced {pace / 1e6:.4f} (the window's two ports disagree by {ports:+.2%})"
+    )
     assert throttled and int(throttled.group(1)) > 0, shown
