@@ -809,6 +809,17 @@ def _grow_net(flow_links, nhops, sprio, scap, rem, rates, act, state, finished, 
 
 
 @njit(cache=True)
+def _fill_slot(sl, i, r, flow_links, nhops, sprio, scap, rem, slot_item, route_links, route_hops, prio, cap, bits):
+    """Network slot ``sl`` takes flow item ``i`` on route ``r`` (its links, class, cap and bits)."""
+    flow_links[sl, :] = route_links[r]
+    nhops[sl] = route_hops[r]
+    sprio[sl] = prio[i]
+    scap[sl] = cap[i]
+    rem[sl] = bits[i]
+    slot_item[sl] = i
+
+
+@njit(cache=True)
 def _start_flow(i, now, kind, start_t, local, nlocal, started, nstarted, any_rule, nic, a_head, a_next, a_prev):
     """Start flow ``i`` (Dispatcher._start_flow): a same-server one joins this batch's 0 s waits,
     a network one the flows started (and, when rules hold flows, its NIC's active list).
@@ -941,13 +952,8 @@ def _run_kernel(
                     nfree = slots // 2
                 nfree -= 1
                 sl = free[nfree]
-                r = route[i]
-                flow_links[sl, :] = route_links[r]
-                nhops[sl] = route_hops[r]
-                sprio[sl] = prio[i]
-                scap[sl] = cap[i]
-                rem[sl] = bits[i]
-                slot_item[sl] = i
+                _fill_slot(sl, i, route[i], flow_links, nhops, sprio, scap, rem, slot_item, route_links, route_hops,
+                           prio, cap, bits)  # fmt: skip
                 act[nact] = sl
                 nact += 1
                 dirty = True
@@ -1159,12 +1165,8 @@ def _run_kernel(
                 nfree = slots // 2
             nfree -= 1
             sl = free[nfree]
-            flow_links[sl, :] = route_links[r]
-            nhops[sl] = route_hops[r]
-            sprio[sl] = prio[i]
-            scap[sl] = cap[i]
-            rem[sl] = bits[i]
-            slot_item[sl] = i
+            _fill_slot(sl, i, r, flow_links, nhops, sprio, scap, rem, slot_item, route_links, route_hops,
+                       prio, cap, bits)  # fmt: skip
             act[nact] = sl
             nact += 1
             dirty = True
