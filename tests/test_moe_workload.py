@@ -150,3 +150,26 @@ def test_double_binary_tree_moves_half_per_tree_and_gates_the_next_iteration():
     assert any(d.startswith("i0.dp.l0.p0t0.t") and ".down" in d for d in nxt.deps)
     with pytest.raises(SpecError):
         moe_training(**SMALL, dp_algo="butterfly")
+
+
+@pytest.mark.parametrize("model,dp", [("gpt3-13b", 2), ("qwen-moe-12l", 8)])
+def test_shrink_divides_every_size_and_compute_time_by_its_square(model, dp):
+    args = dict(model=model, dp=dp, layers=4, microbatches=4, nics_per_server=2, zero2=True)
+    full, small = moe_training(**args), moe_training(**args, shrink=4)
+    assert sorted(full.items) == sorted(small.items)  # same structure
+    ratios = {"task": [], "flow": []}
+    for iid, item in full.items.items():  # routed tokens (EP flows, experts) are drawn again
+        if not (".ep." in iid or ".meta." in iid or ".expert." in iid):
+            other = small.items[iid]
+            ratios["flow" if isinstance(item, Flow) else "task"].append(
+                other.size / item.size if isinstance(item, Flow) else other.duration / item.duration
+            )
+    for kind, values in ratios.items():
+        assert values and np.allclose(values, 1 / 16, rtol=1e-3), (kind, min(values), max(values))
+    if model.startswith("qwen"):  # routed work in total: 1/16 up to the draws
+        ep = [sum(f.size for f in j.flows if ".ep." in f.id) for j in (full, small)]
+        work = [sum(t.duration for t in j.tasks if ".expert." in t.id) for j in (full, small)]
+        assert ep[1] / ep[0] == pytest.approx(1 / 16, rel=0.05) and work[1] / work[0] == pytest.approx(1 / 16, rel=0.01)
+    with pytest.raises(SpecError) as err:
+        moe_training(**args, shrink=3)
+    assert err.value.field == "shrink"

@@ -74,6 +74,16 @@ GPT-3 13B (hidden 5120) and 175B (hidden 12288), FFN 4h. The paper gives
 no microbatch count; we use ``2 * pp`` unless told. Arguments given
 explicitly override the preset.
 
+**Shrink** (emulation, issue 14). ``shrink = s`` divides hidden, FFN and
+sequence length by ``s`` and the GPUs' throughput by ``s``: every byte count
+(activations ``tokens h``, EP ``tokens h``, parameters ``h^2`` and ``h ffn``)
+and every compute time (``tokens h^2``, ``tokens seq h``, ``tokens h ffn``
+over the throughput) shrinks by ``s^2``, so each ratio of compute to
+communication is kept, which cutting the sequence alone does not (DP
+gradients do not depend on it). Experts, top-k, parallelism and the token
+routing's shape stay; what does not scale is what is fixed per message or
+per link: the 512-byte metadata, link latency, TCP's headers and windows.
+
 **Arrays** (issue 14). :func:`moe_arrays` runs this same code into a
 :class:`workloads.arrays.ArrayJob` instead of a :class:`Job` (27 million
 items at 8192 GPUs: about 22 GB as objects, 2 GB as columns). The code
@@ -92,6 +102,7 @@ from railbed.errors import SpecError
 from railbed.job import Job, Location
 
 SCHEDULES = ("gpipe", "1f1b", "interleaved")
+SHRUNK = ("hidden", "ffn", "seq")  # divided by ``shrink``, with the GPUs' throughput
 PRESETS: dict[str, dict] = {
     "qwen-moe-12l": dict(layers=12, experts=64, topk=4, hidden=2048, ffn=1408, pp=4, tp=1, ep=8, seq=4096, mbs=4),
     "qwen-moe-24l": dict(layers=24, experts=64, topk=4, hidden=2048, ffn=1408, pp=8, tp=8, ep=32, seq=4096, mbs=8),
@@ -232,13 +243,18 @@ def _check_int(name: str, value, low: int = 1) -> int:
     return value
 
 
-def _shape(model, args: dict, dp: int, microbatches, chunks: int, flops: float) -> _Shape:
+def _shape(model, args: dict, dp: int, microbatches, chunks: int, flops: float, shrink: int = 1) -> _Shape:
     if model is not None and model not in PRESETS:
         raise SpecError("model", f"unknown model {model!r} (known: {', '.join(PRESETS)})")
     base = dict(DEFAULTS, **(PRESETS[model] if model else {}))
     base.update({k: v for k, v in args.items() if v is not None})
     for k, v in base.items():
         _check_int(k, v, 0 if k in ("experts", "topk") else 1)
+    for k in SHRUNK:  # every size and compute time / shrink**2 (module docstring, "Shrink")
+        if base[k] % shrink:
+            raise SpecError("shrink", f"{shrink} must divide {k} ({base[k]})")
+        base[k] //= shrink
+    flops /= shrink
     mb = base["pp"] * 2 if microbatches is None else _check_int("microbatches", microbatches)
     return _Shape(**base, dp=_check_int("dp", dp), microbatches=mb, chunks=chunks, flops=flops)
 
@@ -293,6 +309,7 @@ def moe_training(
     ep: int | None = None,
     seq: int | None = None,
     mbs: int | None = None,
+    shrink: int = 1,
     name: str | None = None,
 ) -> Job:
     """A MoE or dense training job (see the module docstring); ``model`` picks a Table 5.5 preset."""
@@ -333,7 +350,8 @@ def _build(make, a: dict):
         raise SpecError("efficiency", "gpu_tflops must be > 0 and efficiency in (0, 1]")
     if not (isinstance(skew, (int, float)) and skew > 0):
         raise SpecError("skew", f"must be > 0, got {skew!r}")
-    s = _shape(model, shape_args, dp, microbatches, _check_int("chunks", chunks), gpu_tflops * 1e12 * efficiency)
+    flops, shrink = gpu_tflops * 1e12 * efficiency, _check_int("shrink", a["shrink"])
+    s = _shape(model, shape_args, dp, microbatches, _check_int("chunks", chunks), flops, shrink)
     gpus, nics = _check_int("gpus_per_server", gpus_per_server), _check_int("nics_per_server", nics_per_server)
     _validate(s, schedule, gpus, nics)
     _check_int("iterations", iterations)
