@@ -26,6 +26,9 @@ TCP recovery
     for at least the minimum RTO (real time; see ``emulator.nodes.RTO_MIN``),
     which the fluid model has no counterpart for: a warning naming what it
     costs in model time, not a verdict (short flows can end early anyway).
+    SYN retransmissions likewise, at TCP's fixed 1 s initial timeout
+    (``emulator.nodes.SYN_TIMEOUT``, no route metric lowers it): 1000/k ms
+    of model time each, where the connection is a flow's.
 CPU saturation
     share of intervals the host was >= 95 % busy (a warning only: the
     efficiency check says whether it mattered).
@@ -55,7 +58,7 @@ CPU_SATURATION_LIMIT = 0.25
 # Linux counts a retransmission timeout in one of four counters, by the state it fired in
 # (tcp_retransmit_timer: open, or after a SACK / Reno / RTO recovery that failed).
 RTO_COUNTERS = ("TCPTimeouts", "TCPSackFailures", "TCPRenoFailures", "TCPLossFailures")
-TCP_COUNTERS = {"Tcp": ("RetransSegs",), "TcpExt": (*RTO_COUNTERS, "TCPSpuriousRTOs")}
+TCP_COUNTERS = {"Tcp": ("RetransSegs",), "TcpExt": (*RTO_COUNTERS, "TCPSpuriousRTOs", "TCPSynRetrans")}
 
 
 def tcp_counters(pid: int) -> dict[str, int]:
@@ -166,6 +169,7 @@ def fidelity_report(
     solo: list[tuple[str, float, float]] | None = None,
     tcp: dict[str, int] | None = None,
     rto_min_model: float = 0.0,
+    syn_timeout_model: float = 0.0,
 ) -> tuple[dict[str, dict], dict]:
     """(per-link statistics keyed ``node:ifname``, fidelity dict with ``ok`` and ``problems``).
 
@@ -238,6 +242,12 @@ def fidelity_report(
             f"{timeouts} TCP retransmission timeouts ({tcp.get('TCPSpuriousRTOs', 0)} found spurious): "
             f"each stalled a flow for at least {rto_min_model * 1e6:.3g} us of model time"
         )
+    syns = tcp.get("TCPSynRetrans", 0)
+    if syns:
+        warnings.append(
+            f"{syns} SYN retransmissions: each held a connection (a flow's start) for at least "
+            f"{syn_timeout_model * 1e3:.3g} ms of model time"
+        )
     eff = sorted(exp / got for _, exp, got in (solo or []) if got > 0 and exp >= SOLO_MIN_SECONDS)
     solo_median = percentile(eff, 50) if eff else None
     if solo_median is not None and solo_median < SOLO_EFFICIENCY:
@@ -260,6 +270,7 @@ def fidelity_report(
         "max_peak_util": max((v["peak_util"] for v in links.values()), default=0.0),
         "tcp_retransmits": tcp.get("RetransSegs", 0),
         "tcp_timeouts": timeouts,
+        "tcp_syn_retransmits": syns,
         "isolated_nics": len(eff),
         "isolated_efficiency_median": solo_median,
         "isolated_efficiency_min": eff[0] if eff else None,

@@ -55,6 +55,8 @@ HOST_SYSCTLS = (
 # start, a few RTTs at these rates, against 200 ms per tail loss. Set as the route metric
 # ``rto_min`` (locked), which every kernel honours (``ip route ... rto_min 5ms``).
 RTO_MIN = 0.005
+# A lost SYN (or SYN-ACK) waits TCP_TIMEOUT_INIT, 1 s real, whatever the route's rto_min.
+SYN_TIMEOUT = 1.0
 RTAX_RTO_MIN = 13  # linux/rtnetlink.h
 HOST_ROUTE_METRICS = {"RTAX_RTO_MIN": round(RTO_MIN * 1000), "RTAX_LOCK": 1 << RTAX_RTO_MIN}
 ROUTER_SYSCTLS = HOST_SYSCTLS[:2] + ("net.ipv4.ip_forward=1",)

@@ -38,7 +38,7 @@ from pathlib import Path
 
 from emulator.fidelity import LinkSampler, fidelity_report, link_series, nic_groups, tcp_counters
 from emulator.loadtest import _env, python_argv
-from emulator.nodes import RTO_MIN
+from emulator.nodes import RTO_MIN, SYN_TIMEOUT
 from emulator.state import STATE_DIR, RunState
 from emulator.testbed import Testbed
 from railbed.dispatch import Action, Dispatcher, SetDscp, SetRate, StartFlow, StartWait
@@ -218,7 +218,7 @@ class _Run:
         latency = self.tb.spec.fabric.latency if self.tb.latency_mode != "none" else 0.0
         solo = nic_groups(result, topo, self.tb.scale, latency, self.rerated)
         result.links, result.fidelity = fidelity_report(
-            sampler.samples, real, model, classes, solo, self.tcp, RTO_MIN / self.k
+            sampler.samples, real, model, classes, solo, self.tcp, RTO_MIN / self.k, SYN_TIMEOUT / self.k
         )
         result.link_series = link_series(sampler.samples, real, self.t0, self.k)
         lags = sorted(self.start_lags)

@@ -42,7 +42,7 @@ def test_tcp_counters_are_read_by_name_from_line_pairs():
     )
     assert parse_counters(text) == {"RetransSegs": 17, "TCPSackFailures": 2, "TCPTimeouts": 5}
     live = tcp_counters(os.getpid())  # this process's namespace: every counter this kernel has
-    assert {"RetransSegs", *RTO_COUNTERS} <= set(live) and all(v >= 0 for v in live.values())
+    assert {"RetransSegs", "TCPSynRetrans", *RTO_COUNTERS} <= set(live) and all(v >= 0 for v in live.values())
 
 
 def test_retransmission_timeouts_are_summed_and_warned_about():
@@ -55,5 +55,10 @@ def test_retransmission_timeouts_are_summed_and_warned_about():
     assert fid["warnings"] == [
         "3 TCP retransmission timeouts (1 found spurious): each stalled a flow for at least 200 us of model time"
     ]
+    _, syn = fidelity_report(samples, {}, {}, {}, tcp={"TCPSynRetrans": 2}, syn_timeout_model=2e-3)
+    assert syn["tcp_syn_retransmits"] == 2 and syn["tcp_timeouts"] == 0
+    assert syn["warnings"] == [
+        "2 SYN retransmissions: each held a connection (a flow's start) for at least 2 ms of model time"
+    ]
     _, quiet = fidelity_report(samples, {}, {}, {})
-    assert quiet["tcp_timeouts"] == 0 and quiet["warnings"] == []
+    assert quiet["tcp_timeouts"] == 0 and quiet["tcp_syn_retransmits"] == 0 and quiet["warnings"] == []
