@@ -176,7 +176,8 @@ def fidelity_report(
     ``solo``: (NIC, expected real seconds, achieved real seconds) of NICs whose
     flows had their queues to themselves (:func:`nic_groups`). ``tcp``: the
     servers' :func:`tcp_counters` accrued during the run, summed;
-    ``rto_min_model``: the minimum RTO in model seconds."""
+    ``rto_min_model``: the minimum RTO in model seconds; ``syn_timeout_model``: TCP's initial
+    (SYN) timeout in model seconds."""
     links: dict[str, dict] = {}
     problems: list[str] = []
     prio_bytes = [0, 0]  # lower-class bytes, all bytes, in intervals with a queued higher class
