@@ -15,8 +15,15 @@ isolated NICs
     achieved busy time under 0.90 means the machine did not keep up (CPU
     starvation, too many flows). Busy times under 50 ms real are left out.
 priority leakage
-    in intervals where a higher class had packets queued at both ends, the
-    share of bytes lower classes still got (strict priority says ~0).
+    in intervals where a higher class had at least ``LEAK_MIN_BACKLOG``
+    packets queued at both ends, the share of bytes lower classes still got
+    (strict priority says ~0). A class holding a packet or two at a read is
+    not backlogged throughout: flows that do not fill the port leave gaps,
+    which lower classes rightly take. Measured on Hermod's emulated Qwen
+    testbed run (many short flows): counting intervals with >= 1 packet
+    queued gave 24.6 % leakage with strict priority and 18.1 % with HTB's
+    priorities removed (every class equal); with >= 8 packets, 2.8 % and
+    13.3 %.
 drops
     packets the shaper's queues dropped (TCP recovers; reported, not fatal).
 TCP recovery
@@ -51,6 +58,7 @@ PEAK_LIMIT = 1.05
 SOLO_EFFICIENCY = 0.90
 SOLO_MIN_SECONDS = 0.05  # real: shorter flows are dominated by connection set-up
 LEAKAGE_LIMIT = 0.05
+LEAK_MIN_BACKLOG = 8  # packets a higher class holds at both reads for an interval to count
 CPU_BUSY = 0.95
 CPU_SATURATION_LIMIT = 0.25
 
@@ -197,7 +205,7 @@ def fidelity_report(
             classes = class_ids.get(key, {})
             for c in sorted(classes, reverse=True)[:-1] if len(classes) > 1 else ():
                 ca, cb = pa.classes.get(classes[c]), pb.classes.get(classes[c])
-                if ca and cb and ca.backlog > 0 and cb.backlog > 0:
+                if ca and cb and min(ca.backlog, cb.backlog) >= LEAK_MIN_BACKLOG:
                     port_leak[0] += sum(
                         pb.classes[classes[x]].bytes - pa.classes[classes[x]].bytes
                         for x in classes

@@ -8,6 +8,7 @@ Each paper keeps its claims in ``scenarios/<paper>/claims.yaml``::
         paper: "within 10 %"                 # the paper's number, as the paper states it
         scenario: ../../examples/scenarios/crosscheck-small.yaml   # relative to the claims file
         backend: crosscheck                  # simulate (default) | emulate | crosscheck
+        engine: compact                      # simulated rows: numba (default) | compact (jobs as arrays)
         scheduler: fifo                      # which run of the scenario the metric reads
         metric: makespan_rel                 # see METRIC_HELP
         relative_to: null                    # a scheduler: report metric / metric(relative_to) - 1
@@ -20,7 +21,7 @@ Each paper keeps its claims in ``scenarios/<paper>/claims.yaml``::
         paper: "~1.5x"
         not_reproduced: DrTM-KV is an outside system; its pattern is not built here
 
-Rows are grouped by (scenario, backend, set and quick overrides), so one run
+Rows are grouped by (scenario, backend, engine, set and quick overrides), so one run
 serves every row that reads it. Simulated rows run by default; emulated
 and crosscheck rows need ``--emulate`` (root; one testbed per machine) and
 are listed as skipped otherwise. ``--resume`` reuses a group's finished
@@ -68,8 +69,9 @@ HERE = Path(__file__).resolve().parent
 BACKENDS = ("simulate", "emulate", "crosscheck")
 CLAIM_KEYS = {
     "claim", "paper", "scenario", "backend", "scheduler", "metric", "relative_to", "bound", "unit", "set", "quick",
-    "note", "not_reproduced",
+    "note", "not_reproduced", "engine",
 }  # fmt: skip
+ENGINES = ("numba", "compact")  # simulator engines a row may name (compact: the job built as arrays)
 UNITS = ("percent", "time", "number", "ratio")
 BEGIN, END = "<!-- reproduce:begin -->", "<!-- reproduce:end -->"
 # the rest stay in each run's figures/
@@ -100,10 +102,12 @@ class Claim:
     set: dict[str, Any] = field(default_factory=dict)  # overrides for every run of the row
     note: str | None = None
     not_reproduced: str | None = None  # why railbed does not measure this row (an outside system's baseline)
+    engine: str = "numba"  # the simulator's engine (simulated rows)
 
     def run_key(self, quick: bool) -> str:
         overrides = json.dumps([self.set, self.quick if quick else {}], sort_keys=True, default=str)
-        digest = hashlib.sha1(f"{self.scenario}|{self.backend}|{overrides}".encode()).hexdigest()[:6]
+        engine = "" if self.engine == "numba" else f"|{self.engine}"  # numba rows keep their old keys
+        digest = hashlib.sha1(f"{self.scenario}|{self.backend}{engine}|{overrides}".encode()).hexdigest()[:6]
         return f"{self.scenario.stem}-{self.backend}{'-quick' if quick else ''}-{digest}"
 
 
@@ -162,6 +166,9 @@ def _claim(raw: Any, base: Path, where: str) -> Claim:
         raise SpecError(f"{where}.unit", f"must be one of {', '.join(UNITS)}")
     if unit == "ratio" and not raw.get("relative_to"):
         raise SpecError(f"{where}.relative_to", "unit ratio is a metric over another scheduler's: name it")
+    engine = str(raw.get("engine", "numba"))
+    if engine not in ENGINES or (engine != "numba" and backend != "simulate"):
+        raise SpecError(f"{where}.engine", f"must be one of {', '.join(ENGINES)}, on a simulated row")
     scenario = (base / str(raw["scenario"])).resolve()
     if not scenario.exists():
         raise SpecError(f"{where}.scenario", f"no such file {scenario}")
@@ -178,6 +185,7 @@ def _claim(raw: Any, base: Path, where: str) -> Claim:
         quick=_overrides(raw.get("quick"), f"{where}.quick"),
         set=_overrides(raw.get("set"), f"{where}.set"),
         note=str(raw["note"]) if raw.get("note") is not None else None,
+        engine=engine,
     )
 
 
@@ -217,7 +225,7 @@ def run_group(
     quiet = lambda _msg: None  # noqa: E731 - the scenario's own progress is in its directory
     echo(f"  {claim.backend} {claim.scenario.name}{' (quick)' if quick else ''} -> {out}")
     if claim.backend == "simulate":
-        return {"runs": simulate_scenario(sc, out, echo=quiet)}
+        return {"runs": simulate_scenario(sc, out, echo=quiet, engine=claim.engine)}
     if claim.backend == "emulate":
         return {"runs": run_scenario(sc, out, echo=quiet)}
     checks = crosscheck_scenario(sc, out, echo=quiet)
@@ -327,7 +335,8 @@ def reproduce_paper(
         row.value, row.fidelity = measure(claim, groups[key])
         row.verdict = verdict(claim, row.value)
         cmd = {"simulate": "railbed simulate", "emulate": "sudo railbed run", "crosscheck": "sudo railbed crosscheck"}
-        row.command = f"{cmd[claim.backend]} {shlex.quote(str(row.run_dir / 'scenario.yaml'))}"
+        engine = f" --engine {claim.engine}" if claim.engine != "numba" else ""
+        row.command = f"{cmd[claim.backend]} {shlex.quote(str(row.run_dir / 'scenario.yaml'))}{engine}"
     return title, rows
 
 

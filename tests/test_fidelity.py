@@ -62,3 +62,30 @@ def test_retransmission_timeouts_are_summed_and_warned_about():
     ]
     _, quiet = fidelity_report(samples, {}, {}, {})
     assert quiet["tcp_timeouts"] == 0 and quiet["tcp_syn_retransmits"] == 0 and quiet["warnings"] == []
+
+
+def _leak_samples(high_backlog: int) -> list:
+    """One port, class 5 (high) and class 0 (low), 1 s apart: the low class sent 100 kB of the
+    port's 1 MB while the high class held ``high_backlog`` packets at both reads."""
+    from emulator.fidelity import Sample
+    from tc_policies.netlink import ClassCounters, PortCounters
+
+    def port(t, low_bytes, high_bytes):
+        classes = {
+            0x10: ClassCounters(0x10, low_bytes, 0, 0, 0),
+            0x15: ClassCounters(0x15, high_bytes, 0, 0, high_backlog),
+        }
+        return (t, 0.0, PortCounters(low_bytes + high_bytes, 0, 0, 0, classes, high_backlog))
+
+    key = ("sw0", "sw0-eth0")
+    return [Sample(0.0, {key: port(0.0, 0, 0)}, (0, 10)), Sample(1.0, {key: port(1.0, 100_000, 900_000)}, (5, 20))]
+
+
+@pytest.mark.parametrize("backlog, leaks", [(1, False), (7, False), (8, True), (60, True)])
+def test_leakage_counts_intervals_where_the_higher_class_was_really_backlogged(backlog, leaks):
+    from emulator.fidelity import fidelity_report
+
+    key = ("sw0", "sw0-eth0")
+    links, fid = fidelity_report(_leak_samples(backlog), {key: 8e6}, {key: 8e9}, {key: {0: 0x10, 5: 0x15}})
+    assert fid["priority_leakage"] == pytest.approx(0.1 if leaks else 0.0)
+    assert fid["ok"] is not leaks and (fid["worst_leakage_port"] == "sw0:sw0-eth0") is leaks

@@ -199,3 +199,38 @@ def test_set_overrides_every_run_and_resume_reads_a_finished_run(tmp_path):
     said.clear()
     reproduce("dgtp", out, quick=True, echo=said.append, claims_dir=papers, resume=True)
     assert not any("--resume" in line for line in said)
+
+
+TINY_MOE = """
+name: tiny-moe
+cluster: {servers: [{count: 2, gpus: 2, nics: 1, nic_rate: 100Gbit}], fabric: {type: single_switch}}
+job:
+  generator: moe_training
+  args: {dp: 2, pp: 2, ep: 2, layers: 2, hidden: 256, ffn: 512, seq: 128, experts: 4, topk: 2, microbatches: 2,
+         gpus_per_server: 2, nics_per_server: 1}
+schedulers: [megatron, hermod]
+"""
+
+
+def test_a_row_on_the_compact_engine_reads_the_same_number_as_on_numba(tmp_path):
+    (tmp_path / "moe.yaml").write_text(TINY_MOE)
+    row = "{{claim: {0}, paper: y, scenario: {1}, scheduler: hermod, relative_to: megatron, metric: makespan{2}}}"
+    papers = tmp_path / "papers"
+    (papers / "hermod").mkdir(parents=True)
+    (papers / "hermod" / "claims.yaml").write_text(
+        "claims:\n"
+        f"  - {row.format('numba', tmp_path / 'moe.yaml', '')}\n"
+        f"  - {row.format('compact', tmp_path / 'moe.yaml', ', engine: compact')}\n"
+    )
+    from scenarios.reproduce import reproduce_paper
+
+    _, (numba, compact) = reproduce_paper("hermod", tmp_path / "out", False, False, lambda _m: None, papers)
+    assert numba.run_dir != compact.run_dir and numba.value == pytest.approx(compact.value, abs=1e-12)
+    assert compact.command.endswith("--engine compact") and "--engine" not in numba.command
+    bad = tmp_path / "bad.yaml"
+    for engine, backend in (("cuda", "simulate"), ("compact", "emulate")):
+        extra = f", engine: {engine}, backend: {backend}"
+        bad.write_text(f"claims:\n  - {row.format('x', tmp_path / 'moe.yaml', extra)}\n")
+        with pytest.raises(SpecError) as err:
+            load_claims(bad)
+        assert err.value.field == "claims[0].engine"
