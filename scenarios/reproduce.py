@@ -225,7 +225,9 @@ def run_group(
     quiet = lambda _msg: None  # noqa: E731 - the scenario's own progress is in its directory
     echo(f"  {claim.backend} {claim.scenario.name}{' (quick)' if quick else ''} -> {out}")
     if claim.backend == "simulate":
-        return {"runs": simulate_scenario(sc, out, echo=quiet, engine=claim.engine)}
+        # compact rows are the big jobs (1024+ GPUs): no figures, which would read every item
+        plots = claim.engine == "numba"
+        return {"runs": simulate_scenario(sc, out, echo=quiet, engine=claim.engine, plots=plots)}
     if claim.backend == "emulate":
         return {"runs": run_scenario(sc, out, echo=quiet)}
     checks = crosscheck_scenario(sc, out, echo=quiet)
