@@ -207,7 +207,7 @@ def _scenario(claim: Claim, quick: bool):
     for name, overrides in (("set", claim.set), ("quick", claim.quick if quick else {})):
         for key, value in overrides.items():
             set_dotted(data, key, copy.deepcopy(value), f"{name}.{key}")
-    return Scenario.from_dict(data, base, arrays=claim.engine == "compact")
+    return Scenario.from_dict(data, base, arrays="always" if claim.engine == "compact" else False)
 
 
 def run_group(

@@ -113,10 +113,11 @@ class Scenario:
         return cls.from_dict(load_yaml_file(path, str(path)), base=path.parent, arrays=arrays)
 
     @classmethod
-    def from_dict(cls, data: Any, base: Path = Path("."), arrays: bool = False) -> Scenario:
+    def from_dict(cls, data: Any, base: Path = Path("."), arrays: bool | str = False) -> Scenario:
         """``arrays``: a generated job over ``workloads.MAX_ITEMS`` whose generator has an array
         form is not built here (``job`` is None) but per run, as arrays, by the compact engine
-        (``railbed simulate --engine compact``)."""
+        (``railbed simulate --engine compact``); ``arrays="always"``: any job with an array form
+        (a summary result per run, items in ``items.npz``: no per-item JSON of a 1024-GPU job)."""
         if not isinstance(data, dict):
             raise SpecError("scenario", f"expected a mapping at the top level, got {describe(data)}")
         for key in data:
@@ -128,7 +129,7 @@ class Scenario:
         cluster = _cluster(data["cluster"], base)
         loads = _loads(data.get("loads"), data["job"])
         jobs = [_job(_with_load(data["job"], x), base) for x in loads] if loads else None
-        big = arrays and not loads and _array_job(data["job"])
+        big = bool(arrays) and not loads and _array_job(data["job"], always=arrays == "always")
         job = jobs[0] if jobs else None if big else _job(data["job"], base)
         specs = _scheduler_specs(data["schedulers"])
         policy = _choice(data.get("policy", "dscp-priority"), "policy", tuple(POLICIES))
@@ -187,13 +188,14 @@ def _job(value: Any, base: Path) -> Job:
     return generate(value["generator"], value.get("args"), "job")
 
 
-def _array_job(value: Any) -> bool:
-    """A generated job that ``generate`` would refuse only for its size and that has an array form."""
+def _array_job(value: Any, always: bool = False) -> bool:
+    """A generated job with an array form that ``generate`` would refuse only for its size (or,
+    ``always``, any generated job with an array form)."""
     from workloads import ARRAY_FORMS, too_many_items
 
     if not isinstance(value, dict) or set(value) - {"generator", "args"} or value.get("generator") not in ARRAY_FORMS:
         return False
-    return too_many_items(value["generator"], value.get("args"), "job")
+    return always or too_many_items(value["generator"], value.get("args"), "job")
 
 
 def _loads(value: Any, job: Any) -> list[float] | None:

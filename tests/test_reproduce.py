@@ -227,6 +227,7 @@ def test_a_row_on_the_compact_engine_reads_the_same_number_as_on_numba(tmp_path)
     _, (numba, compact) = reproduce_paper("hermod", tmp_path / "out", False, False, lambda _m: None, papers)
     assert numba.run_dir != compact.run_dir and numba.value == pytest.approx(compact.value, abs=1e-12)
     assert compact.command.endswith("--engine compact") and "--engine" not in numba.command
+    assert (compact.run_dir / "hermod" / "items.npz").exists()  # built as arrays: no per-item JSON
     bad = tmp_path / "bad.yaml"
     for engine, backend in (("cuda", "simulate"), ("compact", "emulate")):
         extra = f", engine: {engine}, backend: {backend}"
