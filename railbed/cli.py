@@ -183,7 +183,14 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
 
     readme = Path(args.readme) if args.readme else None
     reproduce(
-        args.paper, Path(args.out), quick=args.quick, emulate=args.emulate, echo=_say, readme=readme, resume=args.resume
+        args.paper,
+        Path(args.out),
+        quick=args.quick,
+        emulate=args.emulate,
+        echo=_say,
+        readme=readme,
+        resume=args.resume,
+        full_size=args.full_size,
     )
     return 0
 
@@ -276,6 +283,9 @@ def build_parser() -> argparse.ArgumentParser:
     rp.add_argument("paper", nargs="?", default="all", choices=[*PAPERS, "all"])
     rp.add_argument("--quick", action="store_true", help="small versions of the scenarios (minutes)")
     rp.add_argument("--emulate", action="store_true", help="also the emulated and crosscheck rows (root)")
+    rp.add_argument(
+        "--full-size", action="store_true", help="also the rows at the papers' sizes (compact engine: minutes, GBs)"
+    )
     rp.add_argument("--out", default="reproduction", help="where the runs and REPRODUCTION.md go")
     rp.add_argument("--readme", default=None, help="also rewrite this README's reproduce:begin/end block")
     rp.add_argument(

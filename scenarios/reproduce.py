@@ -8,7 +8,8 @@ Each paper keeps its claims in ``scenarios/<paper>/claims.yaml``::
         paper: "within 10 %"                 # the paper's number, as the paper states it
         scenario: ../../examples/scenarios/crosscheck-small.yaml   # relative to the claims file
         backend: crosscheck                  # simulate (default) | emulate | crosscheck
-        engine: compact                      # simulated rows: numba (default) | compact (jobs as arrays)
+        engine: compact                      # simulated rows: numba (default) | compact (jobs as arrays;
+                                             # the papers' sizes: such rows run only with --full-size)
         scheduler: fifo                      # which run of the scenario the metric reads
         metric: makespan_rel                 # see METRIC_HELP
         relative_to: null                    # a scheduler: report metric / metric(relative_to) - 1
@@ -24,7 +25,8 @@ Each paper keeps its claims in ``scenarios/<paper>/claims.yaml``::
 Rows are grouped by (scenario, backend, engine, set and quick overrides), so one run
 serves every row that reads it. Simulated rows run by default; emulated
 and crosscheck rows need ``--emulate`` (root; one testbed per machine) and
-are listed as skipped otherwise. ``--resume`` reuses a group's finished
+are listed as skipped otherwise, and so are rows on the compact engine
+without ``--full-size`` (the papers' sizes: minutes and GBs each). ``--resume`` reuses a group's finished
 results directory when its ``scenario.yaml`` is the one the row would run
 (so a long ``--emulate`` report can be stopped and taken up again; each
 run's ``provenance.json`` names the commit it was made with). Each run is
@@ -308,6 +310,7 @@ def reproduce_paper(
     echo: Callable[[str], None],
     claims_dir: Path = HERE,
     resume: bool = False,
+    full_size: bool = False,
 ) -> tuple[str, list[Row]]:
     """Run one paper's claims; return (title, rows). No claims file: ("not built yet", [])."""
     path = claims_dir / paper / "claims.yaml"
@@ -318,7 +321,9 @@ def reproduce_paper(
     groups: dict[str, dict[str, Any]] = {}
     rows = []
     for claim in claims:
+        big = claim.engine == "compact"
         flags = (" --quick" if quick else "") + (" --emulate" if claim.backend != "simulate" else "")
+        flags += " --full-size" if big else ""
         row = Row(
             claim, paper_command=f"{'sudo ' if claim.backend != 'simulate' else ''}railbed reproduce {paper}{flags}"
         )
@@ -329,6 +334,9 @@ def reproduce_paper(
             continue
         if claim.backend != "simulate" and not emulate:
             row.verdict, row.fidelity, row.command = "skipped", "needs --emulate (root)", row.paper_command
+            continue
+        if big and not full_size:
+            row.verdict, row.fidelity, row.command = "skipped", "needs --full-size (minutes, GBs)", row.paper_command
             continue
         key = claim.run_key(quick)
         row.run_dir = out / paper / key
@@ -440,6 +448,7 @@ def reproduce(
     readme: Path | None = None,
     claims_dir: Path = HERE,
     resume: bool = False,
+    full_size: bool = False,
 ) -> Path:
     """Run the claims of ``which`` (a paper or ``all``) and write ``out/REPRODUCTION.md``."""
     from railbed import provenance
@@ -451,7 +460,7 @@ def reproduce(
     out.mkdir(parents=True, exist_ok=True)
     sections = []
     for paper in papers:
-        title, rows = reproduce_paper(paper, out, quick, emulate, echo, claims_dir, resume)
+        title, rows = reproduce_paper(paper, out, quick, emulate, echo, claims_dir, resume, full_size)
         sections.append((paper, title, rows))
     report = out / "REPRODUCTION.md"
     report.write_text(render(sections, out, quick, emulate, time.perf_counter() - t0))

@@ -224,7 +224,11 @@ def test_a_row_on_the_compact_engine_reads_the_same_number_as_on_numba(tmp_path)
     )
     from scenarios.reproduce import reproduce_paper
 
-    _, (numba, compact) = reproduce_paper("hermod", tmp_path / "out", False, False, lambda _m: None, papers)
+    skipped = reproduce_paper("hermod", tmp_path / "out", False, False, lambda _m: None, papers)[1][1]
+    assert skipped.verdict == "skipped" and "--full-size" in skipped.paper_command and skipped.run_dir is None
+    _, (numba, compact) = reproduce_paper(
+        "hermod", tmp_path / "out", False, False, lambda _m: None, papers, full_size=True
+    )
     assert numba.run_dir != compact.run_dir and numba.value == pytest.approx(compact.value, abs=1e-12)
     assert compact.command.endswith("--engine compact") and "--engine" not in numba.command
     assert (compact.run_dir / "hermod" / "items.npz").exists()  # built as arrays: no per-item JSON
