@@ -238,13 +238,6 @@ class Agent:
                     sock.close()
                 self.emit(ev="error", msg=f"message {cmd['id']} from h{self.server} ({key[0]} -> {key[1]}): {exc}")
 
-    async def _payload(self, loop, sock: socket.socket, nbytes: int) -> None:
-        while nbytes > 0:
-            chunk = min(nbytes, ZERO_FILE_BYTES)
-            with open(self.zeros, "rb", closefd=False) as zeros:
-                sent = await loop.sock_sendfile(sock, zeros, 0, chunk, fallback=True)
-            nbytes -= sent
-
     async def send(self, cmd: dict) -> None:
         loop = asyncio.get_running_loop()
         fid = cmd["id"]
@@ -264,7 +257,7 @@ class Agent:
             sock.setblocking(False)
             await loop.sock_connect(sock, (cmd["dst"], self.port))
             await loop.sock_sendall(sock, HEADER.pack(int(cmd["n"]), int(cmd["size"])))
-            await self._gated_payload(loop, sock, int(cmd["size"]) - int(cmd.get("short", 0)), self.gates[fid])
+            await self._payload(loop, sock, int(cmd["size"]) - int(cmd.get("short", 0)), self.gates[fid])
             sock.shutdown(socket.SHUT_WR)
             # keep the socket (and its pacing) until the receiver has everything
             while await loop.sock_recv(sock, 4096):
@@ -277,12 +270,12 @@ class Agent:
             self.gates.pop(fid, None)
             sock.close()
 
-    async def _gated_payload(self, loop, sock: socket.socket, nbytes: int, gate: asyncio.Event) -> None:
-        """``nbytes`` zeros into ``sock`` with ``sendfile``, handing over nothing while ``gate`` is
-        clear (the flow is held). What ``loop.sock_sendfile`` does, with the gate between calls."""
+    async def _payload(self, loop, sock: socket.socket, nbytes: int, gate: asyncio.Event | None = None) -> None:
+        """``nbytes`` zeros into non-blocking ``sock`` with ``sendfile``, handing over nothing while
+        ``gate`` is clear (the flow is held). What ``loop.sock_sendfile`` does, with the gate between calls."""
         fd = sock.fileno()
         while nbytes > 0:
-            if not gate.is_set():
+            if gate is not None and not gate.is_set():
                 await gate.wait()
             try:
                 nbytes -= os.sendfile(fd, self.zeros, 0, min(nbytes, ZERO_FILE_BYTES))

@@ -294,11 +294,7 @@ def compact(job: Job, scheduler: Scheduler, cluster: ClusterSpec, policy: str | 
         if isinstance(item, Flow):
             if item.options:
                 raise SpecError(f"items.{item.id}.options", "the compact engine has no path options")
-            rule = scheduler.rule(item, placement, cluster)
-            if rule is None:
-                raise SpecError("scheduler", f"{scheduler.name} has no rule for flow {item.id}: use simulate()")
-            if not 0 <= rule.dscp <= 63 or (rule.rate is not None and not rule.rate > 0):
-                raise SpecError("scheduler", f"{scheduler.name}: rule {rule} for {item.id} out of range")
+            rule = _checked_rule(scheduler, scheduler.rule(item, placement, cluster), item.id)
             rules[k] = rule
             if rule.gate is not None:
                 gates.setdefault(rule.gate, []).append(k)
@@ -360,14 +356,7 @@ def compact(job: Job, scheduler: Scheduler, cluster: ClusterSpec, policy: str | 
         route[k] = r
         bits[k] = 8.0 * wire_bytes(item.size or 0)
         prio[k] = classes[dscp[k]]
-    route_links = np.full((max(1, len(route_list)), MAX_HOPS), -1, np.int64)
-    route_hops = np.zeros(max(1, len(route_list)), np.int64)
-    route_latency = np.zeros(max(1, len(route_list)))
-    for r, rt in enumerate(route_list):
-        if len(rt.links) > MAX_HOPS:
-            raise SpecError("fabric", f"a route of {len(rt.links)} hops; the compact engine takes {MAX_HOPS}")
-        route_links[r, : len(rt.links)] = rt.links
-        route_hops[r], route_latency[r] = len(rt.links), rt.latency
+    route_links, route_hops, route_latency = _route_table(route_list)
     # dependencies; a sub-flow waits for one more: its split
     missing = np.array([len(it.deps) + (k >= n_job) for k, it in enumerate(items)], np.int32)
     dependents = job.dependents()
@@ -389,6 +378,33 @@ def compact(job: Job, scheduler: Scheduler, cluster: ClusterSpec, policy: str | 
         gate, gate_size, gate_sub, parent, children,
         np.array([getattr(it, "iteration", 0) or 0 for it in items], np.int32),
     )  # fmt: skip
+
+
+def _checked_rule(scheduler: Scheduler, rule: Rule | None, what: str) -> Rule:
+    """``rule`` (the scheduler's for flow ``what``), or a one-line error: none, or out of range."""
+    if rule is None:
+        raise SpecError("scheduler", f"{scheduler.name} has no rule for flow {what}: use simulate()")
+    if not 0 <= rule.dscp <= 63 or (rule.rate is not None and not rule.rate > 0):
+        raise SpecError("scheduler", f"{scheduler.name}: rule {rule} for {what} out of range")
+    return rule
+
+
+def _route_table(routes: list) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Links (padded with -1 to ``MAX_HOPS``), hop counts and latencies of fabric routes, one
+    row each (one placeholder row when there are none)."""
+    nr = max(1, len(routes))
+    links, hops, latency = np.full((nr, MAX_HOPS), -1, np.int64), np.zeros(nr, np.int64), np.zeros(nr)
+    for r, rt in enumerate(routes):
+        if len(rt.links) > MAX_HOPS:
+            raise SpecError("fabric", f"a route of {len(rt.links)} hops; the compact engine takes {MAX_HOPS}")
+        links[r, : len(rt.links)] = rt.links
+        hops[r], latency[r] = len(rt.links), rt.latency
+    return links, hops, latency
+
+
+def _wire_bits(payload: np.ndarray) -> np.ndarray:
+    """``8 * railbed.units.wire_bytes`` over an array of payloads (>= 0)."""
+    return 8.0 * (payload + (-(-payload // MSS)) * (FRAME - MSS))
 
 
 def _gate_arrays(gates: dict[str, list[int]], subs: list, n_job: int) -> tuple:
@@ -512,11 +528,7 @@ def compact_arrays(
     r_queued = np.zeros(nrep, np.bool_)
     r_gated = np.zeros(nrep, np.bool_)
     for c in range(nrep):
-        rep, rule = in_skeleton[aj.reps[c][0]], rules[c]
-        if rule is None:
-            raise SpecError("scheduler", f"{scheduler.name} has no rule for flow {rep.id} (its class): use simulate()")
-        if not 0 <= rule.dscp <= 63 or (rule.rate is not None and not rule.rate > 0):
-            raise SpecError("scheduler", f"{scheduler.name}: rule {rule} for {rep.id} out of range")
+        rule = _checked_rule(scheduler, rules[c], f"{in_skeleton[aj.reps[c][0]].id} (its class)")
         r_gated[c] = rule.gate is not None
         r_dscp[c], r_key[c], r_bar[c], r_queued[c] = rule.dscp, rule.key, rule.bar, rule.queued
         r_cap[c] = math.inf if rule.rate is None else rule.rate
@@ -556,26 +568,23 @@ def compact_arrays(
     rank[order] = np.arange(len(uniq))
     route = np.full(n, -1, np.int32)
     route[net] = rank[inverse]
-    nr = max(1, len(uniq))
-    route_links = np.full((nr, MAX_HOPS), -1, np.int64)
-    route_hops = np.zeros(nr, np.int64)
-    route_latency = np.zeros(nr)
     server_of_nic = np.repeat(np.arange(len(cluster.servers)), [s.nics for s in cluster.servers])
-    for r, u in enumerate(order):
+    route_list = []
+    for u in order:
         i = first[u]
         a, b, spn = int(a_nic[i]), int(b_nic[i]), int(sp[i])
-        rt = fabric.route(
-            (int(server_of_nic[a]), a - int(nic_base[server_of_nic[a]])),
-            (int(server_of_nic[b]), b - int(nic_base[server_of_nic[b]])),
-            None if spn < 0 else spn,
+        route_list.append(
+            fabric.route(
+                (int(server_of_nic[a]), a - int(nic_base[server_of_nic[a]])),
+                (int(server_of_nic[b]), b - int(nic_base[server_of_nic[b]])),
+                None if spn < 0 else spn,
+            )
         )
-        if len(rt.links) > MAX_HOPS:
-            raise SpecError("fabric", f"a route of {len(rt.links)} hops; the compact engine takes {MAX_HOPS}")
-        route_links[r, : len(rt.links)] = rt.links
-        route_hops[r], route_latency[r] = len(rt.links), rt.latency
+    route_links, route_hops, route_latency = _route_table(route_list)
+    del route_list
     del a_nic, b_nic, sp, rkey, inverse, cross_leaf
     payload = np.where(net, size, 0)
-    bits = 8.0 * (payload + (-(-payload // MSS)) * (FRAME - MSS))
+    bits = _wire_bits(payload)
     prio = np.where(net, classes[dscp.astype(np.int64)], 0)
     del payload, src, dst
     iteration = aj.iteration.astype(np.int32)
@@ -660,20 +669,16 @@ def _add_gates(cj, aj, flows, scheduler, placement, cluster, topology, fabric, c
         route[x] = r
     if new_routes:  # after the job's routes (without the placeholder row of a job that has none)
         base = len(uniq)
-        links = np.full((len(new_routes), MAX_HOPS), -1, np.int64)
-        for r, rt in enumerate(new_routes):
-            if len(rt.links) > MAX_HOPS:
-                raise SpecError("fabric", f"a route of {len(rt.links)} hops; the compact engine takes {MAX_HOPS}")
-            links[r, : len(rt.links)] = rt.links
+        links, hops, latency = _route_table(new_routes)
         cj.route_links = np.concatenate([cj.route_links[:base], links])
-        cj.route_hops = np.concatenate([cj.route_hops[:base], [len(rt.links) for rt in new_routes]]).astype(np.int64)
-        cj.route_latency = np.concatenate([cj.route_latency[:base], [rt.latency for rt in new_routes]])
+        cj.route_hops = np.concatenate([cj.route_hops[:base], hops])
+        cj.route_latency = np.concatenate([cj.route_latency[:base], latency])
     size = np.array([sub.size for sub, _, _ in subs], np.int64)
     dscp = np.array([sub.dscp for sub, _, _ in subs], np.int8)
     net = cj.kind[orig] == NET
     add = dict(
         kind=cj.kind[orig], device=np.full(m, -1, np.int32), duration=np.zeros(m), route=route,
-        bits=np.where(net, 8.0 * (size + (-(-size // MSS)) * (FRAME - MSS)), 0.0),
+        bits=np.where(net, _wire_bits(size), 0.0),
         prio=np.where(net, classes[dscp.astype(np.int64)], 0), dscp=dscp, size=size,
         cap=np.array([math.inf if sub.rate is None else sub.rate for sub, _, _ in subs]), key=cj.key[orig],
         bar=np.zeros(m, np.int64), queued=np.zeros(m, np.bool_), nic=cj.nic[orig], spine=spine,
