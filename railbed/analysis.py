@@ -150,7 +150,7 @@ def timeline_of(records: Mapping[str, ItemRecord], items: Mapping[str, Item], to
         nic[k] = nics.setdefault((r.server, r.src_nic), len(nics))
         if r.parent is not None and r.parent in index:
             parent[k] = index[r.parent]
-    deps = [[index[d] for d in items[i].deps if d in index] if i in items else [] for i in ids]
+    deps = [sorted(index[d] for d in items[i].deps if d in index) if i in items else [] for i in ids]
     pred_ptr, pred_idx = _csr(deps)
     link_names: list[str] = []
     link_id: dict[str, int] = {}
@@ -595,7 +595,8 @@ def of_dispatcher(disp, result: RunResult, contention: dict | None = None) -> di
     """The analysis of a run driven by ``disp`` (a :class:`~railbed.dispatch.Dispatcher` made
     with ``snapshot=True``) that produced ``result``: its network-free run (from the
     scheduler as ``place`` left it, on the run's placement), its critical path and overlap,
-    and the backend's ``contention``."""
+    and the backend's ``contention`` (the simulator measures it; without one, the estimate
+    from ``result.link_series``, :func:`contention_estimate`, as the emulator has)."""
     from railbed.dispatch import RunStalled, SchedulerError
 
     notes = []
@@ -607,7 +608,20 @@ def of_dispatcher(disp, result: RunResult, contention: dict | None = None) -> di
             free = network_free_makespan(disp.job, disp.placed_scheduler, disp.cluster, disp.placement, disp.topology)
         except (RunStalled, SchedulerError, RuntimeError) as exc:
             notes.append(f"network_free_makespan: the run without a network failed ({type(exc).__name__}: {exc})")
-    return analyse(timeline_of(disp.records, disp.items, disp.topology), result.makespan, free, contention, notes)
+    try:
+        tl = timeline_of(disp.records, disp.items, disp.topology)
+        if contention is None:
+            contention = contention_estimate(tl, result.link_series)
+        return analyse(tl, result.makespan, free, contention, notes)
+    except Exception as exc:  # noqa: BLE001 - the run's results stand without their analysis; say why
+        return failed(result.makespan, free, exc, notes)
+
+
+def failed(makespan: float, network_free: float | None, exc: Exception, notes: Sequence[str] = ()) -> dict:
+    """An analysis that could not be completed: what is known, and why (a note)."""
+    out = analyse(None, makespan, network_free, None, notes)
+    out["notes"].append(f"analysis failed ({type(exc).__name__}: {exc})")
+    return out
 
 
 def summary_lines(analysis: Mapping) -> list[str]:
