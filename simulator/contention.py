@@ -108,6 +108,25 @@ def step_reference(capacity, paths, prio, cap, rates, ftype) -> list[bool]:
     return [rates[f] < cap[f] * (1 - SAT) and any(limits(f, lk) for lk in path) for f, path in enumerate(paths)]
 
 
+def contended(capacity, paths, prio, cap, rates, ftype) -> np.ndarray:
+    """``_step``'s flags for one set of flows (the public face of the kernel, with
+    :func:`step_reference`'s signature): which flows are contended at these ``rates``."""
+    from simulator.maxmin import pack_paths
+
+    n = len(paths)
+    flow_links, nhops = pack_paths(paths)
+    link_cap = np.asarray(capacity, dtype=np.float64)
+    act = np.arange(n, dtype=np.int64)
+    flags = np.zeros(n, np.bool_)
+    m = Meter(len(link_cap))
+    _step(
+        link_cap, flow_links, nhops, np.asarray(prio, np.int64), np.asarray(cap, np.float64),
+        np.asarray(rates, np.float64), act, n, np.zeros(0, np.int64), 0, np.asarray(ftype, np.int64), True, flags,
+        0.0, m.hit, m.total, m.load, m.mask, m.top,
+    )  # fmt: skip
+    return flags
+
+
 class Meter:
     """Accumulators of one run: ``hit`` and ``total`` flow-seconds per type id, scratch per link."""
 
