@@ -47,6 +47,7 @@ from railbed.results import ItemRecord, RunResult
 from railbed.scheduler import Scheduler
 from railbed.spec import ClusterSpec
 from railbed.topology import Topology
+from railbed.units import wire_bytes
 
 STANDARD_TYPES = ("PP", "DP", "EP", "TP")
 UNTYPED = "other"  # flows without a coflow type
@@ -54,7 +55,7 @@ COMPUTE = "compute"
 IDLE = "idle"
 LEG_PHASES = ("src", "dst", "local")  # a flow's host-model waits (Dispatcher): 0 s without a network
 MAX_LINKS = 64  # per-link overlap kept for the links with the most
-BUSY = 0.9  # the emulator's estimate: a port carrying >= 90 % of its rate in a sample is saturated
+SLOW = 0.9  # the emulator's estimate: a flow under 90 % of its rate alone was slowed
 MAX_ESTIMATE_PAIRS = 200_000  # (flow, port) pairs the emulator's per-flow estimate walks in Python
 
 
@@ -70,7 +71,8 @@ class Timeline:
     ``parent`` is a sub-flow's original (-1); ``pred_ptr``/``pred_idx`` list each item's
     dependencies (CSR; a sub-flow's may be missing: it is never on a critical path, its
     original stands for it); ``path_ptr``/``path_idx`` each network flow's egress ports
-    (indices into ``link_names``; empty for other items)."""
+    (indices into ``link_names``, rates ``link_rate``; empty for other items); ``bits`` a
+    network flow's wire bits and ``cap`` its first rate cap (for the emulator's estimate)."""
 
     ids: Sequence[str]
     is_flow: np.ndarray
@@ -89,6 +91,9 @@ class Timeline:
     path_ptr: np.ndarray
     path_idx: np.ndarray
     link_names: list[str]
+    link_rate: np.ndarray  # bit/s per port
+    bits: np.ndarray  # a network flow's wire bits (0 else)
+    cap: np.ndarray  # a flow's first rate cap (inf: none)
 
     @property
     def n(self) -> int:
@@ -152,8 +157,8 @@ def timeline_of(records: Mapping[str, ItemRecord], items: Mapping[str, Item], to
             parent[k] = index[r.parent]
     deps = [sorted(index[d] for d in items[i].deps if d in index) if i in items else [] for i in ids]
     pred_ptr, pred_idx = _csr(deps)
-    link_names: list[str] = []
     link_id: dict[str, int] = {}
+    rate_of = {f"{p.node}:{p.ifname}": p.rate for p in topology.ports.values()}
     routes: dict[tuple, list[int]] = {}
     paths = []
     for k, r in enumerate(recs):
@@ -167,9 +172,11 @@ def timeline_of(records: Mapping[str, ItemRecord], items: Mapping[str, Item], to
         paths.append(routes[key])
     link_names = list(link_id)
     path_ptr, path_idx = _csr(paths)
+    bits = np.where(net, 8.0 * col(lambda r: wire_bytes(r.size or 0)), 0.0) if n else np.zeros(0)
+    cap = col(lambda r: math.inf if r.rate is None else r.rate)
     return Timeline(
         ids, is_flow, net, ready, start, end, ctype, types, coflow, device, nic, parent, pred_ptr, pred_idx,
-        path_ptr, path_idx, link_names,
+        path_ptr, path_idx, link_names, np.array([rate_of[x] for x in link_names], float), bits, cap,
     )  # fmt: skip
 
 
@@ -478,33 +485,29 @@ def overlap(tl: Timeline, max_links: int = MAX_LINKS) -> dict:
 
 
 # ---------------------------------------------------------------- contention (emulator)
-def contention_estimate(
-    tl: Timeline, link_series: Mapping[str, Sequence[tuple[float, float, float]]], busy: float = BUSY
-) -> dict:
-    """The emulator's estimate of ``contention`` from what it measures.
+def contention_estimate(tl: Timeline, slow: float = SLOW) -> dict:
+    """The emulator's estimate of ``contention`` from what it measures: when each flow ran
+    (its records), not the rate it got from moment to moment.
 
-    The emulator knows when each flow ran (its records) and how busy each port was (tc
-    counters between samples, ``link_series``), not the rate each flow got. A flow counts
-    as contended while some port on its path is saturated (carried at least ``busy`` of its
-    rate in the sample covering that time) and carries a flow of another coflow type. That
-    is an upper bound of the simulator's definition: the flow may have been limited
-    elsewhere, or by its cap, and the other flow may have been starved; and a port's
-    samples (``sample_interval`` real seconds, divided by k) blur short bursts.
+    A flow counts as contended while a port on its path carries a flow of another coflow
+    type, if it was slowed: its mean wire rate over its life (wire bits / (end - start))
+    stayed under ``slow`` of what it could have had alone (its narrowest port's rate, or
+    its cap). The simulator's definition asks, moment by moment, whether the shared port
+    was the one that limited it; this one counts a slowed flow's whole time beside another
+    type, so it counts more where a flow was slowed elsewhere (by its own type, by TCP's
+    start) and ran beside another type on a port with room to spare, and it counts a flow
+    that kept at least ``slow`` of its rate as never contended. On the simulator's records it
+    can be compared with the exact measure (``tests/test_analysis.py``).
 
     Returns ``share`` (contended flow-seconds / active flow-seconds), ``by_type`` and
     ``method``; ``share`` is ``None`` for runs over :data:`MAX_ESTIMATE_PAIRS` (flow, port) pairs."""
-    out: dict = {"share": None, "by_type": {}, "method": f"estimate: saturated port (>= {busy:g}) shared with "
-                 "another coflow type, from tc counter samples and records"}  # fmt: skip
+    out: dict = {"share": None, "by_type": {}, "method": f"estimate: slowed under {slow:g} of its rate alone, "
+                 "beside another coflow type on a port (records)"}  # fmt: skip
     flow, port = _flow_ports(tl)
     if len(flow) > MAX_ESTIMATE_PAIRS:
         out["method"] += f"; not computed: {len(flow)} (flow, port) pairs"
         return out
     sw = _sweep(tl)
-    saturated = {}
-    for name, rows in link_series.items():
-        spans = [(a, b) for a, b, u in rows if u >= busy and b > a]
-        if spans:
-            saturated[name] = spans
     total = np.zeros(len(tl.types))
     hit = np.zeros(len(tl.types))
     lo = np.searchsorted(sw.link, np.arange(len(tl.link_names)), "left")
@@ -513,15 +516,16 @@ def contention_estimate(
         a = int(tl.ctype[f])
         s, e = float(tl.start[f]), float(tl.end[f])
         total[a] += e - s
+        ports = tl.path_idx[tl.path_ptr[f] : tl.path_ptr[f + 1]]
+        alone = min(float(tl.link_rate[ports].min()), float(tl.cap[f]))
+        if tl.bits[f] / (e - s) >= slow * alone:
+            continue
         spans: list[tuple[float, float]] = []
-        for lk in tl.path_idx[tl.path_ptr[f] : tl.path_ptr[f + 1]]:
-            sat = saturated.get(tl.link_names[lk])
-            if not sat:
-                continue
+        for lk in ports:
             x = slice(lo[lk], hi[lk])
             others = sw.counts[:, x].sum(axis=0) - sw.counts[a, x]
-            shared = [(t0, t0 + d) for t0, d, o in zip(sw.t[x], sw.dur[x], others) if o > 0 and d > 0]
-            spans += _intersect(_intersect(shared, sat), [(s, e)])
+            spans += _intersect([(t0, t0 + d) for t0, d, o in zip(sw.t[x], sw.dur[x], others) if o > 0 and d > 0],
+                                [(s, e)])  # fmt: skip
         hit[a] += _length(spans)
     out["share"] = float(hit.sum() / total.sum()) if total.sum() > 0 else 0.0
     out["by_type"] = {t: float(hit[k] / total[k]) for k, t in enumerate(tl.types) if total[k] > 0}
@@ -596,7 +600,7 @@ def of_dispatcher(disp, result: RunResult, contention: dict | None = None) -> di
     with ``snapshot=True``) that produced ``result``: its network-free run (from the
     scheduler as ``place`` left it, on the run's placement), its critical path and overlap,
     and the backend's ``contention`` (the simulator measures it; without one, the estimate
-    from ``result.link_series``, :func:`contention_estimate`, as the emulator has)."""
+    from the records, :func:`contention_estimate`, as the emulator has)."""
     from railbed.dispatch import RunStalled, SchedulerError
 
     notes = []
@@ -611,7 +615,7 @@ def of_dispatcher(disp, result: RunResult, contention: dict | None = None) -> di
     try:
         tl = timeline_of(disp.records, disp.items, disp.topology)
         if contention is None:
-            contention = contention_estimate(tl, result.link_series)
+            contention = contention_estimate(tl)
         return analyse(tl, result.makespan, free, contention, notes)
     except Exception as exc:  # noqa: BLE001 - the run's results stand without their analysis; say why
         return failed(result.makespan, free, exc, notes)

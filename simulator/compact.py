@@ -843,7 +843,7 @@ def timeline_of_compact(run: CompactResult):
     return Timeline(
         cj.ids, is_flow, cj.kind == NET, run.ready, run.start, run.end, ctype, types, coflow,
         np.where(is_flow, -1, cj.device).astype(np.int64), np.where(is_flow, cj.nic, -1).astype(np.int64), parent,
-        pred_ptr, pred_idx, path_ptr, path_idx, list(cj.link_names),
+        pred_ptr, pred_idx, path_ptr, path_idx, list(cj.link_names), cj.link_cap, cj.bits, cj.cap,
     )  # fmt: skip
 
 

@@ -309,22 +309,51 @@ def test_overlap_and_critical_path_are_the_same_from_records_and_from_arrays():
     assert shares["megatron"]["DP"]["EP"] > 0 and shares["megatron"]["EP"]["EP"] > 0
 
 
-def test_the_emulators_estimate_counts_saturated_ports_shared_with_another_type():
-    """The fifo run above (p and d share w0's port and the port into w1 during [1, 3] ms).
-    With both ports measured saturated all along, both flows count 2 ms of their 3: 2/3 (what
-    the simulator measures exactly here). With the samples saturated only in [0, 2] ms, 1 ms
-    each: 1/3. With no saturated sample, 0."""
-    job = pp_beside_dp()
-    res = simulate(job, by_name("fifo"), SPEC)
+def test_the_emulators_estimate_counts_slowed_flows_beside_another_type():
+    """The emulator's estimate on the records of the runs above. fifo: p (mean rate 2/3 of C)
+    and d (2/3 of C) were slowed and ran beside each other's type on w0's port during
+    [1, 3]: 2 ms each of 3 each, 2/3: the simulator's exact measure. Strict priority: p ran
+    at C (not slowed); d (mean C/2) beside PP for 2 ms of its 4: 2/6 = 1/3, exact too. Two
+    DP coflows sharing a port: one type, 0."""
     from railbed.topology import Topology
 
-    tl = timeline_of(res.items, job.items, Topology(SPEC))
-    ports = ("h0:h0-eth0", "sw0:sw0-eth1")
-    full = {p: [(0.0, 6 * MS, 1.0)] for p in ports}
-    early = {p: [(0.0, 2 * MS, 0.95), (2 * MS, 6 * MS, 0.5)] for p in ports}
-    assert contention_estimate(tl, full)["share"] == pytest.approx(2 / 3, rel=1e-9)
-    assert contention_estimate(tl, early)["share"] == pytest.approx(1 / 3, rel=1e-9)
-    assert contention_estimate(tl, {})["share"] == 0
+    for dscp, name, want in ((0, "fifo", 2 / 3), (46, "tag-priority", 1 / 3)):
+        job = pp_beside_dp(dscp)
+        res = simulate(job, by_name(name), SPEC, analysis=True)
+        est = contention_estimate(timeline_of(res.items, job.items, Topology(SPEC)))
+        assert est["share"] == pytest.approx(want, rel=1e-9) == res.analysis["contention"]["share"]
+        assert est["method"].startswith("estimate")
+    job = Job("dp-dp")
+    for s in range(3):
+        job.endpoint(f"w{s}", Location(s, "gpu0", 0))
+    job.flow("g1", "w0", "w1", ms_flow(2), coflow="dp0", coflow_type="DP")
+    job.flow("g2", "w0", "w2", ms_flow(2), coflow="dp1", coflow_type="DP")
+    res = simulate(job, by_name("fifo"), SPEC)
+    assert contention_estimate(timeline_of(res.items, job.items, Topology(SPEC)))["share"] == 0
+
+
+def test_the_estimate_counts_a_flow_slowed_elsewhere_beside_another_type():
+    """Where the estimate and the exact measure part. p (PP, w0 -> w1, 2 ms alone) shares w0's
+    port with g (DP, w0 -> w2, 1 ms alone, capped at C/4 by its rate tag); p and q (PP,
+    w3 -> w1, 2 ms alone) share the port into w1 at C/2 each. All three end at 4 ms.
+    Exactly: p and q are limited by the port into w1, where only PP runs, g by its cap: 0.
+    The estimate: p was slowed (mean C/2 < 0.9 C) and ran beside DP on w0's port for its
+    4 ms; q was slowed but never beside another type; g kept its cap's rate: 4 of 12
+    flow-ms, 1/3."""
+    from railbed.topology import Topology
+
+    job = Job("elsewhere")
+    for s in range(4):
+        job.endpoint(f"w{s}", Location(s, "gpu0", 0))
+    job.flow("p", "w0", "w1", ms_flow(2), coflow_type="PP")
+    job.flow("q", "w3", "w1", ms_flow(2), coflow_type="PP")
+    job.flow("g", "w0", "w2", ms_flow(1), coflow_type="DP", tags={"rate": C / 4})
+    res = simulate(job, by_name("tag-priority"), SPEC, analysis=True)
+    assert res.makespan == pytest.approx(4 * MS, rel=1e-9)
+    assert res.analysis["contention"]["share"] == 0
+    est = contention_estimate(timeline_of(res.items, job.items, Topology(SPEC)))
+    assert est["share"] == pytest.approx(1 / 3, rel=1e-9)
+    assert est["by_type"] == {"PP": pytest.approx(0.5, rel=1e-9), "DP": 0.0}
 
 
 def test_result_json_and_summary_keep_the_analysis(tmp_path):
@@ -375,6 +404,7 @@ def test_a_long_chain_walks_fast_and_sums_to_the_makespan():
         [f"i{k}" for k in range(chain)], is_flow, is_flow.copy(), ready, start, end,
         np.where(is_flow, 0, -1).astype(np.int32), ["DP"], np.where(is_flow, 0, -1), np.where(is_flow, -1, 0),
         np.where(is_flow, 0, -1), minus, pred_ptr, pred_idx, np.zeros(chain + 1, np.int64), np.zeros(0, np.int64), [],
+        np.zeros(0), np.zeros(chain), np.full(chain, np.inf),
     )  # fmt: skip
     cp = analysis.critical_path(tl)
     assert len(cp["items"]) == chain
