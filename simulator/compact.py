@@ -752,11 +752,11 @@ def run_compact(cj: CompactJob, analysis: bool = False) -> CompactResult:
     link_peak = np.zeros(len(cj.link_cap))
     stats = np.zeros(5, np.int64)
     meter = Meter(len(cj.link_cap))
-    ftype = np.zeros(1, np.int64)  # type ids, read only when metered
+    ftype = np.zeros(1, np.int16)  # type ids, read only when metered
     if analysis and len(cj.ctype):
-        ftype = np.minimum(np.maximum(cj.ctype, 0), TYPES - 1).astype(np.int64)
+        ftype = np.minimum(np.maximum(cj.ctype, 0), TYPES - 1).astype(np.int16)
     elif analysis:
-        ftype = np.zeros(n, np.int64)
+        ftype = np.zeros(n, np.int16)
     code = _run_kernel(
         cj.kind, cj.device, cj.duration, cj.route, cj.bits, cj.prio, cj.cap, cj.key, cj.bar, cj.queued, cj.nic,
         cj.missing.copy(), cj.dep_ptr, cj.dep_idx, cj.device_cap, cj.route_links, cj.route_hops, cj.route_latency,
