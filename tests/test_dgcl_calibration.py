@@ -12,7 +12,7 @@ Tolerances, and why:
   Reddit's and Com-Orkut's peer-to-peer times are what ``QPI_FIT`` was fitted to, so on those two
   rows the check is of DGCL's time; Web-Google and Wiki-Talk are the independent ones;
 * §7.2 (DGX-1, 4.45x on average): the unchanged model overstates it more than threefold (the
-  issue's finding), and the calibrated model still does, about twofold: the README's note says
+  issue's finding), and the calibrated model still does, about twofold: the note in docs/dgcl-notes.md says
   so, and this pins that gap (1.5-3x) so that a change closing or widening it updates the note.
 """
 
