@@ -411,3 +411,36 @@ def test_a_long_chain_walks_fast_and_sums_to_the_makespan():
     assert cp["time"]["compute"] + cp["time"]["DP"] == pytest.approx(end[-1], rel=1e-9)
     assert cp["time"]["DP"] == pytest.approx(dur[is_flow].sum(), rel=1e-9)
     assert math.isclose(cp["length"], end[-1])
+
+
+def test_a_scheduler_that_cannot_be_copied_or_fails_without_a_network_leaves_a_note():
+    """The run's results and the rest of its analysis stand; ``network_free_makespan`` and
+    ``max_speedup`` are null, and a note says why."""
+
+    class NoCopy(Scheduler):
+        name = "no-copy"
+
+        def __deepcopy__(self, memo):
+            raise TypeError("holds a socket")
+
+    class FailsAlone(Scheduler):
+        name = "fails-alone"
+        broken = False
+
+        def __deepcopy__(self, memo):
+            twin = FailsAlone()
+            twin.broken = True
+            return twin
+
+        def on_ready(self, item, view):
+            if self.broken:
+                raise KeyError("no such flow")
+            return Decision()
+
+    for sched, words in ((NoCopy(), "cannot be copied after place"), (FailsAlone(), "run without a network failed")):
+        res = simulate(pp_beside_dp(), sched, SPEC, analysis=True)
+        a = res.analysis
+        assert res.makespan == pytest.approx(6 * MS, rel=1e-9)
+        assert a["network_free_makespan"] is None and a["max_speedup"] is None
+        assert words in a["notes"][0] and a["critical_path"]["items"] == ["a", "p", "b"]
+        assert "note            network_free_makespan" in res.summary()
