@@ -293,7 +293,8 @@ def check_analysis(res, summary) -> None:
     assert a["max_speedup"] == pytest.approx(res.makespan / 0.010) and a["max_speedup"] > 1.2
     cp = a["critical_path"]
     assert sum(cp["time"].values()) == pytest.approx(res.makespan, rel=1e-9)
-    assert cp["time"]["compute"] == pytest.approx(0.010, rel=1e-6)  # both compute phases are on it
+    # both compute phases are on it; an emulated task ends at its deadline or a little after (real waits)
+    assert 0.010 * (1 - 1e-9) <= cp["time"]["compute"] < 0.011
     assert 0 < a["exposed_comm_fraction"] < 1 and cp["time"]["EP"] > 0
     assert cp["items"][0].startswith("i0.c") and cp["items"][-1].startswith("i1.f")
     assert a["overlap"]["types"] == ["EP"] and 0 <= a["overlap"]["share"]["EP"]["EP"] < 0.5  # iterations barely meet
