@@ -23,7 +23,10 @@ refinement here.
     §4.1.2: "the multi-constraint mechanism in METIS to balance
     training/validation/test vertices/edges in each partition"): per node
     the weights (1, train, val, test, degree), constraints whose total is
-    zero left out.
+    zero left out; k-way. pymetis (2025.2.2) passes ``ncon = 1`` to METIS
+    whatever weights it is given, so this calls ``METIS_PartGraphKway`` of
+    the METIS that pymetis's own extension carries, through ctypes, with
+    ``ncon`` set (:func:`_metis_kway`).
 
 Metrics (all over a node -> part array)
     :func:`edge_cut` (fraction of neighbour-list entries whose ends lie in
@@ -65,11 +68,14 @@ def metis_multi(graph: Graph, parts: int, seed: int = 0) -> np.ndarray:
     cons = [np.ones(graph.n, dtype=np.int64)]
     cons += [m.astype(np.int64) for m in (graph.train, graph.val, graph.test) if m is not None and m.any()]
     cons.append(np.maximum(graph.degrees(), 1))
-    return _metis(graph, parts, seed, np.stack(cons, axis=1).reshape(-1))
+    if parts == 1:
+        return np.zeros(graph.n, dtype=np.int32)
+    indptr, indices = simple_adjacency(graph)
+    return _metis_kway(indptr, indices, parts, seed, np.stack(cons, axis=1))
 
 
 def _metis(graph: Graph, parts: int, seed: int, vweights: np.ndarray | None) -> np.ndarray:
-    """pymetis k-way; ``vweights`` node-major (node i's constraints at ``i * ncon ..``)."""
+    """pymetis (recursive bisection up to 8 parts, k-way above); ``vweights`` one per node."""
     import pymetis
 
     if parts == 1:
@@ -78,6 +84,40 @@ def _metis(graph: Graph, parts: int, seed: int, vweights: np.ndarray | None) -> 
     adj = pymetis.CSRAdjacency(indptr.astype(np.int64), indices.astype(np.int64))
     _, membership = pymetis.part_graph(parts, adj, vweights=vweights, options=pymetis.Options(seed=seed))
     return np.asarray(membership, dtype=np.int32)
+
+
+def _metis_kway(indptr: np.ndarray, indices: np.ndarray, parts: int, seed: int, weights: np.ndarray) -> np.ndarray:
+    """``METIS_PartGraphKway`` with ``ncon = weights.shape[1]`` (node-major weights), called in the
+    METIS library inside pymetis's extension (idx_t is 64-bit there: ``pymetis.zero_copy_dtype``)."""
+    import ctypes
+
+    import pymetis
+    import pymetis._internal
+
+    lib = ctypes.CDLL(pymetis._internal.__file__)
+    idx = np.int64
+    if np.dtype(pymetis.zero_copy_dtype()) != np.dtype(idx):
+        raise RuntimeError("pymetis's METIS does not use 64-bit indices; metis-mc cannot call it")
+    ptr = ctypes.POINTER(ctypes.c_int64)
+
+    def arr(a: np.ndarray):
+        return np.ascontiguousarray(a, dtype=idx)
+
+    xadj, adjncy, vwgt = arr(indptr), arr(indices), arr(weights.reshape(-1))
+    options = np.zeros(40, dtype=idx)  # METIS_NOPTIONS
+    lib.METIS_SetDefaultOptions(options.ctypes.data_as(ptr))
+    options[int(pymetis.OptionKey.SEED)] = seed
+    part = np.zeros(len(indptr) - 1, dtype=idx)
+    scalars = [np.array([v], dtype=idx) for v in (len(indptr) - 1, weights.shape[1], parts, 0)]
+    nvtxs, ncon, nparts, edgecut = scalars
+    status = lib.METIS_PartGraphKway(
+        nvtxs.ctypes.data_as(ptr), ncon.ctypes.data_as(ptr), xadj.ctypes.data_as(ptr), adjncy.ctypes.data_as(ptr),
+        vwgt.ctypes.data_as(ptr), None, None, nparts.ctypes.data_as(ptr), None, None,
+        options.ctypes.data_as(ptr), edgecut.ctypes.data_as(ptr), part.ctypes.data_as(ptr),
+    )  # fmt: skip
+    if status != 1:  # METIS_OK
+        raise RuntimeError(f"METIS_PartGraphKway failed with status {status}")
+    return part.astype(np.int32)
 
 
 def simple_adjacency(graph: Graph) -> tuple[np.ndarray, np.ndarray]:
