@@ -71,9 +71,9 @@ def test_path_rate_caps_one_pair_but_not_the_shared_link():
     alone = transfer_times(graph, [("gpu0", "gpu5", 1e9)], with_latency=False)[0]
     assert alone == pytest.approx(1e9 / (9.56 * GB) * 8)  # Table 1's pair rate, in s for 1 GB
     # two pairs from different PCIe switches of socket 0: each at its own 9.56, the QPI (22.26) holds both
-    both = transfer_times(graph, [("gpu0", "gpu5", 1e9), ("gpu2", "gpu6", 1e9)], with_latency=False)
+    both = transfer_times(graph, [("gpu0", "gpu5", 1e9), ("gpu2", "gpu7", 1e9)], with_latency=False)
     assert both == pytest.approx([alone, alone])
-    literal = transfer_times(load_preset("dgx1-v100"), [("gpu0", "gpu5", 1e9), ("gpu2", "gpu6", 1e9)],
+    literal = transfer_times(load_preset("dgx1-v100"), [("gpu0", "gpu5", 1e9), ("gpu2", "gpu7", 1e9)],
                              with_latency=False)  # fmt: skip
     assert literal == pytest.approx([2 * alone, 2 * alone])  # one shared 9.56 GB/s QPI
 
