@@ -610,7 +610,7 @@ class Dispatcher:
         for orig, carried_ends in ends.items():
             if not carried_ends:
                 raise SchedulerError(f"{who}: {orig} gets no sub-flows: none listed under it or carrying it")
-            _check_conservation(self.items[orig], carried_ends, who)
+            check_conservation(self.items[orig], carried_ends, who)
         for sub, shares in carried_by:
             self._check_copies(sub, shares, who)
         for subs in split.parts.values():
@@ -618,7 +618,7 @@ class Dispatcher:
                 for d in sub.deps:
                     if d not in new_ids and d not in self.view.done:
                         raise SchedulerError(f"{who}: sub-flow {sub.id} depends on {d!r}: not in the split, not done")
-        _check_acyclic(split, who)
+        check_acyclic(split, who)
         return set(split.parts)
 
     def _check_sub(self, sub: SubFlow, who: str, new_ids: set[str]) -> None:
@@ -839,7 +839,7 @@ def _share_received(share: int, rec: ItemRecord) -> int:
     return share if received >= rec.size else share * received // rec.size
 
 
-def _check_conservation(orig: Flow, ends: list[tuple[str, str, int]], who: str) -> None:
+def check_conservation(orig: Flow, ends: list[tuple[str, str, int]], who: str) -> None:
     """The sub-flows carry ``orig.size`` bytes out of its source, into its destination, and relays forward all."""
     net: dict[str, int] = {}
     for src, dst, size in ends:
@@ -856,7 +856,8 @@ def _check_conservation(orig: Flow, ends: list[tuple[str, str, int]], who: str) 
             )
 
 
-def _check_acyclic(split: Split, who: str) -> None:
+def check_acyclic(split: Split, who: str) -> None:
+    """The sub-flows' dependencies among themselves form no cycle (:class:`SchedulerError` naming one)."""
     deps = {sub.id: [d for d in sub.deps] for subs in split.parts.values() for sub in subs}
     state: dict[str, int] = {}
 

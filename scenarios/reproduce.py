@@ -203,9 +203,9 @@ def _overrides(raw: Any, where: str) -> dict[str, Any]:
 def _scenario(claim: Claim, quick: bool):
     """The claim's scenario with its ``set`` and --quick overrides, cluster inline (a self-contained scenario.yaml)."""
     from scenarios.runner import Scenario
-    from scenarios.sweep import _scenario_mapping, set_dotted
+    from scenarios.sweep import scenario_mapping, set_dotted
 
-    data, base = _scenario_mapping(str(claim.scenario), Path("."))
+    data, base = scenario_mapping(str(claim.scenario), Path("."))
     for name, overrides in (("set", claim.set), ("quick", claim.quick if quick else {})):
         for key, value in overrides.items():
             set_dotted(data, key, copy.deepcopy(value), f"{name}.{key}")

@@ -15,7 +15,7 @@ the dependency graph as CSR), and :func:`run_compact` runs it in
 the Dispatcher step by step:
 
 * events in the same order: the network advances to the earliest of its
-  next finish and the next timer (:func:`simulator.network._advance`, the
+  next finish and the next timer (:func:`simulator.network.advance_kernel`, the
   same kernel); finished flows are reported one by one in the network's
   order, then timers in (time, order set);
 * each report settles like ``Dispatcher._settle``: newly ready items join
@@ -70,7 +70,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 from numba import njit
 
-from railbed.dispatch import SchedulerError, _check_acyclic, _check_conservation, check_placement
+from railbed.dispatch import SchedulerError, check_acyclic, check_conservation, check_placement
 from railbed.errors import SpecError
 from railbed.job import Flow, Job, Placement, Task, attrs_of
 from railbed.results import ItemRecord, RunResult
@@ -79,7 +79,7 @@ from railbed.spec import ClusterSpec
 from railbed.topology import Topology
 from railbed.units import FRAME, MSS, wire_bytes
 from simulator.fabric import Fabric, link_stats
-from simulator.network import _advance
+from simulator.network import advance_kernel
 from simulator.run import dscp_classes
 from tc_policies.plan import Policy
 from workloads.arrays import ArrayJob, Ids, ids_of
@@ -462,8 +462,8 @@ def _gate_subs(taken, items, gates: dict[str, list[int]], scheduler: Scheduler, 
                     raise SpecError("scheduler", f"{who}: sub-flow {sub.id} depends on items outside the split")
                 seen.add(sub.id)
                 out.append((sub, where[orig_id], g))
-            _check_conservation(orig, [(orig.src, orig.dst, sub.size) for sub in parts], who)
-        _check_acyclic(split, who)
+            check_conservation(orig, [(orig.src, orig.dst, sub.size) for sub in parts], who)
+        check_acyclic(split, who)
     return out
 
 
@@ -977,7 +977,7 @@ def _run_kernel(
                 stats[3] += nact
                 if dirty:
                     stats[4] += 1
-                t, nfin, nact = _advance(
+                t, nfin, nact = advance_kernel(
                     now, t_limit, dirty, link_cap, flow_links, nhops, sprio, scap, rem, rates, act, nact,
                     left, lcount, state, link_load, link_bits, link_peak, finished,
                 )  # fmt: skip

@@ -17,7 +17,7 @@ from railbed.spec import ClusterSpec
 from railbed.topology import Topology, default_scale
 from railbed.units import RateScale
 from scenarios.runner import PARTIAL, Scenario, preflight, results_dir, simulate_scenario
-from scenarios.sweep import _scenario_mapping, set_dotted
+from scenarios.sweep import scenario_mapping, set_dotted
 from schedulers import REGISTRY, SchedulerSpec, TagPriority, _parameters, make
 from simulator import simulate
 
@@ -167,7 +167,7 @@ def _fuzz_cases():
 @functools.cache
 def _scenario_for(module: str) -> tuple[Scenario, dict]:
     path, overrides, base = SCENARIOS.get(module, DEFAULT_SCENARIO)
-    data, where = _scenario_mapping(str(path), Path("."))
+    data, where = scenario_mapping(str(path), Path("."))
     for key, value in overrides.items():
         set_dotted(data, key, value, key)
     return Scenario.from_dict(data, where), base
