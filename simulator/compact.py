@@ -23,8 +23,8 @@ the Dispatcher step by step:
   queue on their device FIFO, flows start unless their :class:`Rule` holds
   them); device queues start tasks in device order; the flows started
   join the network after their route's latency; same-server flows are one
-  wait of 0 s (the compact engine refuses servers with an ``intra_host``
-  or ``datapath`` model);
+  wait of 0 s (the compact engine refuses servers with a hardware model,
+  ``intra_host``, ``datapath`` or any kind of :mod:`railbed.hosts`);
 * a :class:`Rule` holds a flow while a network flow active on its source
   NIC has a smaller key than its bar, or (``queued``) while a held queued
   flow there had one when the offer round began: exactly Hermod's and
@@ -262,7 +262,7 @@ class CompactResult:
         res.notes.append(MODEL_NOTE)
         local = int((cj.kind == LOCAL).sum())
         if local:
-            res.notes.append(f"{local} same-server flows took 0 s: their server has no intra_host model")
+            res.notes.append(f"{local} same-server flows took 0 s: their server has no host model")
         res.notes.append(
             f"simulator: {self.events} events in {self.steps} steps, engine compact (no link_series; events "
             "sorted by time)"
@@ -277,9 +277,7 @@ def compact(job: Job, scheduler: Scheduler, cluster: ClusterSpec, policy: str | 
     Raises :class:`SpecError` for what the compact engine does not model (path
     options, intra-host models) and when the scheduler has no rule for a flow."""
     job = job.validate()
-    for s in cluster.servers:
-        if s.intra_host is not None or s.datapath is not None:
-            raise SpecError("servers", f"server {s.name} has an intra-host model; the compact engine has none")
+    _refuse_host_models(cluster)
     topology = Topology(cluster)
     fabric = Fabric(topology)
     placement = scheduler.place(job.public(), cluster)
@@ -378,6 +376,13 @@ def compact(job: Job, scheduler: Scheduler, cluster: ClusterSpec, policy: str | 
         gate, gate_size, gate_sub, parent, children,
         np.array([getattr(it, "iteration", 0) or 0 for it in items], np.int32),
     )  # fmt: skip
+
+
+def _refuse_host_models(cluster: ClusterSpec) -> None:
+    for s in cluster.servers:
+        if s.host is not None:
+            why = f"server {s.name} has a hardware model ({s.host.kind}); the compact engine has none"
+            raise SpecError("servers", why)
 
 
 def _checked_rule(scheduler: Scheduler, rule: Rule | None, what: str) -> Rule:
@@ -484,9 +489,7 @@ def compact_arrays(
     (:func:`_add_gates`). The 8192-GPU Mixtral-8x22B job has no gates (EP 8 = TP 8 is one
     server); Qwen-MoE-24L's EP 32 spans four."""
     aj.finish()
-    for s in cluster.servers:
-        if s.intra_host is not None or s.datapath is not None:
-            raise SpecError("servers", f"server {s.name} has an intra-host model; the compact engine has none")
+    _refuse_host_models(cluster)
     topology = Topology(cluster)
     fabric = Fabric(topology)
     in_skeleton = {aj.reps[c][0]: aj.rep_flow(c) for c in range(len(aj.reps))}

@@ -212,17 +212,15 @@ def test_a_scheduler_with_its_own_on_ready_and_no_rule_is_refused():
         compact(job, Custom(), spec)
 
 
-def test_intra_host_models_are_refused():
+@pytest.mark.parametrize("kind", [{"intra_host": "dgx1-v100"}, {"datapath": {"preset": "bf-3"}}])
+def test_hardware_models_are_refused(kind):
     spec = ClusterSpec.from_dict(
-        {
-            "servers": [{"count": 2, "gpus": 8, "nic_rate": 1e9, "intra_host": "dgx1-v100"}],
-            "fabric": {"type": "single_switch"},
-        }
+        {"servers": [{"count": 2, "gpus": 8, "nic_rate": 1e9, **kind}], "fabric": {"type": "single_switch"}}
     )
     job = Job("x")
     job.endpoint("a", Location(0, "gpu0", 0))
     job.task("t", "a", 1e-3)
-    with pytest.raises(SpecError, match="intra-host"):
+    with pytest.raises(SpecError, match=f"hardware model \\({next(iter(kind))}\\)"):
         compact(job, by_name("megatron"), spec)
 
 
