@@ -388,7 +388,7 @@ def _refuse_host_models(cluster: ClusterSpec) -> None:
 def _checked_rule(scheduler: Scheduler, rule: Rule | None, what: str) -> Rule:
     """``rule`` (the scheduler's for flow ``what``), or a one-line error: none, or out of range."""
     if rule is None:
-        raise SpecError("scheduler", f"{scheduler.name} has no rule for flow {what}: use simulate()")
+        raise SpecError("scheduler", f"{scheduler.name} has no rule for flow {what}: run it on the fluid backend")
     if not 0 <= rule.dscp <= 63 or (rule.rate is not None and not rule.rate > 0):
         raise SpecError("scheduler", f"{scheduler.name}: rule {rule} for {what} out of range")
     return rule

@@ -18,9 +18,10 @@ The discrete-event loop: advance the network to the earliest of its next
 flow finish and the next timer; report what finished to the dispatcher;
 carry out its answer. Events at one instant are handled flows first, then
 timers in the order they were set. The network's rate computation and time
-advance run in numba (``engine="numba"``) or in plain Python
-(``engine="reference"``, the oracle). The loop itself stays in Python: every
-event calls the dispatcher and the scheduler, which are Python.
+advance run in numba (``network=NumbaNetwork``, the ``fluid`` backend) or in
+plain Python (``network=ReferenceNetwork``, the oracle: ``fluid-reference``).
+The loop itself stays in Python: every event calls the dispatcher and the
+scheduler, which are Python.
 
 Not modelled (the emulator has them): TCP's ramp-up and ACK traffic (about
 2 % of a reverse link, measured in issue 3), queueing delay, drops. The
@@ -37,7 +38,6 @@ from collections.abc import Callable
 from itertools import count
 
 from railbed.dispatch import Dispatcher, SetDscp, SetRate, StartFlow, StartWait
-from railbed.errors import SpecError
 from railbed.job import Job
 from railbed.results import RunResult
 from railbed.scheduler import Scheduler
@@ -45,11 +45,10 @@ from railbed.spec import ClusterSpec
 from railbed.topology import Topology
 from railbed.units import wire_bytes
 from simulator.fabric import Fabric, Route
-from simulator.network import NumbaNetwork, ReferenceNetwork
+from simulator.network import NumbaNetwork
 from simulator.series import LinkSeries
 from tc_policies.plan import Policy, policy_by_name
 
-ENGINES = {"numba": NumbaNetwork, "reference": ReferenceNetwork}
 MODEL_NOTE = "flow-level model: max-min fair rates, strict priority classes, rate caps; no TCP dynamics, ACKs or queues"
 
 
@@ -67,7 +66,8 @@ class Simulation:
     Counters for benchmarks: ``events`` (flow finishes, timers and flows
     joining after their latency), ``steps`` (network advances: events at one
     instant share one) and ``network_seconds`` (wall time inside the
-    network engine)."""
+    network engine). ``network``: the fluid network's class (``NumbaNetwork``, or
+    ``ReferenceNetwork``, the oracle)."""
 
     def __init__(
         self,
@@ -75,18 +75,15 @@ class Simulation:
         scheduler: Scheduler,
         cluster: ClusterSpec,
         policy: str | Policy = "dscp-priority",
-        engine: str = "numba",
+        network: type = NumbaNetwork,
         progress: Callable[[str], None] | None = None,
         progress_every: float = 2.0,
     ) -> None:
-        if engine not in ENGINES:
-            raise SpecError("engine", f"unknown simulator engine {engine!r} (known: {', '.join(ENGINES)})")
-        self.engine = engine
         self.classes = dscp_classes(policy)
         self.topology = Topology(cluster)
         self.fabric = Fabric(self.topology)
         self.dispatcher = Dispatcher(job, scheduler, cluster, self.topology)
-        self.network = ENGINES[engine](self.fabric.capacity)
+        self.network = network(self.fabric.capacity)
         self.series = LinkSeries(self.fabric.names, self.fabric.capacity)
         self.progress = progress
         self.progress_every = progress_every
@@ -155,7 +152,8 @@ class Simulation:
         result.links = self.fabric.link_stats(self.network.link_bits, self.network.link_peak, result.makespan)
         result.link_series = self.series.result(result.makespan)
         result.notes.append(MODEL_NOTE)
-        result.notes.append(f"simulator: {self.events} events in {self.steps} steps, engine {self.engine}")
+        network = type(self.network).__name__
+        result.notes.append(f"simulator: {self.events} events in {self.steps} steps, network {network}")
         result.wall_seconds = time.perf_counter() - wall0
         return result
 
@@ -208,11 +206,11 @@ def simulate(
     scheduler: Scheduler,
     cluster: ClusterSpec,
     policy: str | Policy = "dscp-priority",
-    engine: str = "numba",
+    network: type = NumbaNetwork,
     progress: Callable[[str], None] | None = None,
 ) -> RunResult:
     """Run ``job`` under ``scheduler`` on a simulated ``cluster`` (see the module docstring).
 
     ``policy`` is the tc policy the emulator would install (``dscp-priority``
     or ``fifo``): it decides which DSCPs are strict-priority classes."""
-    return Simulation(job, scheduler, cluster, policy, engine, progress).run()
+    return Simulation(job, scheduler, cluster, policy, network, progress).run()

@@ -205,6 +205,25 @@ def test_no_package_cycle(project_imports):
     )
 
 
+def test_registered_plug_ins_name_modules_above_the_core_that_define_them():
+    """The core's registries (railbed.backend.BACKENDS, railbed.hosts.KINDS) name their targets as
+    strings, read here without importing them: each an existing module above the core."""
+    from railbed.backend import BACKENDS
+    from railbed.hosts import KINDS
+
+    mods = modules(ROOT, PACKAGES)
+    for registry in (BACKENDS, KINDS):
+        for name in registry.names():
+            module, _, attr = registry.target(name).partition(":")
+            assert module in mods and layer_of(package(module)) > 0, f"{name}: {module}"
+            tree = ast.parse(mods[module].read_text())
+            defined = {
+                t.id for n in tree.body if isinstance(n, ast.Assign) for t in n.targets if isinstance(t, ast.Name)
+            }
+            defined |= {n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
+            assert attr in defined, f"{name}: {module} defines no {attr}"
+
+
 # ------------------------------------------------------------- the checker itself
 def _tree(tmp_path: Path, files: dict[str, str]) -> list[Import]:
     for rel, text in files.items():
