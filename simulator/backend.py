@@ -51,6 +51,7 @@ class FluidRules(ModelBackend):
                 job, run_label(scheduler)
             )
             result.cluster = cluster.name
+            result.notes += scheduler.notes()  # the Dispatcher adds them on the other backends
             return result
         t0 = time.perf_counter()
         cj = compact_arrays(job, scheduler, cluster, options.policy)
@@ -62,6 +63,7 @@ class FluidRules(ModelBackend):
             run.save_items(options.run_dir / "items.npz")
         result = run.summary_result(run_label(scheduler), cluster.name)
         result.notes.append(f"compacted in {seconds:.1f} s, run in {run.wall_seconds:.1f} s")
+        result.notes += scheduler.notes()
         return result
 
 
