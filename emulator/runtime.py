@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from emulator.fidelity import LinkSampler, fidelity_report, link_series, nic_groups, tcp_counters
-from emulator.loadtest import _env, python_argv
+from emulator.loadtest import agent_env, python_argv
 from emulator.nodes import RTO_MIN, SYN_TIMEOUT
 from emulator.state import STATE_DIR, RunState
 from emulator.testbed import Testbed
@@ -262,7 +262,7 @@ class _Run:
                     stdin=subprocess.DEVNULL,
                     stdout=subprocess.DEVNULL,
                     stderr=err,
-                    env=_env(),
+                    env=agent_env(),
                 )
             self.agents[s] = _AgentConn(s, proc, log)
         pending = set(self.agents)

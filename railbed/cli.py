@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 
 from railbed import machine
+from railbed.backend import BACKENDS, backend
 from railbed.dispatch import RunStalled, SchedulerError
 from railbed.errors import EnvironmentProblem, Interrupted, RunFailed, SpecError
 from railbed.spec import ClusterSpec
@@ -129,11 +130,28 @@ def cmd_run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _simulator(args: argparse.Namespace):
+    """The backend ``--backend`` names (``--engine``: its old spelling), decoded here, once."""
+    if args.backend is not None and args.engine is not None:
+        raise SpecError("--engine", "give --backend only (--engine is its old name)")
+    name, field = (args.engine, "--engine") if args.engine is not None else (args.backend or "fluid", "--backend")
+    note = BACKENDS.note(name)
+    if args.engine is not None:
+        note = f"--engine {name} is now --backend {BACKENDS.canonical(name, field)} (the old spelling still works)"
+    if note:
+        print(f"railbed: note: {note}", file=sys.stderr)
+    be = backend(name, field)
+    if be.capabilities.needs_root:
+        raise SpecError(field, f"{be.name} builds a cluster (root): railbed run or crosscheck run it")
+    return be
+
+
 def cmd_simulate(args: argparse.Namespace) -> int:
     from scenarios.runner import simulate_scenario
 
-    sc, out = _scenario_and_out(args, "-sim", arrays=args.engine == "compact")
-    simulate_scenario(sc, out, echo=_say, schedulers=args.scheduler, engine=args.engine, plots=not args.no_plots)
+    be = _simulator(args)
+    sc, out = _scenario_and_out(args, "-sim", arrays=be.capabilities.array_jobs)
+    simulate_scenario(sc, out, echo=_say, schedulers=args.scheduler, backend=be, plots=not args.no_plots)
     return 0
 
 
@@ -249,11 +267,13 @@ def build_parser() -> argparse.ArgumentParser:
         "simulate", "run a scenario on the flow-level simulator (no root)", cmd_simulate, "-sim", False
     )
     s.add_argument(
-        "--engine",
-        default="numba",
-        choices=["numba", "reference", "compact"],
-        help="reference: the slow oracle; compact: one numba kernel, for schedulers with rules (simulator/compact.py)",
+        "--backend",
+        default=None,
+        metavar="NAME",
+        help="fluid (default): every scheduler hook; fluid-reference: the same, the slow oracle; fluid-rules: "
+        "one numba kernel over the schedulers' rules, jobs as arrays (railbed/backend.py)",
     )
+    s.add_argument("--engine", default=None, help=argparse.SUPPRESS)  # the old name: numba | reference | compact
     scenario_command(
         "crosscheck",
         "run a scenario on the emulator and the simulator and compare (root)",

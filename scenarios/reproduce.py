@@ -8,8 +8,9 @@ Each paper keeps its claims in ``scenarios/<paper>/claims.yaml``::
         paper: "within 10 %"                 # the paper's number, as the paper states it
         scenario: ../../examples/scenarios/crosscheck-small.yaml   # relative to the claims file
         backend: crosscheck                  # simulate (default) | emulate | crosscheck
-        engine: compact                      # simulated rows: numba (default) | compact (jobs as arrays;
-                                             # the papers' sizes: such rows run only with --full-size)
+        engine: fluid-rules                  # simulated rows: the simulator backend, fluid (default) |
+                                             # fluid-rules (jobs as arrays: the papers' sizes, rows run only
+                                             # with --full-size); old names numba | compact still read
         scheduler: fifo                      # which run of the scenario the metric reads
         metric: makespan_rel                 # see METRIC_HELP
         relative_to: null                    # a scheduler: report metric / metric(relative_to) - 1
@@ -25,12 +26,13 @@ Each paper keeps its claims in ``scenarios/<paper>/claims.yaml``::
 Rows are grouped by (scenario, backend, engine, set and quick overrides), so one run
 serves every row that reads it. Simulated rows run by default; emulated
 and crosscheck rows need ``--emulate`` (root; one testbed per machine) and
-are listed as skipped otherwise, and so are rows on the compact engine
-without ``--full-size`` (the papers' sizes: minutes and GBs each). ``--resume`` reuses a group's finished
-results directory when its ``scenario.yaml`` is the one the row would run
-(so a long ``--emulate`` report can be stopped and taken up again; each
-run's ``provenance.json`` names the commit it was made with). Each run is
-a normal results directory (figures included) under ``--out`` (default
+are listed as skipped otherwise, and so are rows on a backend that builds jobs
+as arrays (``fluid-rules``) without ``--full-size`` (the papers' sizes:
+minutes and GBs each). ``--resume`` reuses a group's finished results
+directory when its ``scenario.yaml`` is the one the row would run (so a long
+``--emulate`` report can be stopped and taken up again; each run's
+``provenance.json`` names the commit it was made with). Each run is a normal
+results directory (figures included) under ``--out`` (default
 ``reproduction/``), and ``REPRODUCTION.md`` there has, per paper, a table: claim, paper, railbed,
 verdict (holds / does not hold / measured), fidelity (the emulator's
 report, or "simulated"), and the command that reruns the row; then the
@@ -62,6 +64,7 @@ from typing import Any
 
 import yaml
 
+from railbed import backend as backends
 from railbed.errors import SpecError
 from railbed.metrics import METRICS, metric
 from railbed.results import RunResult, fmt_time, percentile
@@ -73,7 +76,6 @@ CLAIM_KEYS = {
     "claim", "paper", "scenario", "backend", "scheduler", "metric", "relative_to", "bound", "unit", "set", "quick",
     "note", "not_reproduced", "engine",
 }  # fmt: skip
-ENGINES = ("numba", "compact")  # simulator engines a row may name (compact: the job built as arrays)
 UNITS = ("percent", "time", "number", "ratio")
 BEGIN, END = "<!-- reproduce:begin -->", "<!-- reproduce:end -->"
 # the rest stay in each run's figures/
@@ -104,11 +106,16 @@ class Claim:
     set: dict[str, Any] = field(default_factory=dict)  # overrides for every run of the row
     note: str | None = None
     not_reproduced: str | None = None  # why railbed does not measure this row (an outside system's baseline)
-    engine: str = "numba"  # the simulator's engine (simulated rows)
+    engine: str = "fluid"  # the simulator backend of a simulated row (railbed.backend.BACKENDS)
+
+    @property
+    def full_size(self) -> bool:
+        """A row at the paper's size: its backend builds jobs as arrays (minutes and GBs per run)."""
+        return self.not_reproduced is None and backends.backend(self.engine).capabilities.array_jobs
 
     def run_key(self, quick: bool) -> str:
         overrides = json.dumps([self.set, self.quick if quick else {}], sort_keys=True, default=str)
-        engine = "" if self.engine == "numba" else f"|{self.engine}"  # numba rows keep their old keys
+        engine = "" if self.engine == "fluid" else f"|{self.engine}"  # fluid rows keep their old keys
         digest = hashlib.sha1(f"{self.scenario}|{self.backend}{engine}|{overrides}".encode()).hexdigest()[:6]
         return f"{self.scenario.stem}-{self.backend}{'-quick' if quick else ''}-{digest}"
 
@@ -168,9 +175,9 @@ def _claim(raw: Any, base: Path, where: str) -> Claim:
         raise SpecError(f"{where}.unit", f"must be one of {', '.join(UNITS)}")
     if unit == "ratio" and not raw.get("relative_to"):
         raise SpecError(f"{where}.relative_to", "unit ratio is a metric over another scheduler's: name it")
-    engine = str(raw.get("engine", "numba"))
-    if engine not in ENGINES or (engine != "numba" and backend != "simulate"):
-        raise SpecError(f"{where}.engine", f"must be one of {', '.join(ENGINES)}, on a simulated row")
+    engine = backends.BACKENDS.canonical(raw.get("engine", "fluid"), f"{where}.engine")
+    if engine != "fluid" and (backend != "simulate" or backends.backend(engine).capabilities.needs_root):
+        raise SpecError(f"{where}.engine", f"names a simulator backend ({engine} is not one), on a simulated row")
     scenario = (base / str(raw["scenario"])).resolve()
     if not scenario.exists():
         raise SpecError(f"{where}.scenario", f"no such file {scenario}")
@@ -203,13 +210,13 @@ def _overrides(raw: Any, where: str) -> dict[str, Any]:
 def _scenario(claim: Claim, quick: bool):
     """The claim's scenario with its ``set`` and --quick overrides, cluster inline (a self-contained scenario.yaml)."""
     from scenarios.runner import Scenario
-    from scenarios.sweep import _scenario_mapping, set_dotted
+    from scenarios.sweep import scenario_mapping, set_dotted
 
-    data, base = _scenario_mapping(str(claim.scenario), Path("."))
+    data, base = scenario_mapping(str(claim.scenario), Path("."))
     for name, overrides in (("set", claim.set), ("quick", claim.quick if quick else {})):
         for key, value in overrides.items():
             set_dotted(data, key, copy.deepcopy(value), f"{name}.{key}")
-    return Scenario.from_dict(data, base, arrays="always" if claim.engine == "compact" else False)
+    return Scenario.from_dict(data, base, arrays="always" if claim.full_size else False)
 
 
 def run_group(
@@ -227,9 +234,8 @@ def run_group(
     quiet = lambda _msg: None  # noqa: E731 - the scenario's own progress is in its directory
     echo(f"  {claim.backend} {claim.scenario.name}{' (quick)' if quick else ''} -> {out}")
     if claim.backend == "simulate":
-        # compact rows are the big jobs (1024+ GPUs): no figures, which would read every item
-        plots = claim.engine == "numba"
-        return {"runs": simulate_scenario(sc, out, echo=quiet, engine=claim.engine, plots=plots)}
+        # full-size rows are the big jobs (1024+ GPUs): no figures, which would read every item
+        return {"runs": simulate_scenario(sc, out, echo=quiet, backend=claim.engine, plots=not claim.full_size)}
     if claim.backend == "emulate":
         return {"runs": run_scenario(sc, out, echo=quiet)}
     checks = crosscheck_scenario(sc, out, echo=quiet)
@@ -321,7 +327,7 @@ def reproduce_paper(
     groups: dict[str, dict[str, Any]] = {}
     rows = []
     for claim in claims:
-        big = claim.engine == "compact"
+        big = claim.full_size
         flags = (" --quick" if quick else "") + (" --emulate" if claim.backend != "simulate" else "")
         flags += " --full-size" if big else ""
         row = Row(
@@ -345,7 +351,7 @@ def reproduce_paper(
         row.value, row.fidelity = measure(claim, groups[key])
         row.verdict = verdict(claim, row.value)
         cmd = {"simulate": "railbed simulate", "emulate": "sudo railbed run", "crosscheck": "sudo railbed crosscheck"}
-        engine = f" --engine {claim.engine}" if claim.engine != "numba" else ""
+        engine = f" --backend {claim.engine}" if claim.engine != "fluid" else ""
         row.command = f"{cmd[claim.backend]} {shlex.quote(str(row.run_dir / 'scenario.yaml'))}{engine}"
     return title, rows
 

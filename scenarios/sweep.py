@@ -138,7 +138,7 @@ class Sweep:
             raise SpecError(sorted(unknown)[0], f"unknown key (known: {', '.join(sorted(KEYS))})")
         if "scenario" not in data:
             raise SpecError("scenario", "missing")
-        scenario, sbase = _scenario_mapping(data["scenario"], base)
+        scenario, sbase = scenario_mapping(data["scenario"], base)
         backend = str(data.get("backend", "simulate"))
         if backend not in BACKENDS:
             raise SpecError("backend", f"must be simulate or emulate, got {backend!r}")
@@ -187,7 +187,7 @@ class Sweep:
         return out
 
 
-def _scenario_mapping(raw: Any, base: Path) -> tuple[dict, Path]:
+def scenario_mapping(raw: Any, base: Path) -> tuple[dict, Path]:
     """The scenario as a mapping with its cluster inline and job file absolute, and its base directory."""
     if isinstance(raw, str):
         path = (base / raw).resolve()

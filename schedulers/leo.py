@@ -39,6 +39,7 @@ import time
 import numpy as np
 
 from railbed.errors import SpecError
+from railbed.hosts import HostLeg
 from railbed.job import Flow, Job
 from railbed.scheduler import Scheduler
 from schedulers.leo_alg import LpInstance, drain, lp_choose, toll_choice, update_khat
@@ -64,7 +65,7 @@ class LeoBase(Scheduler):
             if isinstance(it, Flow) and it.options and "request" not in it.tags:
                 raise SpecError(f"items.{it.id}.tags.request", f"{self.name} schedules request streams (requests)")
         for s, server in enumerate(cluster.servers[:2]):
-            if server.datapath is None:
+            if server.host_spec("datapath") is None:
                 raise SpecError(f"servers[{s}].datapath", f"{self.name} needs the servers' datapath models")
 
     # ------------------------------------------------------------ the hooks
@@ -125,20 +126,18 @@ class LeoBase(Scheduler):
         if server not in self._hosts:
             from hwmodels.plugin import DatapathHost
 
-            self._hosts[server] = DatapathHost(view.cluster.servers[server].datapath)
+            self._hosts[server] = DatapathHost(view.cluster.servers[server].host_spec("datapath"), server)
         return self._hosts[server]
 
     def legs(self, flow: Flow, view, path: str):
         """(host, server, plugin leg) of each leg of the request of ``flow`` on ``path``."""
-        from hwmodels.plugin import Leg as HwLeg
-
         out = []
         for fid in self.flow_ids(flow, view.job):
             f = view.job.items[fid]
             opt = next(o for o in f.options if o.name == path)
             for ep, leg in ((f.src, opt.src_leg), (f.dst, opt.dst_leg)):
                 server = view.location(ep).server
-                hw = HwLeg(leg.src, leg.dst, float(f.size or 0), 0.0, leg.work)
+                hw = HostLeg(leg.src, leg.dst, float(f.size or 0), 0.0, leg.work)
                 out.append((self.host(server, view), server, hw))
         return out
 

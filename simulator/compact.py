@@ -15,7 +15,7 @@ the dependency graph as CSR), and :func:`run_compact` runs it in
 the Dispatcher step by step:
 
 * events in the same order: the network advances to the earliest of its
-  next finish and the next timer (:func:`simulator.network._advance`, the
+  next finish and the next timer (:func:`simulator.network.advance_kernel`, the
   same kernel); finished flows are reported one by one in the network's
   order, then timers in (time, order set);
 * each report settles like ``Dispatcher._settle``: newly ready items join
@@ -23,8 +23,8 @@ the Dispatcher step by step:
   queue on their device FIFO, flows start unless their :class:`Rule` holds
   them); device queues start tasks in device order; the flows started
   join the network after their route's latency; same-server flows are one
-  wait of 0 s (the compact engine refuses servers with an ``intra_host``
-  or ``datapath`` model);
+  wait of 0 s (the compact engine refuses servers with a hardware model,
+  ``intra_host``, ``datapath`` or any kind of :mod:`railbed.hosts`);
 * a :class:`Rule` holds a flow while a network flow active on its source
   NIC has a smaller key than its bar, or (``queued``) while a held queued
   flow there had one when the offer round began: exactly Hermod's and
@@ -70,7 +70,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 from numba import njit
 
-from railbed.dispatch import SchedulerError, _check_acyclic, _check_conservation, check_placement
+from railbed.dispatch import SchedulerError, check_acyclic, check_conservation, check_placement
 from railbed.errors import SpecError
 from railbed.job import Flow, Job, Placement, Task, attrs_of
 from railbed.results import ItemRecord, RunResult
@@ -78,10 +78,10 @@ from railbed.scheduler import Rule, Scheduler, Split, SubFlow
 from railbed.spec import ClusterSpec
 from railbed.topology import Topology
 from railbed.units import FRAME, MSS, wire_bytes
-from simulator.contention import TYPES, Meter, _step
+from simulator.contention import TYPES, Meter, meter_step
 from simulator.contention import result as contention_result
 from simulator.fabric import Fabric, link_stats
-from simulator.network import _advance
+from simulator.network import advance_kernel
 from simulator.run import dscp_classes
 from tc_policies.plan import Policy
 from workloads.arrays import ArrayJob, Ids, ids_of
@@ -271,7 +271,7 @@ class CompactResult:
         res.notes.append(MODEL_NOTE)
         local = int((cj.kind == LOCAL).sum())
         if local:
-            res.notes.append(f"{local} same-server flows took 0 s: their server has no intra_host model")
+            res.notes.append(f"{local} same-server flows took 0 s: their server has no host model")
         res.notes.append(
             f"simulator: {self.events} events in {self.steps} steps, engine compact (no link_series; events "
             "sorted by time)"
@@ -287,9 +287,7 @@ def compact(job: Job, scheduler: Scheduler, cluster: ClusterSpec, policy: str | 
     Raises :class:`SpecError` for what the compact engine does not model (path
     options, intra-host models) and when the scheduler has no rule for a flow."""
     job = job.validate()
-    for s in cluster.servers:
-        if s.intra_host is not None or s.datapath is not None:
-            raise SpecError("servers", f"server {s.name} has an intra-host model; the compact engine has none")
+    _refuse_host_models(cluster)
     topology = Topology(cluster)
     fabric = Fabric(topology)
     placement = scheduler.place(job.public(), cluster)
@@ -405,10 +403,17 @@ def _types_and_coflows(items: list) -> tuple[np.ndarray, list[str], np.ndarray]:
     return ctype, types, coflow
 
 
+def _refuse_host_models(cluster: ClusterSpec) -> None:
+    for s in cluster.servers:
+        if s.host is not None:
+            why = f"server {s.name} has a hardware model ({s.host.kind}); the compact engine has none"
+            raise SpecError("servers", why)
+
+
 def _checked_rule(scheduler: Scheduler, rule: Rule | None, what: str) -> Rule:
     """``rule`` (the scheduler's for flow ``what``), or a one-line error: none, or out of range."""
     if rule is None:
-        raise SpecError("scheduler", f"{scheduler.name} has no rule for flow {what}: use simulate()")
+        raise SpecError("scheduler", f"{scheduler.name} has no rule for flow {what}: run it on the fluid backend")
     if not 0 <= rule.dscp <= 63 or (rule.rate is not None and not rule.rate > 0):
         raise SpecError("scheduler", f"{scheduler.name}: rule {rule} for {what} out of range")
     return rule
@@ -487,8 +492,8 @@ def _gate_subs(taken, items, gates: dict[str, list[int]], scheduler: Scheduler, 
                     raise SpecError("scheduler", f"{who}: sub-flow {sub.id} depends on items outside the split")
                 seen.add(sub.id)
                 out.append((sub, where[orig_id], g))
-            _check_conservation(orig, [(orig.src, orig.dst, sub.size) for sub in parts], who)
-        _check_acyclic(split, who)
+            check_conservation(orig, [(orig.src, orig.dst, sub.size) for sub in parts], who)
+        check_acyclic(split, who)
     return out
 
 
@@ -509,9 +514,7 @@ def compact_arrays(
     (:func:`_add_gates`). The 8192-GPU Mixtral-8x22B job has no gates (EP 8 = TP 8 is one
     server); Qwen-MoE-24L's EP 32 spans four."""
     aj.finish()
-    for s in cluster.servers:
-        if s.intra_host is not None or s.datapath is not None:
-            raise SpecError("servers", f"server {s.name} has an intra-host model; the compact engine has none")
+    _refuse_host_models(cluster)
     topology = Topology(cluster)
     fabric = Fabric(topology)
     in_skeleton = {aj.reps[c][0]: aj.rep_flow(c) for c in range(len(aj.reps))}
@@ -970,7 +973,7 @@ def _run_kernel(
     start_t, end_t, link_bits, link_peak, stats, metered, ftype, m_hit, m_total, m_load, m_mask, m_top,
 ):  # fmt: skip  # pragma: no cover - numba
     """The whole run (module docstring). Returns 0, or 1 (nothing pending), 2 (no progress), 3 (stalled).
-    ``metered``: measure contention (simulator.contention._step) by the items' type ids ``ftype``."""
+    ``metered``: measure contention (simulator.contention.meter_step) by the items' type ids ``ftype``."""
     n = kind.shape[0]
     ndev = device_cap.shape[0]
     nlinks = link_cap.shape[0]
@@ -1102,7 +1105,7 @@ def _run_kernel(
                 stats[3] += nact
                 if dirty:
                     stats[4] += 1
-                t, nfin, nact = _advance(
+                t, nfin, nact = advance_kernel(
                     now, t_limit, dirty, link_cap, flow_links, nhops, sprio, scap, rem, rates, act, nact,
                     left, lcount, state, link_load, link_bits, link_peak, finished,
                 )  # fmt: skip
@@ -1110,7 +1113,7 @@ def _run_kernel(
                     stats[0], stats[1], stats[2] = events, steps, done
                     return 2
                 if metered:
-                    _step(
+                    meter_step(
                         link_cap, flow_links, nhops, sprio, scap, rates, act, nact, finished, nfin, sftype, dirty,
                         scont, t - now, m_hit, m_total, m_load, m_mask, m_top,
                     )  # fmt: skip

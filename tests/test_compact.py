@@ -14,7 +14,7 @@ from railbed.job import Job, Location
 from railbed.results import RunResult
 from railbed.scheduler import Rule, Scheduler
 from railbed.spec import ClusterSpec
-from schedulers import by_name
+from schedulers import by_name, make
 from schedulers.hermod import Hermod, key_number
 from simulator import simulate
 from simulator.compact import LOCAL, NET, TASK, compact, compact_arrays, load_items, run_compact, simulate_compact
@@ -212,17 +212,15 @@ def test_a_scheduler_with_its_own_on_ready_and_no_rule_is_refused():
         compact(job, Custom(), spec)
 
 
-def test_intra_host_models_are_refused():
+@pytest.mark.parametrize("kind", [{"intra_host": "dgx1-v100"}, {"datapath": {"preset": "bf-3"}}])
+def test_hardware_models_are_refused(kind):
     spec = ClusterSpec.from_dict(
-        {
-            "servers": [{"count": 2, "gpus": 8, "nic_rate": 1e9, "intra_host": "dgx1-v100"}],
-            "fabric": {"type": "single_switch"},
-        }
+        {"servers": [{"count": 2, "gpus": 8, "nic_rate": 1e9, **kind}], "fabric": {"type": "single_switch"}}
     )
     job = Job("x")
     job.endpoint("a", Location(0, "gpu0", 0))
     job.task("t", "a", 1e-3)
-    with pytest.raises(SpecError, match="intra-host"):
+    with pytest.raises(SpecError, match=f"hardware model \\({next(iter(kind))}\\)"):
         compact(job, by_name("megatron"), spec)
 
 
@@ -239,18 +237,20 @@ def test_empty_and_task_only_jobs():
     assert math.isclose(res.makespan, 3e-3)
 
 
-def test_railbed_simulate_engine_compact_gives_the_numba_engines_result():
-    """``railbed simulate --engine compact`` (scenarios.runner._simulate) on Hermod's reduced
-    Mixtral-8x22B scenario file, a smaller job: the same records and iterations as the numba engine."""
+def test_the_fluid_rules_backend_gives_the_fluid_backends_result():
+    """``railbed simulate --backend fluid-rules`` (the compact engine behind railbed.backend) on
+    Hermod's reduced Mixtral-8x22B scenario file, a smaller job: the same records and iterations
+    as ``fluid``."""
     from pathlib import Path
 
-    from scenarios.runner import Scenario, _simulate
+    from railbed.backend import backend
+    from scenarios.runner import Scenario
 
     sc = Scenario.load(Path(__file__).resolve().parents[1] / "scenarios/hermod/sim-mixtral-8x22b-100g.yaml")
     job = moe_training(model="mixtral-8x22b", dp=2, layers=8, microbatches=2, zero2=True, nics_per_server=8)
     for spec in sc.schedulers:
-        slow = _simulate(sc, spec, "numba", lambda _: None, job)
-        fast = _simulate(sc, spec, "compact", lambda _: None, job)
+        slow = backend("fluid").run(job, make(spec), sc.cluster, sc.options())
+        fast = backend("fluid-rules").run(job, make(spec), sc.cluster, sc.options())
         assert fast.scheduler == slow.scheduler and fast.cluster == slow.cluster
         assert fast.iterations == pytest.approx(slow.iterations, rel=1e-12)
         assert {i: r.end for i, r in fast.items.items()} == pytest.approx({i: r.end for i, r in slow.items.items()})
@@ -342,7 +342,7 @@ def test_the_compact_results_format_round_trips_and_summarises_like_the_records(
 
 def test_railbed_simulate_builds_a_job_over_the_item_bound_as_arrays(tmp_path, monkeypatch):
     """A generated job over ``workloads.MAX_ITEMS`` (here lowered to 1000) is refused as a Job,
-    and under ``--engine compact`` built as arrays per scheduler: result.json without
+    and under ``--backend fluid-rules`` built as arrays per scheduler: result.json without
     records, items.npz with every item, the makespan of the compact engine on the Job."""
     import workloads
     from scenarios.runner import Scenario, simulate_scenario
@@ -359,13 +359,13 @@ def test_railbed_simulate_builds_a_job_over_the_item_bound_as_arrays(tmp_path, m
     }
     job = moe_training(**args)
     monkeypatch.setattr(workloads, "MAX_ITEMS", 1000)
-    with pytest.raises(SpecError, match="engine compact"):
+    with pytest.raises(SpecError, match="backend fluid-rules"):
         Scenario.from_dict(data)
     sc = Scenario.from_dict(data, arrays=True)
     assert sc.job is None and sc.arrays == ("moe_training", args)
-    with pytest.raises(SpecError, match="engine compact"):
+    with pytest.raises(SpecError, match="backend fluid-rules"):
         simulate_scenario(sc, tmp_path / "numba", echo=lambda _: None)
-    results = simulate_scenario(sc, tmp_path / "out", echo=lambda _: None, engine="compact")
+    results = simulate_scenario(sc, tmp_path / "out", echo=lambda _: None, backend="fluid-rules")
     for res, name in zip(results, ["megatron", "hermod"]):
         want = simulate_compact(job, by_name(name), sc.cluster)
         assert res.items == {} and res.makespan == want.makespan

@@ -330,6 +330,22 @@ def test_fast_evaluation_agrees_with_its_twin_and_the_simulator(job):
         assert fast == pytest.approx(ev["simulate"](y), rel=1e-9)
 
 
+def test_etp_cost_runs_on_the_backend_it_is_handed(job):
+    """T'_Y through the backend seam: the plain-Python twin gives the default's numbers; a backend
+    that calls no hooks cannot run OES and is refused."""
+    from railbed.backend import backend
+    from schedulers import dgtp as d
+
+    public = job.public()
+    names = d._movable(public)
+    y = tuple(k % 4 for k in range(len(names)))
+    fluid = d.simulated_makespan(public, TESTBED, 2, 0)(y)
+    twin = d.simulated_makespan(public, TESTBED, 2, 0, backend=backend("fluid-reference"))(y)
+    assert twin == pytest.approx(fluid, rel=1e-9)
+    with pytest.raises(SpecError, match="calls no hooks"):
+        d.simulated_makespan(public, TESTBED, 2, 0, backend=backend("fluid-rules"))
+
+
 def test_fast_evaluation_declines_what_it_does_not_model(job):
     from schedulers import dgtp as d
 

@@ -230,10 +230,11 @@ def test_a_row_on_the_compact_engine_reads_the_same_number_as_on_numba(tmp_path)
         "hermod", tmp_path / "out", False, False, lambda _m: None, papers, full_size=True
     )
     assert numba.run_dir != compact.run_dir and numba.value == pytest.approx(compact.value, abs=1e-12)
-    assert compact.command.endswith("--engine compact") and "--engine" not in numba.command
+    assert compact.command.endswith("--backend fluid-rules") and "--backend" not in numba.command
+    assert compact.claim.engine == "fluid-rules"  # the old spelling ``engine: compact`` still reads
     assert (compact.run_dir / "hermod" / "items.npz").exists()  # built as arrays: no per-item JSON
     bad = tmp_path / "bad.yaml"
-    for engine, backend in (("cuda", "simulate"), ("compact", "emulate")):
+    for engine, backend in (("cuda", "simulate"), ("compact", "emulate"), ("emulate", "simulate")):
         extra = f", engine: {engine}, backend: {backend}"
         bad.write_text(f"claims:\n  - {row.format('x', tmp_path / 'moe.yaml', extra)}\n")
         with pytest.raises(SpecError) as err:

@@ -92,7 +92,7 @@ def generate(name: str, args: Mapping[str, Any] | None = None, field: str = "job
     is refused before it is built."""
     gen, kwargs, hints, items = _checked(name, args, field)
     if items > MAX_ITEMS:
-        hint = " (railbed simulate --engine compact builds it as arrays)" if name in ARRAY_FORMS else ""
+        hint = " (railbed simulate --backend fluid-rules builds it as arrays)" if name in ARRAY_FORMS else ""
         raise SpecError(f"{field}.args", f"{name} would make about {items:.3g} items; at most {MAX_ITEMS}{hint}")
     return _call(gen, kwargs, hints, field)
 
