@@ -69,7 +69,7 @@ CPU_SATURATION_LIMIT = 0.25
 # Linux counts a retransmission timeout in one of four counters, by the state it fired in
 # (tcp_retransmit_timer: open, or after a SACK / Reno / RTO recovery that failed).
 RTO_COUNTERS = ("TCPTimeouts", "TCPSackFailures", "TCPRenoFailures", "TCPLossFailures")
-TCP_COUNTERS = {"Tcp": ("RetransSegs",), "TcpExt": (*RTO_COUNTERS, "TCPSpuriousRTOs", "TCPSynRetrans")}
+TCP_COUNTERS = {"Tcp": ("OutSegs", "RetransSegs"), "TcpExt": (*RTO_COUNTERS, "TCPSpuriousRTOs", "TCPSynRetrans")}
 
 
 def tcp_counters(pid: int) -> dict[str, int]:
@@ -280,6 +280,7 @@ def fidelity_report(
         "cpu_max": max(cpu) if cpu else 0.0,
         "cpu_saturated_share": saturated,
         "max_peak_util": max((v["peak_util"] for v in links.values()), default=0.0),
+        "tcp_segments": tcp.get("OutSegs", 0),
         "tcp_retransmits": tcp.get("RetransSegs", 0),
         "tcp_timeouts": timeouts,
         "tcp_syn_retransmits": syns,
