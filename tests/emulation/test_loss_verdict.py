@@ -10,8 +10,6 @@ uplinks (each rail's uplink carries what three 100 Gbit/s NICs send across rails
   drops a few hundred packets at the uplink and recovers without idling it (ends within
   0.7 % of the fluid model): not flagged."""
 
-import pytest
-
 from emulator.runtime import run
 from emulator.testbed import Testbed
 from railbed.job import Job, Location
@@ -41,25 +39,20 @@ def chain() -> Job:
     return job.validate()
 
 
-@pytest.fixture(scope="module")
-def testbed():
+def test_the_loss_verdict_flags_the_lossy_all_to_all_and_not_the_clean_chain():
+    """One testbed, both runs (the conftest checks for leftovers after each test)."""
     with Testbed(CLUSTER, scale=K) as tb:
-        yield tb
+        lossy = run(generate("all_to_all", {"n": 6, "size": "4MB"}), make(SchedulerSpec("fifo")), tb)
+        clean = run(chain(), make(SchedulerSpec("fifo")), tb)
 
-
-def test_an_all_to_all_over_an_oversubscribed_spine_is_flagged(testbed):
-    res = run(generate("all_to_all", {"n": 6, "size": "4MB"}), make(SchedulerSpec("fifo")), testbed)
-    fid, loss = res.fidelity, res.fidelity["loss"]
+    fid, loss = lossy.fidelity, lossy.fidelity["loss"]
     assert loss["drops"] > 100 and loss["resent_share"] > 0.01, loss  # the case loses packets
-    assert loss["fluid_makespan"] and res.makespan > loss["fluid_makespan"]
+    assert loss["fluid_makespan"] and lossy.makespan > loss["fluid_makespan"]
     assert loss["flagged"] and not fid["ok"], loss
     (text,) = [p for p in fid["problems"] if p.startswith("packet loss cost a measurable share of the makespan")]
     assert f"{loss['drops']} packets dropped" in text and "above the fluid model's" in text and "larger k" in text
 
-
-def test_a_chain_of_lone_flows_is_not_flagged(testbed):
-    res = run(chain(), make(SchedulerSpec("fifo")), testbed)
-    loss = res.fidelity["loss"]
-    assert loss["fluid_makespan"] and not loss["flagged"], (loss, res.fidelity["problems"])
-    assert not any(p.startswith("packet loss") for p in res.fidelity["problems"])
+    loss = clean.fidelity["loss"]
+    assert loss["fluid_makespan"] and not loss["flagged"], (loss, clean.fidelity["problems"])
+    assert not any(p.startswith("packet loss") for p in clean.fidelity["problems"])
     assert loss["excess_over_fluid"] < 0.03 and loss["stall_floor_share"] < 0.01
