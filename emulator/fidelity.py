@@ -76,9 +76,10 @@ CPU_BUSY = 0.95
 CPU_SATURATION_LIMIT = 0.25
 
 
-# Packet loss (loss_verdict; measured in docs/fidelity.md, "Packet loss"): clean runs ended 0.0-1.6 % above
-# the fluid model with none or a few resent segments; runs whose loss cost time 4.5-25 % above it with
-# 1.7-7.7 % of segments resent; a lone flow through a 4:1 step-down resent 1.3-2.7 % and ended within 0.7 %.
+# Packet loss (loss_verdict; measured in docs/fidelity.md, "Packet loss", bench/bench_loss.py): clean runs
+# ended -0.1 to +1.6 % from the fluid model's makespan, their makespans 0.4-0.6 % apart over ten runs, even
+# a lone flow through a 4:1 step-down that resent up to 6.8 % of its segments; runs whose loss cost time
+# ended 4.5-25 % above it with 1.7-7.7 % of segments resent.
 LOSS_RTO_SHARE = 0.01  # timeouts x rto_min / k against the makespan (a lower bound of what they stalled)
 LOSS_EXCESS = 0.03  # makespan above the fluid model's ...
 LOSS_RESENT = 0.01  # ... while at least this share of the servers' TCP segments were resent
