@@ -148,10 +148,10 @@ def probe(address: str, where: str = "--address") -> dict[str, str]:
 def connect(address: str, where: str, **kwargs):
     """``ray.init`` on the cluster at ``address`` after :func:`probe`; Ray's own failures as one line."""
     env = probe(address, where)
-    os.environ.update(env)  # before Ray reads its configuration; workers it starts inherit nothing of it
+    os.environ.update(env)
     import ray
 
-    if env and "ray._raylet" in sys.modules:  # Ray was imported before: refresh its cached mode
+    if env:  # Ray reads RAY_AUTH_MODE once, when imported: refresh it (as Ray's own _enable_token_auth does)
         ray._raylet.Config.initialize("")
     try:
         ray.init(address=address, **kwargs)
