@@ -52,6 +52,12 @@ def _seconds_arg(value: str) -> float:
     return seconds
 
 
+def _count_arg(value: str) -> int:
+    if not value.isdigit() or int(value) < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {value!r}")
+    return int(value)
+
+
 def cmd_check(args: argparse.Namespace) -> int:
     from railbed.topology import Topology, default_scale
     from railbed.units import RateScale
@@ -188,11 +194,12 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
-    from scenarios.sweep import Sweep, run_sweep
+    from scenarios.sweep import MAX_POINTS, Sweep, run_sweep
 
     sweep = Sweep.load(args.sweep)
     out = Path(args.out or f"results/sweep-{sweep.name}")
-    rows = run_sweep(sweep, out, echo=_say, address=args.address, cpus=args.cpus)
+    limit = args.max_points or MAX_POINTS
+    rows = run_sweep(sweep, out, echo=_say, address=args.address, cpus=args.cpus, max_points=limit)
     return 0 if all(r["status"] == "ok" for r in rows) else 1
 
 
@@ -295,6 +302,7 @@ def build_parser() -> argparse.ArgumentParser:
     sw.add_argument("--out", default=None, help="results directory (default results/sweep-<name>); re-run resumes")
     sw.add_argument("--address", default=None, help="Ray cluster address (default: RAY_ADDRESS, else local)")
     sw.add_argument("--cpus", type=int, default=None, help="CPUs of the local Ray instance (default: all)")
+    sw.add_argument("--max-points", type=_count_arg, default=None, help="allow grids of up to N points (default 1000)")
     sw.set_defaults(func=cmd_sweep)
 
     from scenarios.reproduce import PAPERS
