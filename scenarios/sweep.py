@@ -78,14 +78,41 @@ def _load_yaml(path: Path, field_name: str) -> Any:
 
 # ------------------------------------------------------------------ points
 def set_dotted(data: dict, key: str, value: Any, where: str) -> None:
-    """``data["a"]["b"] = value`` for ``key = "a.b"``, creating missing mappings."""
-    node = data
+    """``data["a"]["b"] = value`` for ``key = "a.b"``, creating missing mappings; a whole-number
+    part indexes a list (``cluster.servers.0.nics``)."""
+    node: Any = data
     parts = key.split(".")
     for part in parts[:-1]:
-        node = node.setdefault(part, {})
-        if not isinstance(node, dict):
+        if isinstance(node, list):
+            node = _item(node, part, key, where)
+        else:
+            node = node.setdefault(part, {})
+        if not isinstance(node, (dict, list)):
             raise SpecError(where, f"{part!r} in {key!r} is not a mapping in the scenario")
-    node[parts[-1]] = value
+    if isinstance(node, list):
+        _item(node, parts[-1], key, where)
+        node[int(parts[-1])] = value
+    else:
+        node[parts[-1]] = value
+
+
+def get_dotted(data: Any, key: str) -> Any:
+    """The value at ``key`` (as :func:`set_dotted` reads it), or None where the path ends."""
+    node = data
+    for part in key.split("."):
+        if isinstance(node, list) and part.isdigit() and int(part) < len(node):
+            node = node[int(part)]
+        elif isinstance(node, dict) and part in node:
+            node = node[part]
+        else:
+            return None
+    return node
+
+
+def _item(node: list, part: str, key: str, where: str) -> Any:
+    if not part.isdigit() or int(part) >= len(node):
+        raise SpecError(where, f"{part!r} in {key!r} is not an index of a list of {len(node)}")
+    return node[int(part)]
 
 
 def set_rate(scenario: dict, rate: Any) -> None:

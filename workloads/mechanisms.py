@@ -1,0 +1,74 @@
+"""Tiny jobs whose answers can be computed by hand (the mechanism tests, issue 22).
+
+``pp_chain``: a pipeline chain beside one large data-parallel flow. Tasks
+``t0 .. t<n-1>`` of ``compute`` seconds alternate between endpoint ``g0``
+(server 0) and ``g1`` (server 1); flow ``f<i>`` carries ``activation`` bytes
+from ``t<i>``'s endpoint to ``t<i+1>``'s, so the even flows go 0 -> 1 and
+the odd ones 1 -> 0. Flow ``dp`` (``gradient`` bytes, 0 -> 1) is ready at
+time 0. Only the even PP flows share a link (server 0's NIC, the switch
+port to server 1) with ``dp``. Attributes: PP flows microbatch 0, DP flow
+microbatch ``dp_microbatch``; tags ``dscp`` (``PP`` 46, ``DP`` 0) for
+``tag-priority``.
+
+``oes_incast``: DGTP's OES rate rule (seed 000, Alg. 1 lines 18-21) where it
+differs from max-min. Graph stores on servers 0 (A) and 1 (B), samplers on
+servers 2, 3, 4 (C, D, E), a worker on C, a PS on A; flows A -> C, B -> C,
+B -> D, B -> E of ``size`` bytes each at time 0, then the worker's
+``compute`` after A -> C. Everything is pinned, so every scheduler runs the
+same placement.
+"""
+
+from __future__ import annotations
+
+from railbed.errors import SpecError
+from railbed.job import Job, Location
+
+
+def _positive(name: str, value: float) -> None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
+        raise SpecError(name, f"must be > 0, got {value!r}")
+
+
+def pp_chain(
+    tasks: int = 9,
+    compute: float = 1e-3,
+    activation: int = 1_000_000,
+    gradient: int = 40_000_000,
+    dp_microbatch: int = 1,
+) -> Job:
+    """The chain and the DP flow (module docstring)."""
+    if isinstance(tasks, bool) or not isinstance(tasks, int) or tasks < 2:
+        raise SpecError("tasks", f"must be a whole number >= 2, got {tasks!r}")
+    for name, value in (("compute", compute), ("activation", activation), ("gradient", gradient)):
+        _positive(name, value)
+    if isinstance(dp_microbatch, bool) or not isinstance(dp_microbatch, int) or dp_microbatch < 0:
+        raise SpecError("dp_microbatch", f"must be a whole number >= 0, got {dp_microbatch!r}")
+    job = Job(f"pp-chain-{tasks}")
+    for s in (0, 1):
+        job.endpoint(f"g{s}", Location(s, "gpu0", 0), role="gpu")
+    prev: list[str] = []
+    for i in range(tasks):
+        here = f"g{i % 2}"
+        prev = [job.task(f"t{i}", here, compute, prev, iteration=0, microbatch=0, layer=i)]
+        if i < tasks - 1:
+            prev = [job.flow(f"f{i}", here, f"g{(i + 1) % 2}", activation, prev, iteration=0, microbatch=0, layer=i,
+                             coflow=f"pp{i}", coflow_type="PP", tags={"dscp": 46})]  # fmt: skip
+    job.flow("dp", "g0", "g1", gradient, (), iteration=0, microbatch=dp_microbatch, layer=0, coflow="dp",
+             coflow_type="DP", tags={"dscp": 0})  # fmt: skip
+    return job.validate()
+
+
+def oes_incast(size: int = 1_000_000, compute: float = 2e-3) -> Job:
+    """The incast and fan-out of four flows (module docstring)."""
+    _positive("size", size)
+    _positive("compute", compute)
+    job = Job("oes-incast")
+    for name, server, role in (("store0", 0, "store"), ("store1", 1, "store"), ("s2", 2, "sampler"),
+                               ("s3", 3, "sampler"), ("s4", 4, "sampler"), ("ps", 0, "ps")):  # fmt: skip
+        job.endpoint(name, Location(server, "cpu", 0), role=role)
+    job.endpoint("w2", Location(2, "gpu0", 0), role="worker")
+    for fid, src, dst in (("ac", "store0", "s2"), ("bc", "store1", "s2"), ("bd", "store1", "s3"),
+                          ("be", "store1", "s4")):  # fmt: skip
+        job.flow(fid, src, dst, size, (), iteration=0, coflow=f"to-{dst}", coflow_type="graph-data")
+    job.task("train", "w2", compute, ["ac"], iteration=0)
+    return job.validate()
