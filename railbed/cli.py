@@ -293,14 +293,19 @@ def build_parser() -> argparse.ArgumentParser:
     )
     rp.add_argument("--out", default="reproduction", help="where the runs and REPRODUCTION.md go")
     rp.add_argument(
-        "--write", default=None, metavar="FILE", help="also rewrite this file's reproduce:begin/end block (REPRODUCTION.md)"
+        "--write",
+        default=None,
+        metavar="FILE",
+        help="also rewrite this file's reproduce:begin/end block (REPRODUCTION.md)",
     )
     rp.add_argument("--readme", default=None, help=argparse.SUPPRESS)  # the old name of --write
     rp.add_argument(
         "--resume", action="store_true", help="reuse runs in --out that finished with the same scenario.yaml"
     )
     rp.add_argument(
-        "--sensitivity", action="store_true", help="sweep the claims files' unstated parameters on Ray, one figure per claim"
+        "--sensitivity",
+        action="store_true",
+        help="sweep the claims files' unstated parameters on Ray, one figure per claim",
     )
     rp.add_argument("--address", default=None, help="--sensitivity: a Ray cluster (default: local)")
     rp.add_argument("--cpus", type=int, default=None, help="--sensitivity: CPUs of the local Ray instance")

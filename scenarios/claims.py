@@ -207,8 +207,8 @@ def paper_cell(claim: Claim) -> str:
         words = " ".join(x for x in (p.text or "-", f"({p.source})" if p.source else "") if x)
         if claim.kind == "direction":
             lo, hi = claim.interval()
-            words += "; direction only: " + " and ".join(
-                ([f"at least {fmt(p.unit, lo)}"] if lo > -math.inf else []) + ([f"at most {fmt(p.unit, hi)}"] if hi < math.inf else []))  # fmt: skip
+            ends = [f"at least {fmt(p.unit, lo)}"] * (lo > -math.inf) + [f"at most {fmt(p.unit, hi)}"] * (hi < math.inf)
+            words += "; direction only: " + " and ".join(ends)
         return words
     lo, hi = p.span()
     number = fmt(p.unit, lo, True) if lo == hi else f"{fmt(p.unit, lo, True)} to {fmt(p.unit, hi, True)}"
@@ -219,7 +219,7 @@ def paper_cell(claim: Claim) -> str:
         words += f" {p.text}"
     if p.source:
         words += f" ({p.source})"
-    if claim.kind in ("value", "up_to", "mean"):
+    if claim.kind in ("value", "up_to", "mean") and claim.measured:
         a, b = claim.interval()
         words += f"; holds in [{fmt(p.unit, a)}, {fmt(p.unit, b)}]"
     return words
@@ -250,9 +250,9 @@ def load_claims(path: Path) -> tuple[str, list[Claim], list[Unstated]]:
         raise SpecError(str(path), "not valid YAML") from None
     if not isinstance(data, dict) or not isinstance(data.get("claims"), list):
         raise SpecError("claims", f"{path}: expected a mapping with a list 'claims'")
-    unknown = set(data) - {"title", "claims", "unstated"}
-    if unknown:
-        raise SpecError(sorted(unknown)[0], "unknown key (known: claims, title, unstated)")
+    unknown = set(data) - {"title", "claims", "unstated", "anchors"}
+    if unknown:  # anchors: YAML anchors the claims repeat, read by nothing else
+        raise SpecError(sorted(unknown)[0], "unknown key (known: anchors, claims, title, unstated)")
     claims = [_claim(c, path.parent, f"claims[{i}]", i) for i, c in enumerate(data["claims"])]
     _check_ids(claims)
     _check_experiments(claims)

@@ -344,7 +344,7 @@ def describe(**kwargs) -> dict:
     shape_args = {k: a[k] for k in ("layers", "experts", "topk", "hidden", "ffn", "pp", "tp", "ep", "seq", "mbs")}
     s = _shape(a["model"], shape_args, a["dp"], a["microbatches"], _check_int("chunks", a["chunks"]), 1.0,
                _check_int("shrink", a["shrink"]))  # fmt: skip
-    own = dict(DEFAULTS, **(PRESETS[a["model"]] if a["model"] else {}))["layers"]
+    own = PRESETS[a["model"]]["layers"] if a["model"] else s.layers  # a model without a preset is what it is
     return {"model": a["model"] or "moe", "layers": s.layers, "model_layers": own, "gpus": s.tp * s.pp * s.dp,
             "microbatches": s.microbatches, "iterations": a["iterations"], "shrink": a["shrink"]}  # fmt: skip
 

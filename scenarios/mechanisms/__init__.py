@@ -87,7 +87,16 @@ def chain_numbers(sc: dict) -> dict[str, float]:
     shared = (n - 1 + 1) // 2  # f0, f2, ...: the flows from server 0
     fair = n * c + (n - 1 - shared) * p + shared * 2 * p
     strict = n * c + (n - 1) * p
-    return {"c": c, "p": p, "n": n, "n_flows": n - 1, "n_shared": shared, "n_other": n - 1 - shared, "fair": fair, "strict": strict}
+    return {
+        "c": c,
+        "p": p,
+        "n": n,
+        "n_flows": n - 1,
+        "n_shared": shared,
+        "n_other": n - 1 - shared,
+        "fair": fair,
+        "strict": strict,
+    }
 
 
 CHAIN = """c = {c} a task; p = {p} a PP flow alone (8 x wire bytes of the activation over the NIC rate: full
