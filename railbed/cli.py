@@ -196,6 +196,7 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
         write=Path(write) if write else None,
         resume=args.resume,
         full_size=args.full_size,
+        plots=not args.no_plots,
     )
     return 0
 
@@ -307,6 +308,7 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="sweep the claims files' unstated parameters on Ray, one figure per claim",
     )
+    rp.add_argument("--no-plots", action="store_true", help="no figures (REPRODUCTION.md's block has none)")
     rp.add_argument("--address", default=None, help="--sensitivity: a Ray cluster (default: local)")
     rp.add_argument("--cpus", type=int, default=None, help="--sensitivity: CPUs of the local Ray instance")
     rp.set_defaults(func=cmd_reproduce)

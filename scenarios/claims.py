@@ -150,7 +150,15 @@ class Claim:
         or the direction's bound)."""
         if self.kind == "direction":
             return self.bound.get("min", -math.inf), self.bound.get("max", math.inf)
-        return (self.band or default_band(self.paper.unit)).interval(*self.paper.span())
+        lo, hi = self.paper.span()
+        a, b = (self.band or default_band(self.paper.unit)).interval(lo, hi)
+        side = self.side()  # an effect holds only on its own side of "no effect" (never a slowdown for 1.18x)
+        return (max(a, self.paper.neutral), b) if side > 0 else (a, min(b, self.paper.neutral)) if side < 0 else (a, b)
+
+    def side(self) -> int:
+        """+1 / -1 when the paper's number (all of its range) is above / below "no effect", else 0."""
+        lo, hi = self.paper.span()
+        return 1 if lo > self.paper.neutral else -1 if hi < self.paper.neutral else 0
 
     def best(self, values: list[float]) -> float:
         """The row's number from its points: the mean (``mean``), the largest effect (``up_to``: the
@@ -173,7 +181,8 @@ def verdict(claim: Claim, value: float | None) -> str:
     if value is None or math.isnan(value):
         return "no value"
     lo, hi = claim.interval()
-    held = "holds" if lo <= value <= hi else "does not hold"
+    inside = lo <= value <= hi and (claim.kind == "direction" or value != claim.paper.neutral or not claim.side())
+    held = "holds" if inside else "does not hold"
     return f"{held} (direction only)" if claim.kind == "direction" else held
 
 
@@ -192,7 +201,7 @@ def fmt(unit: str, value: float | None, paper: bool = False) -> str:
     if math.isinf(value):
         return ("+" if value > 0 else "-") + "inf"
     if unit in RATIO_UNITS:
-        return f"{value:.3g}x"
+        return f"{value:.2f}x" if abs(value) < 10 else f"{value:.3g}x"
     if unit == "%":
         return f"{value:+.4g} %" if paper else f"{value:+.1f} %"
     if unit in TIME_UNITS:
@@ -221,7 +230,9 @@ def paper_cell(claim: Claim) -> str:
         words += f" ({p.source})"
     if claim.kind in ("value", "up_to", "mean") and claim.measured:
         a, b = claim.interval()
-        words += f"; holds in [{fmt(p.unit, a)}, {fmt(p.unit, b)}]"
+        left = "(" if claim.side() > 0 else "["  # "no effect" itself does not hold
+        right = ")" if claim.side() < 0 else "]"
+        words += f"; holds in {left}{fmt(p.unit, a)}, {fmt(p.unit, b)}{right}"
     return words
 
 

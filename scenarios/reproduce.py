@@ -179,7 +179,9 @@ def _scenario(claim: Claim, point: dict[str, Any], quick: bool, extra: dict[str,
     return Scenario.from_dict(data, base, arrays="always" if claim.engine == "compact" else False)
 
 
-def run_group(claim: Claim, sc, out: Path, echo: Callable[[str], None], resume: bool = False) -> dict[str, Any]:
+def run_group(
+    claim: Claim, sc, out: Path, echo: Callable[[str], None], resume: bool = False, plots: bool = True
+) -> dict[str, Any]:
     """Run scenario ``sc`` of ``claim`` once; return what its rows read (results, crosschecks).
     With ``resume``, an earlier finished run of the same scenario in ``out`` is read instead."""
     from scenarios.runner import crosscheck_scenario, run_scenario, simulate_scenario
@@ -192,11 +194,11 @@ def run_group(claim: Claim, sc, out: Path, echo: Callable[[str], None], resume: 
     echo(f"  {claim.backend} {sc.name} -> {out}")
     if claim.backend == "simulate":
         # compact rows are the big jobs (1024+ GPUs): no figures, which would read every item
-        plots = claim.engine == "numba"
+        plots = plots and claim.engine == "numba"
         return {"runs": simulate_scenario(sc, out, echo=quiet, engine=claim.engine, plots=plots)}
     if claim.backend == "emulate":
-        return {"runs": run_scenario(sc, out, echo=quiet)}
-    checks = crosscheck_scenario(sc, out, echo=quiet)
+        return {"runs": run_scenario(sc, out, echo=quiet, plots=plots)}
+    checks = crosscheck_scenario(sc, out, echo=quiet, plots=plots)
     runs = [RunResult.load(out / s.run_label / "result.json") for s in sc.schedulers]
     return {"runs": runs, "checks": checks}
 
@@ -283,6 +285,7 @@ def reproduce_paper(
     claims_dir: Path = HERE,
     resume: bool = False,
     full_size: bool = False,
+    plots: bool = True,
 ) -> tuple[str, list[Row]]:
     """Run one paper's claims; return (title, rows). No claims file: ("not built yet", [])."""
     path = claims_dir / paper / "claims.yaml"
@@ -309,18 +312,18 @@ def reproduce_paper(
             row.verdict, row.fidelity, row.command = "skipped", "needs --full-size (minutes, GBs)", row.paper_command
             continue
         for point in claim.points():
-            row.points.append(_run_point(claim, point, quick, out / paper, groups, echo, resume))
+            row.points.append(_run_point(claim, point, quick, out / paper, groups, echo, resume, plots))
         _judge(row, quick)
     return title, rows
 
 
-def _run_point(claim, point, quick, out, groups, echo, resume) -> PointRun:
+def _run_point(claim, point, quick, out, groups, echo, resume, plots) -> PointRun:
     from scenarios.labels import run_label
 
     key = claim.run_key(point, quick)
     sc = _scenario(claim, point, quick)
     if key not in groups:
-        groups[key] = run_group(claim, sc, out / key, echo, resume)
+        groups[key] = run_group(claim, sc, out / key, echo, resume, plots)
     got = groups[key]
     runs = {r.scheduler: r for r in got["runs"]}
     scale = next(iter(runs.values())).scale if claim.backend != "simulate" else None
@@ -337,8 +340,12 @@ def _judge(row: Row, quick: bool) -> None:
     row.fidelity = fidelity(read or list(row.best.runs.values()))
     baseline = row.best.runs.get(claim.relative_to or claim.scheduler or "")
     row.room = room(baseline)
-    many = f"; best of {len(row.points)} points" if claim.kind == "up_to" and len(row.points) > 1 else ""
-    many = f"; mean of {len(row.points)} points" if claim.kind == "mean" else many
+    names = ", ".join(_point_name(p.point) for p in row.points)
+    many = {
+        "up_to": f"; best of {len(row.points)} points ({names})",
+        "mean": f"; mean of {len(row.points)} points ({names})",
+    }
+    many = many.get(claim.kind, "") if len(row.points) > 1 else ""
     row.ran = row.best.label + many
     cmd = {"simulate": "railbed simulate", "emulate": "sudo railbed run", "crosscheck": "sudo railbed crosscheck"}
     engine = f" --engine {claim.engine}" if claim.engine != "numba" else ""
@@ -391,7 +398,7 @@ def notes(rows: list[Row]) -> list[str]:
         text = render_note(r, by_id) if r.claim.note else ""
         if len(r.points) > 1:
             text += (" " if text else "") + "Points: " + "; ".join(
-                f"{_point_name(p.point)} {fmt(r.claim.paper.unit, p.value)}" for p in r.points) + "."  # fmt: skip
+                f"{_point_name(p.point)}: {fmt(r.claim.paper.unit, p.value)}" for p in r.points) + "."  # fmt: skip
         if text:
             out.append(f"- *{r.claim.claim}*: {text}")
     return ["Notes:", "", *out, ""] if out else []
@@ -510,6 +517,7 @@ def reproduce(
     resume: bool = False,
     full_size: bool = False,
     papers: tuple[str, ...] = PAPERS,
+    plots: bool = True,
 ) -> Path:
     """Run the claims of ``which`` (a paper or ``all``) and write ``out/REPRODUCTION.md``
     (and, with ``write``, that file's block)."""
@@ -528,7 +536,7 @@ def reproduce(
 
             sections.append((paper, "scheduler mechanisms with known answers", mechanism_rows(emulate, echo)))
             continue
-        title, rows = reproduce_paper(paper, out, quick, emulate, echo, claims_dir, resume, full_size)
+        title, rows = reproduce_paper(paper, out, quick, emulate, echo, claims_dir, resume, full_size, plots)
         sections.append((paper, title, rows))
     report = out / "REPRODUCTION.md"
     report.write_text(render(sections, out, how, time.perf_counter() - t0))

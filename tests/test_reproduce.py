@@ -80,8 +80,8 @@ def test_report_from_a_tiny_claims_file(tmp_path):
     runs = {n: RunResult.load(run_dir / n / "result.json") for n in ("fifo", "tag-priority")}
     change = 100 * (metric(runs["tag-priority"], "makespan") / metric(runs["fifo"], "makespan") - 1)
     assert rows[0][3] == f"{change:+.1f} %"
-    assert rows[0][4] == ("holds" if -20 <= change <= 0 else "does not hold")  # -10 % within 10 points
-    assert rows[0][2] == "-10 % (Fig. 1); holds in [-20.0 %, +0.0 %]"
+    assert rows[0][4] == ("holds" if -20 <= change < 0 else "does not hold")  # -10 % within 10 points, a gain
+    assert rows[0][2] == "-10 % (Fig. 1); holds in [-20.0 %, +0.0 %)"
     # the label is generated from the run: the quick override shows, the GPUs are the job's
     assert rows[0][1] == "dp 2 x pp 4 x tp 1 (8 GPUs), 2 microbatches, 1 iteration; simulated; quick"
     assert rows[1][4] == "does not hold" and rows[1][6] == "simulated"  # 1 us within 20 %: far from it
@@ -196,7 +196,12 @@ def test_bands_units_and_verdicts(tmp_path):
     time = _claim(tmp_path, "paper: {value: 7.84, unit: ms}")
     assert time.to_unit(0.01) == pytest.approx(10.0) and verdict(time, 10.0) == "does not hold"
     span = _claim(tmp_path, "paper: {value: [1.2, 2.0], unit: x}, scheduler: a, relative_to: b")
-    assert span.interval() == pytest.approx((0.96, 2.4))
+    assert span.interval() == pytest.approx((1.0, 2.4))  # 20 % below 1.2x, but never "no effect" or worse
+    assert verdict(span, 1.0) == "does not hold" and verdict(span, 1.01) == "holds"
+    small = _claim(tmp_path, "paper: {value: 1.18, unit: speedup}, scheduler: a, relative_to: b")
+    assert verdict(small, 0.967) == "does not hold"  # 20 % of 1.18x reaches 0.944x: a slowdown is not a speedup
+    same = _claim(tmp_path, "paper: {value: 1.0, unit: x}, band: {absolute: 0.05}, scheduler: a, relative_to: b")
+    assert verdict(same, 1.0) == "holds" and verdict(same, 0.96) == "holds"
     direction = _claim(tmp_path, "paper: no number, kind: direction, bound: {max: 0}, scheduler: a, relative_to: b")
     assert verdict(direction, -3.0) == "holds (direction only)"
     assert verdict(direction, 3.0) == "does not hold (direction only)"

@@ -28,7 +28,7 @@ HERE = Path(__file__).resolve().parent
 BAND = 0.10  # the emulator's band: the platform's crosscheck target (scenarios/platform/claims.yaml)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Mechanism:
     name: str
     family: str
