@@ -16,6 +16,13 @@ servers 2, 3, 4 (C, D, E), a worker on C, a PS on A; flows A -> C, B -> C,
 B -> D, B -> E of ``size`` bytes each at time 0, then the worker's
 ``compute`` after A -> C. Everything is pinned, so every scheduler runs the
 same placement.
+
+``relay_allgather``: DGCL's relaying (seed 002, §5) on one 8-GPU server:
+one graphAllgather coflow of one flow, ``size`` bytes from ``w<source>`` to
+``w<dest>`` (one vertex computed on ``source`` and needed by ``dest``,
+tagged as ``gnn_fullgraph``'s exchanges are, with the requirement set
+written out: ``tags.graph.explicit``), then a task of ``compute`` on the
+destination. On a DGX-1 GPUs 0 and 5 have no NVLink between them.
 """
 
 from __future__ import annotations
@@ -71,4 +78,25 @@ def oes_incast(size: int = 1_000_000, compute: float = 2e-3) -> Job:
                           ("be", "store1", "s4")):  # fmt: skip
         job.flow(fid, src, dst, size, (), iteration=0, coflow=f"to-{dst}", coflow_type="graph-data")
     job.task("train", "w2", compute, ["ac"], iteration=0)
+    return job.validate()
+
+
+def relay_allgather(
+    gpus: int = 8, source: int = 0, dest: int = 5, size: int = 100_000_000, compute: float = 1e-3
+) -> Job:
+    """The one-vertex graphAllgather (module docstring)."""
+    for name, value in (("gpus", gpus), ("source", source + 1), ("dest", dest + 1)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise SpecError(name, f"must be a whole number in range, got {value!r}")
+    if not (source < gpus and dest < gpus and source != dest):
+        raise SpecError("dest", f"source and dest must be two of the {gpus} GPUs")
+    _positive("size", size)
+    _positive("compute", compute)
+    job = Job(f"relay-allgather-{source}-{dest}")
+    for g in range(gpus):
+        job.endpoint(f"w{g}", Location(0, f"gpu{g}", 0), role="worker")
+    graph = {"gpus": gpus, "explicit": f"{source}>{dest}:{int(size)}"}
+    job.flow(f"ag.{source}-{dest}", f"w{source}", f"w{dest}", int(size), (), iteration=0, coflow="ag",
+             coflow_type="graph-data", layer=2, tags={"graph": graph})  # fmt: skip
+    job.task("use", f"w{dest}", compute, [f"ag.{source}-{dest}"], iteration=0)
     return job.validate()

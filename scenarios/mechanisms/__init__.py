@@ -121,6 +121,27 @@ A->C = min(B_in(C) / 2, B_out(A) / 1) = B/2, ends at 2 s = {s2}, the compute at 
 min(B_in / 1 or 2, B_out(B) / 3) = B/3, end at 3 s. OES leaves B/6 of C's NIC idle."""
 
 
+def relay_numbers(sc: dict) -> dict[str, float]:
+    """DGX-1 (Table 1 speeds, 1 us per hop, hwmodels/graph.py): GPU 0 -> 5 peer-to-peer through
+    gpu0-plx0-cpu0-cpu1-plx2-gpu5 (5 hops, QPI the slowest at 9.56 GB/s); SPST over two NVLinks,
+    0 -> 4 (NV2, 48.35 GB/s) then 4 -> 5 (NV1, 24.22 GB/s), one hop and one stage each."""
+    from hwmodels.graph import DGCL_TABLE1_GBPS as T1
+
+    a = _args(sc)
+    size, w = float(a["size"]), _seconds(a["compute"])
+    hop = 1e-6
+    p2p = size / (T1["qpi"] * 1e9) + 5 * hop
+    nv2, nv1 = size / (T1["nv2"] * 1e9) + hop, size / (T1["nv1"] * 1e9) + hop
+    return {"p2p": p2p, "nv2": nv2, "nv1": nv1, "w": w, "p2p_end": p2p + w, "dgcl_end": nv2 + nv1 + w}
+
+
+RELAY = """One vertex of the job's size on GPU 0, needed by GPU 5 (no NVLink between them). Peer-to-peer:
+PCIe, QPI, PCIe, the slowest hop QPI (Table 1, 9.56 GB/s), plus 5 hops of 1 us: {p2p}; then the compute
+({w}): {p2p_end}. DGCL (SPST): two stages over NVLinks, 0 -> 4 on NV2 (48.35 GB/s, 1 us): {nv2}, then
+4 -> 5 on NV1 (24.22 GB/s, 1 us): {nv1}; with the compute {dgcl_end}. (0 -> 1 -> 5, NV1 then NV2,
+costs the same; SPST's tie-break takes 4.)"""
+
+
 MECHANISMS = (
     Mechanism(
         "pp-chain", "tag-priority", HERE / "pp-chain.yaml", "end:t8",
@@ -143,6 +164,11 @@ MECHANISMS = (
         chain_numbers,
         today={"hermod": "issue 25: PP and DP of one microbatch share MID level 7, hence one DSCP class, and "
                "the DP flow already on the wire is not stopped: fair sharing (the Hermod helper will fix it)"},
+    ),
+    Mechanism(
+        "relay-allgather", "dgcl", HERE / "relay-allgather.yaml", "makespan",
+        lambda sc: {"p2p": relay_numbers(sc)["p2p_end"], "dgcl": relay_numbers(sc)["dgcl_end"]}, RELAY,
+        relay_numbers,
     ),
     Mechanism(
         "oes-incast", "dgtp-oes", HERE / "oes-incast.yaml", "makespan",
