@@ -1,9 +1,9 @@
 """Why the DGX-1 model overstates DGCL's gain over peer-to-peer: the issue's candidate causes, measured.
 
-``python -m scenarios.dgcl.calibration [--write] [--readme README.md]``
+``python -m scenarios.dgcl.calibration [--write] [--readme docs/dgcl-notes.md]``
 prints (and with ``--write`` stores in ``calibration.yaml`` beside this
 file, under ``model``; with ``--readme`` writes the stored summary as the
-README's table) the stage cost model's numbers (DGCL §5.1: the plan's stages,
+table between that page's calibration markers) the stage cost model's numbers (DGCL §5.1: the plan's stages,
 each as long as its slowest physical hop) for one graphAllgather of
 feature size 128 on 8 GPUs, for each graph of Table 4 (generated with
 :mod:`workloads.gnn_fullgraph`), under the unchanged model and under each
@@ -76,7 +76,7 @@ VARIANTS = {  # name: (latency s per stage, QPI gain, PCIe-switch uplink gain, M
     "nvlink_half": (LATENCY, QPI_FIT, 1.0, True, 0.5),
 }
 MAX_EDGES = 500_000  # scale of the generated graphs (each vertex then stands for E / 500k real ones)
-LABELS = {  # the README table's rows
+LABELS = {  # the calibration table's rows (docs/dgcl-notes.md)
     "model": "Table 1 speeds, locality 0.8 (as the runs use)",
     "latency": "+ 50 us per stage (launch, flag handshake)",
     "qpi": "QPI twice as fast (contention too harsh)",
@@ -168,7 +168,7 @@ def summary(model: dict) -> dict[str, dict[str, float]]:
 
 
 def table(doc: dict) -> str:
-    """The README's table: mean / max of peer-to-peer over DGCL on the DGX-1 per variant (the
+    """The docs' calibration table: mean / max of peer-to-peer over DGCL on the DGX-1 per variant (the
     stored ``summary``), then §7.2's."""
     rows = ["| model | mean | max |", "| --- | --- | --- |"]
     rows += [f"| {LABELS[v]} | {s['mean']:.1f}x | {s['max']:.1f}x |" for v, s in doc["summary"].items()]
