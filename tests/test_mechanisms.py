@@ -8,7 +8,7 @@ the expected times come from the hand formulas in
 
 import pytest
 
-from scenarios.mechanisms import MECHANISMS, by_name, chain_numbers, oes_numbers, run
+from scenarios.mechanisms import MECHANISMS, by_name, chain_numbers, leo_numbers, oes_numbers, relay_numbers, run
 
 CASES = [
     pytest.param(
@@ -34,7 +34,18 @@ def test_the_hand_arithmetic():
     oes-incast (four 1 MB flows A->C, B->C, B->D, B->E, 2 ms of compute after A->C): s = 1.045606 ms.
     Max-min: B's NIC gives its three flows B/3, A->C takes the rest of C's NIC, 2B/3: done at 1.5 s,
     compute at 1.5 s + 2 ms = 3.568409 ms (B's flows at 3 s = 3.136818 ms). OES: A->C = min(B/2, B/1)
-    = B/2, done at 2 s, compute at 4.091212 ms, 14.65 % more."""
+    = B/2, done at 2 s, compute at 4.091212 ms, 14.65 % more.
+
+    relay-allgather (DGX-1, Table 1 speeds, 1 us per hop; 100 MB from GPU 0 to GPU 5, no NVLink
+    between them; then 1 ms of compute): peer-to-peer over PCIe-QPI-PCIe, 1e8 B / 9.56 GB/s + 5 us =
+    10.465251 ms, +1 ms = 11.465251 ms; SPST 0 -> 4 on NV2 (1e8 / 48.35e9 + 1 us = 2.069252 ms) then
+    4 -> 5 on NV1 (1e8 / 24.22e9 + 1 us = 4.129819 ms), +1 ms = 7.199071 ms.
+
+    leo-toll (requests at 0, 1, 2, 100 us; 10 us on a CPU core, 5 us on the accelerator; off-path:
+    PCIe hops 1 us, AXI hops 0.5 us): T(acc-acc) = 4 x 0.5 + 5 = 7 us, T(cpu-cpu) = 4 x 1 + 10 = 14 us;
+    requests 1 and 2 wait 4 and 8 us at the accelerator, so k_hat(acc-acc) = 2; request 3's eq. 6.5 cost
+    on acc-acc is 2 x (5 us + 2 x 8 x 72 B / 128 Gbit/s) + 7 us = 17.018 us > 14 us: LEO takes cpu-cpu,
+    latency 14 us + 8 x (130 + 74) B / 100 Gbit/s = 14.01632 us; acc-only 7.01632 us."""
     chain = chain_numbers(by_name("pp-chain").source())
     assert chain["p"] == pytest.approx(1.045606e-3, rel=1e-12)
     assert chain["fair"] == pytest.approx(21.547272e-3, rel=1e-12)
@@ -42,6 +53,12 @@ def test_the_hand_arithmetic():
     assert chain["strict"] / chain["fair"] - 1 == pytest.approx(-0.1941, abs=5e-5)
     oes = oes_numbers(by_name("oes-incast").source())
     assert oes["fair"] == pytest.approx(3.568409e-3, rel=1e-12) and oes["oes"] == pytest.approx(4.091212e-3, rel=1e-12)
+    relay = relay_numbers(by_name("relay-allgather").source())
+    assert relay["p2p_end"] == pytest.approx(11.465251e-3, rel=1e-6)
+    assert relay["dgcl_end"] == pytest.approx(7.199071e-3, rel=1e-6)
+    leo = leo_numbers(by_name("leo-toll").source())
+    assert leo["cost_acc"] == pytest.approx(17.018e-6, rel=1e-12) and leo["t_cpu"] == pytest.approx(14e-6)
+    assert leo["leo"] == pytest.approx(14.01632e-6, rel=1e-12) and leo["acc_only"] == pytest.approx(7.01632e-6)
 
 
 @pytest.mark.parametrize("name, scheduler", CASES)

@@ -20,7 +20,7 @@ from railbed.units import parse_duration, parse_size
 from workloads.gnn import gnn_training
 from workloads.gnn_fullgraph import gnn_fullgraph
 from workloads.llm import hybrid_parallel
-from workloads.mechanisms import oes_incast, pp_chain, relay_allgather
+from workloads.mechanisms import leo_toll, oes_incast, pp_chain, relay_allgather
 from workloads.moe import item_estimate as _moe_items
 from workloads.moe import moe_arrays, moe_training
 from workloads.requests import presets as _request_presets
@@ -37,6 +37,7 @@ GENERATORS: dict[str, Callable[..., Job]] = {
     "pp_chain": pp_chain,  # the mechanism tests' tiny jobs (workloads/mechanisms.py)
     "oes_incast": oes_incast,
     "relay_allgather": relay_allgather,
+    "leo_toll": leo_toll,
 }
 SIZE_ARGS = {"activation", "gradient", "size"}
 TIME_ARGS = {"fwd", "bwd", "compute", "t_store", "t_sample", "t_train", "t_update"}

@@ -23,6 +23,11 @@ one graphAllgather coflow of one flow, ``size`` bytes from ``w<source>`` to
 tagged as ``gnn_fullgraph``'s exchanges are, with the requirement set
 written out: ``tags.graph.explicit``), then a task of ``compute`` on the
 destination. On a DGX-1 GPUs 0 and 5 have no NVLink between them.
+
+``leo_toll``: LEO's path choice (seed 004, eq. 6.5 and §6.2.2's k_hat) on
+requests of one type (``out`` bytes out, ``back`` bytes back, function
+``mech`` at the responder; paths ``cpu-cpu`` and ``acc-acc``) arriving at
+the given ``times`` (the request stream of :mod:`workloads.requests`).
 """
 
 from __future__ import annotations
@@ -100,3 +105,18 @@ def relay_allgather(
              coflow_type="graph-data", layer=2, tags={"graph": graph})  # fmt: skip
     job.task("use", f"w{dest}", compute, [f"ag.{source}-{dest}"], iteration=0)
     return job.validate()
+
+
+def leo_toll(times: list[float] | None = None, out: int = 64, back: int = 8) -> Job:
+    """Requests at ``times`` (default: 0, 1, 2 and 100 us) of one type (module docstring)."""
+    from workloads.requests import RequestType, request_stream
+
+    times = [0.0, 1e-6, 2e-6, 100e-6] if times is None else times
+    if not isinstance(times, list) or not times or any(not isinstance(t, (int, float)) or t < 0 for t in times):
+        raise SpecError("times", f"expected a list of arrival times >= 0 (s), got {times!r}")
+    if sorted(times) != list(times):
+        raise SpecError("times", "arrival times must not decrease")
+    _positive("out", out)
+    _positive("back", back)
+    rt = RequestType("mech", 1.0, ((int(out), int(back)),), ("cpu-cpu", "acc-acc"), resp_work="mech")
+    return request_stream((rt,), 1.0, len(times), name="leo-toll", times=[float(t) for t in times])

@@ -33,7 +33,7 @@ class Mechanism:
     name: str
     family: str
     scenario: Path
-    measure: str  # "makespan" or "end:<item id>"
+    measure: str  # "makespan", "end:<item id>" or "span:<item>:<item>" (end to end)
     expected: Callable[[dict], dict[str, float]]  # the scenario (a mapping) -> scheduler -> seconds
     arithmetic: str  # how, with {fields} of numbers(scenario)
     numbers: Callable[[dict], dict[str, float]]
@@ -43,8 +43,11 @@ class Mechanism:
     def value(self, result: RunResult) -> float:
         if self.measure == "makespan":
             return result.makespan
-        item = result.items[self.measure.split(":", 1)[1]]
-        return math.nan if item.end is None else item.end
+        kind, *ids = self.measure.split(":")
+        ends = [result.items[i].end for i in ids]
+        if any(e is None for e in ends):
+            return math.nan
+        return ends[0] if kind == "end" else ends[1] - ends[0]
 
     def source(self) -> dict:
         from scenarios.sweep import _load_yaml
@@ -142,6 +145,38 @@ PCIe, QPI, PCIe, the slowest hop QPI (Table 1, 9.56 GB/s), plus 5 hops of 1 us: 
 costs the same; SPST's tie-break takes 4.)"""
 
 
+def leo_numbers(sc: dict) -> dict[str, float]:
+    """The off-path host's legs (hwmodels/leo.py): a PCIe hop 1 us, an AXI hop 0.5 us (traverse,
+    its T); a leg that computes nothing (DMA) crosses the links only; a leg's time is the queues it
+    finds plus its T; the link serialization (8 bytes / BW) joins the queues (the toll), not T."""
+    from hwmodels import leo
+
+    a, dp = _args(sc), sc["cluster"]["servers"][1]["datapath"]["compute"]["mech"]
+    cpu, acc = _seconds(dp["cpu"]), _seconds(dp["acc"])
+    out, back, times = int(a["out"]), int(a["back"]), [float(t) for t in a["times"]]
+    t_cpu, t_acc = 4 * leo.PCIE_TRAVERSE + cpu, 4 * leo.AXI_TRAVERSE + acc
+    axi = leo.AXI_GBPS * 8e9
+    toll_acc = acc + 2 * 8 * (out + back) / axi
+    net = (8 * wire_bytes(out) + 8 * wire_bytes(back)) / _rate(sc)
+    khat = 2.0  # requests 1 and 2 found the accelerator busy (intra-host JCT above T): +1 each
+    leo_cpu = khat * toll_acc + t_acc > t_cpu
+    return {
+        "t_cpu": t_cpu, "t_acc": t_acc, "cpu": cpu, "acc": acc, "toll": toll_acc, "wire": net,
+        "cost_acc": khat * toll_acc + t_acc, "w1": acc - (times[1] - times[0]), "w2": 2 * acc - (times[2] - times[0]),
+        "leo": (t_cpu if leo_cpu else t_acc) + net, "acc_only": t_acc + net, "cpu_only": t_cpu + net,
+    }  # fmt: skip
+
+
+LEO = """Paths cpu-cpu and acc-acc of two off-path hosts (one core each). T(acc-acc) = 4 AXI hops of 0.5 us
++ the accelerator's {acc} = {t_acc}; T(cpu-cpu) = 4 PCIe hops of 1 us + the CPU's {cpu} = {t_cpu}. Requests
+0, 1, 2 (1 us apart) all take acc-acc (k_hat = 0: the least T); 1 and 2 find the accelerator busy
+({w1} and {w2} of queue), so their intra-host JCT exceeds T and k_hat(acc-acc) becomes 2 (§6.2.2).
+Request 3 (at 100 us, the accelerator long idle): eq. 6.5 gives acc-acc 2 x Q_toll + T = 2 x {toll} +
+{t_acc} = {cost_acc} against cpu-cpu's {t_cpu}, so LEO sends it to the CPU: its latency is T(cpu-cpu)
++ the network ({wire}: 64 B and 8 B at 100 Gbit/s with headers) = {leo}; acc-only {acc_only}; cpu-only
+{cpu_only}. The toll, fed by completions, steers away from an accelerator that is idle again."""
+
+
 MECHANISMS = (
     Mechanism(
         "pp-chain", "tag-priority", HERE / "pp-chain.yaml", "end:t8",
@@ -169,6 +204,11 @@ MECHANISMS = (
         "relay-allgather", "dgcl", HERE / "relay-allgather.yaml", "makespan",
         lambda sc: {"p2p": relay_numbers(sc)["p2p_end"], "dgcl": relay_numbers(sc)["dgcl_end"]}, RELAY,
         relay_numbers,
+    ),
+    Mechanism(
+        "leo-toll", "leo", HERE / "leo-toll.yaml", "span:a3:q3.0b",
+        lambda sc: {"leo": leo_numbers(sc)["leo"], "acc-only": leo_numbers(sc)["acc_only"],
+                    "cpu-only": leo_numbers(sc)["cpu_only"]}, LEO, leo_numbers,
     ),
     Mechanism(
         "oes-incast", "dgtp-oes", HERE / "oes-incast.yaml", "makespan",
