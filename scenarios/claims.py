@@ -88,7 +88,7 @@ def default_band(unit: str) -> Band:
     return Band("absolute", 10.0) if unit == "%" else Band("relative", 0.2)
 
 
-@dataclass
+@dataclass(eq=False)  # rows and runs key by the claim itself
 class Claim:
     claim: str
     paper: Paper

@@ -41,11 +41,11 @@ def test_the_hand_arithmetic():
     10.465251 ms, +1 ms = 11.465251 ms; SPST 0 -> 4 on NV2 (1e8 / 48.35e9 + 1 us = 2.069252 ms) then
     4 -> 5 on NV1 (1e8 / 24.22e9 + 1 us = 4.129819 ms), +1 ms = 7.199071 ms.
 
-    leo-toll (requests at 0, 1, 2, 100 us; 10 us on a CPU core, 5 us on the accelerator; off-path:
-    PCIe hops 1 us, AXI hops 0.5 us): T(acc-acc) = 4 x 0.5 + 5 = 7 us, T(cpu-cpu) = 4 x 1 + 10 = 14 us;
-    requests 1 and 2 wait 4 and 8 us at the accelerator, so k_hat(acc-acc) = 2; request 3's eq. 6.5 cost
-    on acc-acc is 2 x (5 us + 2 x 8 x 72 B / 128 Gbit/s) + 7 us = 17.018 us > 14 us: LEO takes cpu-cpu,
-    latency 14 us + 8 x (130 + 74) B / 100 Gbit/s = 14.01632 us; acc-only 7.01632 us."""
+    leo-toll (requests at 0, 10, 20, 1000 us; 100 us on a CPU core, 50 us on the accelerator; off-path:
+    PCIe hops 1 us, AXI hops 0.5 us): T(acc-acc) = 4 x 0.5 + 50 = 52 us, T(cpu-cpu) = 4 x 1 + 100 = 104
+    us; requests 1 and 2 wait 40 and 80 us at the accelerator, so k_hat(acc-acc) = 2; request 3's eq.
+    6.5 cost on acc-acc is 2 x (50 us + 2 x 8 x 72 B / 128 Gbit/s) + 52 us = 152.018 us > 104 us: LEO
+    takes cpu-cpu, latency 104 us + 8 x (130 + 74) B / 100 Gbit/s = 104.01632 us; acc-only 52.01632 us."""
     chain = chain_numbers(by_name("pp-chain").source())
     assert chain["p"] == pytest.approx(1.045606e-3, rel=1e-12)
     assert chain["fair"] == pytest.approx(21.547272e-3, rel=1e-12)
@@ -57,8 +57,8 @@ def test_the_hand_arithmetic():
     assert relay["p2p_end"] == pytest.approx(11.465251e-3, rel=1e-6)
     assert relay["dgcl_end"] == pytest.approx(7.199071e-3, rel=1e-6)
     leo = leo_numbers(by_name("leo-toll").source())
-    assert leo["cost_acc"] == pytest.approx(17.018e-6, rel=1e-12) and leo["t_cpu"] == pytest.approx(14e-6)
-    assert leo["leo"] == pytest.approx(14.01632e-6, rel=1e-12) and leo["acc_only"] == pytest.approx(7.01632e-6)
+    assert leo["cost_acc"] == pytest.approx(152.018e-6, rel=1e-12) and leo["t_cpu"] == pytest.approx(104e-6)
+    assert leo["leo"] == pytest.approx(104.01632e-6, rel=1e-12) and leo["acc_only"] == pytest.approx(52.01632e-6)
 
 
 @pytest.mark.parametrize("name, scheduler", CASES)

@@ -169,9 +169,9 @@ def leo_numbers(sc: dict) -> dict[str, float]:
 
 LEO = """Paths cpu-cpu and acc-acc of two off-path hosts (one core each). T(acc-acc) = 4 AXI hops of 0.5 us
 + the accelerator's {acc} = {t_acc}; T(cpu-cpu) = 4 PCIe hops of 1 us + the CPU's {cpu} = {t_cpu}. Requests
-0, 1, 2 (1 us apart) all take acc-acc (k_hat = 0: the least T); 1 and 2 find the accelerator busy
+0, 1, 2 all take acc-acc (k_hat = 0: the least T); 1 and 2 find the accelerator busy
 ({w1} and {w2} of queue), so their intra-host JCT exceeds T and k_hat(acc-acc) becomes 2 (§6.2.2).
-Request 3 (at 100 us, the accelerator long idle): eq. 6.5 gives acc-acc 2 x Q_toll + T = 2 x {toll} +
+Request 3 (the accelerator long idle again): eq. 6.5 gives acc-acc 2 x Q_toll + T = 2 x {toll} +
 {t_acc} = {cost_acc} against cpu-cpu's {t_cpu}, so LEO sends it to the CPU: its latency is T(cpu-cpu)
 + the network ({wire}: 64 B and 8 B at 100 Gbit/s with headers) = {leo}; acc-only {acc_only}; cpu-only
 {cpu_only}. The toll, fed by completions, steers away from an accelerator that is idle again."""
