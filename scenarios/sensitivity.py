@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import copy
 import math
+import textwrap
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -214,7 +215,7 @@ def draw(claim: Claim, panels: list[tuple[Unstated, list[tuple[Any, float]]]], o
     values, the paper's number (a line, or two for a range) and its band, the chosen value marked."""
     from railbed.plots import _figure, _save, write_csv
 
-    fig, first = _figure(4.2 * len(panels), 3.6)
+    fig, first = _figure(max(6.0, 4.2 * len(panels)), 3.8)
     fig.delaxes(first)
     unit = claim.paper.unit
     rows = []
@@ -243,7 +244,7 @@ def draw(claim: Claim, panels: list[tuple[Unstated, list[tuple[Any, float]]]], o
         ax.set_ylabel(f"{claim.metric} ({unit})", fontsize=8)
         ax.legend(fontsize=7)
         rows += [(param.name, _short(v), y, fmt(unit, y)) for v, y in series]
-    fig.suptitle(claim.claim[:110], fontsize=9)
+    fig.suptitle("\n".join(textwrap.wrap(claim.claim, 90)[:2]), fontsize=9)
     write_csv(out / f"{claim.id}.csv", ["parameter", "value", f"claim_{unit}", "shown"], rows)
     return _save(fig, out / f"{claim.id}.png")
 

@@ -31,10 +31,11 @@ def test_the_hand_arithmetic():
     1 -> 0 do not. Fair sharing: 9c + 4p + 4 * 2p = 9 + 12 * 1.045606 = 21.547272 ms; strict priority
     for PP: 9c + 8p = 9 + 8 * 1.045606 = 17.364848 ms, 19.41 % less.
 
-    oes-incast (four 1 MB flows A->C, B->C, B->D, B->E, 2 ms of compute after A->C): s = 1.045606 ms.
-    Max-min: B's NIC gives its three flows B/3, A->C takes the rest of C's NIC, 2B/3: done at 1.5 s,
-    compute at 1.5 s + 2 ms = 3.568409 ms (B's flows at 3 s = 3.136818 ms). OES: A->C = min(B/2, B/1)
-    = B/2, done at 2 s, compute at 4.091212 ms, 14.65 % more.
+    oes-incast (four 10 MB flows A->C, B->C, B->D, B->E, 20 ms of compute after A->C): s = 8 *
+    wire_bytes(1e7) / 8e9 = 8 * (1e7 + 6907 * 66) / 8e9 = 10.455862 ms. Max-min: B's NIC gives its three
+    flows B/3, A->C takes the rest of C's NIC, 2B/3: done at 1.5 s, compute at 1.5 s + 20 ms = 35.683793
+    ms (B's flows at 3 s = 31.367586 ms). OES: A->C = min(B/2, B/1) = B/2, done at 2 s, compute at
+    40.911724 ms, 14.65 % more.
 
     relay-allgather (DGX-1, Table 1 speeds, 1 us per hop; 100 MB from GPU 0 to GPU 5, no NVLink
     between them; then 1 ms of compute): peer-to-peer over PCIe-QPI-PCIe, 1e8 B / 9.56 GB/s + 5 us =
@@ -52,7 +53,7 @@ def test_the_hand_arithmetic():
     assert chain["strict"] == pytest.approx(17.364848e-3, rel=1e-12)
     assert chain["strict"] / chain["fair"] - 1 == pytest.approx(-0.1941, abs=5e-5)
     oes = oes_numbers(by_name("oes-incast").source())
-    assert oes["fair"] == pytest.approx(3.568409e-3, rel=1e-12) and oes["oes"] == pytest.approx(4.091212e-3, rel=1e-12)
+    assert oes["fair"] == pytest.approx(35.683793e-3, rel=1e-9) and oes["oes"] == pytest.approx(40.911724e-3, rel=1e-9)
     relay = relay_numbers(by_name("relay-allgather").source())
     assert relay["p2p_end"] == pytest.approx(11.465251e-3, rel=1e-6)
     assert relay["dgcl_end"] == pytest.approx(7.199071e-3, rel=1e-6)
