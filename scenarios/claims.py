@@ -230,8 +230,9 @@ def paper_cell(claim: Claim) -> str:
         words += f" ({p.source})"
     if claim.kind in ("value", "up_to", "mean") and claim.measured:
         a, b = claim.interval()
-        left = "(" if claim.side() > 0 else "["  # "no effect" itself does not hold
-        right = ")" if claim.side() < 0 else "]"
+        neutral = claim.paper.neutral  # an end clipped at "no effect" is open: no effect does not hold
+        left = "(" if claim.side() > 0 and a == neutral else "["
+        right = ")" if claim.side() < 0 and b == neutral else "]"
         words += f"; holds in {left}{fmt(p.unit, a)}, {fmt(p.unit, b)}{right}"
     return words
 
