@@ -186,14 +186,6 @@ def verdict(claim: Claim, value: float | None) -> str:
     return f"{held} (direction only)" if claim.kind == "direction" else held
 
 
-def miss(claim: Claim, value: float | None) -> float | None:
-    """How far a measurement is outside the row's interval, in the paper's unit (0 inside)."""
-    if value is None or math.isnan(value) or claim.kind in ("measured",) or not claim.measured:
-        return None
-    lo, hi = claim.interval()
-    return max(lo - value, value - hi, 0.0)
-
-
 def fmt(unit: str, value: float | None, paper: bool = False) -> str:
     """A number in a unit as the report prints it (``paper``: as precise as papers state them)."""
     if value is None or (isinstance(value, float) and math.isnan(value)):

@@ -313,7 +313,7 @@ def reproduce_paper(
             continue
         for point in claim.points():
             row.points.append(_run_point(claim, point, quick, out / paper, groups, echo, resume, plots))
-        _judge(row, quick)
+        _judge(row)
     return title, rows
 
 
@@ -331,7 +331,7 @@ def _run_point(claim, point, quick, out, groups, echo, resume, plots) -> PointRu
     return PointRun(point, measure(claim, got), out / key, label, runs, sc.source or {})
 
 
-def _judge(row: Row, quick: bool) -> None:
+def _judge(row: Row) -> None:
     claim = row.claim
     row.value = claim.best([p.value for p in row.points])
     row.best = next((p for p in row.points if p.value == row.value), row.points[0])
