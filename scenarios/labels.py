@@ -42,7 +42,8 @@ def _moe(args: dict[str, Any]) -> list[str]:
 
 def _gnn(args: dict[str, Any]) -> list[str]:
     a = _effective("gnn_training", args)
-    return [f"{a['dataset']} (graph of {a['max_edges']:,} edges)", _plural(a["machines"], "machine"),
+    graph = "full-size graph" if a["scale"] == 1 else f"graph at scale {a['scale']:g}"
+    return [f"{a['dataset']} ({graph}, {a['partitioner']})", _plural(a["machines"], "machine"),
             f"{a['workers']} workers x {a['samplers_per_worker']} samplers", f"batch {a['batch']}",
             _plural(a["iterations"], "iteration")]  # fmt: skip
 
