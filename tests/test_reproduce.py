@@ -286,7 +286,7 @@ def test_labels_say_what_ran():
     assert run_label(src, None, "emulate", "numba", 1000.0, False).endswith("; emulated, k = 1000")
     gnn = {"job": {"generator": "gnn_training", "args": {"dataset": "reddit", "iterations": 2}}, "loads": None}
     assert run_label(gnn, None, "simulate", "numba", None, False).startswith(
-        "reddit (graph of 250,000 edges), 4 machines"
+        "reddit (graph at scale 0.01, metis), 4 machines"
     )
 
 
