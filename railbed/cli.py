@@ -204,18 +204,24 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 
 
 def cmd_reproduce(args: argparse.Namespace) -> int:
+    write = args.write or args.readme
+    if args.sensitivity:
+        from scenarios.sensitivity import sensitivity
+
+        sensitivity(args.paper, Path(args.out), quick=args.quick, echo=_say, address=args.address, cpus=args.cpus)
+        return 0
     from scenarios.reproduce import reproduce
 
-    readme = Path(args.readme) if args.readme else None
     reproduce(
         args.paper,
         Path(args.out),
         quick=args.quick,
         emulate=args.emulate,
         echo=_say,
-        readme=readme,
+        write=Path(write) if write else None,
         resume=args.resume,
         full_size=args.full_size,
+        plots=not args.no_plots,
     )
     return 0
 
@@ -315,10 +321,24 @@ def build_parser() -> argparse.ArgumentParser:
         "--full-size", action="store_true", help="also the rows at the papers' sizes (compact engine: minutes, GBs)"
     )
     rp.add_argument("--out", default="reproduction", help="where the runs and REPRODUCTION.md go")
-    rp.add_argument("--readme", default=None, help="also rewrite this README's reproduce:begin/end block")
+    rp.add_argument(
+        "--write",
+        default=None,
+        metavar="FILE",
+        help="also rewrite this file's reproduce:begin/end block (REPRODUCTION.md)",
+    )
+    rp.add_argument("--readme", default=None, help=argparse.SUPPRESS)  # the old name of --write
     rp.add_argument(
         "--resume", action="store_true", help="reuse runs in --out that finished with the same scenario.yaml"
     )
+    rp.add_argument(
+        "--sensitivity",
+        action="store_true",
+        help="sweep the claims files' unstated parameters on Ray, one figure per claim",
+    )
+    rp.add_argument("--no-plots", action="store_true", help="no figures (REPRODUCTION.md's block has none)")
+    rp.add_argument("--address", default=None, help="--sensitivity: a Ray cluster (default: local)")
+    rp.add_argument("--cpus", type=int, default=None, help="--sensitivity: CPUs of the local Ray instance")
     rp.set_defaults(func=cmd_reproduce)
 
     k = sub.add_parser("clean", help="remove what a killed run left behind (root)")

@@ -74,6 +74,7 @@ import yaml
 from railbed import provenance
 from railbed.errors import EnvironmentProblem, SpecError
 from railbed.metrics import DEFAULT_METRICS, METRICS
+from railbed.safeload import load_yaml_file
 
 KEYS = {"name", "scenario", "backend", "axes", "metrics", "plots"}
 MAX_POINTS = 1000  # default --max-points (module docstring)
@@ -83,25 +84,43 @@ TESTBED = "railbed_testbed"
 SHORTCUTS = {"rate", "seed"}
 
 
-def _load_yaml(path: Path, field_name: str) -> Any:
-    try:
-        return yaml.safe_load(path.read_text())
-    except OSError as exc:
-        raise SpecError(field_name, f"cannot read {path}: {exc.strerror}") from None
-    except yaml.YAMLError:
-        raise SpecError(field_name, f"{path} is not valid YAML") from None
-
-
 # ------------------------------------------------------------------ points
 def set_dotted(data: dict, key: str, value: Any, where: str) -> None:
-    """``data["a"]["b"] = value`` for ``key = "a.b"``, creating missing mappings."""
-    node = data
+    """``data["a"]["b"] = value`` for ``key = "a.b"``, creating missing mappings; a whole-number
+    part indexes a list (``cluster.servers.0.nics``)."""
+    node: Any = data
     parts = key.split(".")
     for part in parts[:-1]:
-        node = node.setdefault(part, {})
-        if not isinstance(node, dict):
+        if isinstance(node, list):
+            node = _item(node, part, key, where)
+        else:
+            node = node.setdefault(part, {})
+        if not isinstance(node, (dict, list)):
             raise SpecError(where, f"{part!r} in {key!r} is not a mapping in the scenario")
-    node[parts[-1]] = value
+    if isinstance(node, list):
+        _item(node, parts[-1], key, where)
+        node[int(parts[-1])] = value
+    else:
+        node[parts[-1]] = value
+
+
+def get_dotted(data: Any, key: str) -> Any:
+    """The value at ``key`` (as :func:`set_dotted` reads it), or None where the path ends."""
+    node = data
+    for part in key.split("."):
+        if isinstance(node, list) and part.isdigit() and int(part) < len(node):
+            node = node[int(part)]
+        elif isinstance(node, dict) and part in node:
+            node = node[part]
+        else:
+            return None
+    return node
+
+
+def _item(node: list, part: str, key: str, where: str) -> Any:
+    if not part.isdigit() or int(part) >= len(node):
+        raise SpecError(where, f"{part!r} in {key!r} is not an index of a list of {len(node)}")
+    return node[int(part)]
 
 
 def set_rate(scenario: dict, rate: Any) -> None:
@@ -147,7 +166,7 @@ class Sweep:
     @classmethod
     def load(cls, path: str | Path) -> Sweep:
         path = Path(path)
-        return cls.from_dict(_load_yaml(path, "sweep"), path.parent)
+        return cls.from_dict(load_yaml_file(path, "sweep"), path.parent)
 
     @classmethod
     def from_dict(cls, data: Any, base: Path = Path(".")) -> Sweep:
@@ -263,7 +282,7 @@ def scenario_mapping(raw: Any, base: Path) -> tuple[dict, Path]:
     where = "the inline scenario"
     if isinstance(raw, str):
         path = (base / raw).resolve()
-        raw, base, where = _load_yaml(path, "scenario"), path.parent, str(path)
+        raw, base, where = load_yaml_file(path, "scenario"), path.parent, str(path)
     if not isinstance(raw, dict):
         raise SpecError("scenario", "expected a path or a mapping")
     nested = sorted(SWEEP_ONLY & set(raw))
@@ -275,7 +294,7 @@ def scenario_mapping(raw: Any, base: Path) -> tuple[dict, Path]:
             raise SpecError(f"scenario.{key}", f"missing in {where}")
     data = copy.deepcopy(raw)
     if isinstance(data.get("cluster"), str):
-        data["cluster"] = _load_yaml(base / data["cluster"], "scenario.cluster")
+        data["cluster"] = load_yaml_file(base / data["cluster"], "scenario.cluster")
     job = data.get("job")
     if isinstance(job, dict) and "file" in job:
         job["file"] = str((base / str(job["file"])).resolve())
@@ -436,7 +455,7 @@ def run_sweep(
         (out / "sweep.yaml").write_text(yaml.safe_dump(sweep.source or {}, sort_keys=False))
         provenance.write(out, scenario=sweep.scenario, extra_seeds={"axes.seed": sweep.axes.get("seed")})
         if todo:
-            _run_points(ray, sweep, out, todo, records, echo)
+            run_points(ray, sweep, out, todo, records, echo)
     finally:
         if ray is not None:
             ray.shutdown()
@@ -448,7 +467,7 @@ def run_sweep(
     return rows
 
 
-def _run_points(ray, sweep, out, todo, records, echo) -> None:
+def run_points(ray, sweep, out, todo, records, echo) -> None:
     pending = {_submit(ray, sweep, p): p for p in todo}
     t0 = time.perf_counter()
     try:

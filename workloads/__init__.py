@@ -20,6 +20,7 @@ from railbed.units import parse_duration, parse_size
 from workloads.gnn import gnn_training
 from workloads.gnn_fullgraph import gnn_fullgraph
 from workloads.llm import hybrid_parallel
+from workloads.mechanisms import leo_toll, oes_incast, pp_chain, relay_allgather
 from workloads.moe import item_estimate as _moe_items
 from workloads.moe import moe_arrays, moe_training
 from workloads.requests import presets as _request_presets
@@ -33,6 +34,10 @@ GENERATORS: dict[str, Callable[..., Job]] = {
     "gnn_fullgraph": gnn_fullgraph,
     "moe_training": moe_training,
     "requests": requests,
+    "pp_chain": pp_chain,  # the mechanism tests' tiny jobs (workloads/mechanisms.py)
+    "oes_incast": oes_incast,
+    "relay_allgather": relay_allgather,
+    "leo_toll": leo_toll,
 }
 SIZE_ARGS = {"activation", "gradient", "size"}
 TIME_ARGS = {"fwd", "bwd", "compute"}
@@ -90,7 +95,7 @@ def generate(name: str, args: Mapping[str, Any] | None = None, field: str = "job
     ``float``, ``str``, ``dict[str, int]``, optional), sizes and durations
     are parsed from strings, and a job of more than :data:`MAX_ITEMS` items
     is refused before it is built."""
-    gen, kwargs, hints, items = _checked(name, args, field)
+    gen, kwargs, hints, items = checked_args(name, args, field)
     if items > MAX_ITEMS:
         hint = " (railbed simulate --backend fluid-rules builds it as arrays)" if name in ARRAY_FORMS else ""
         raise SpecError(f"{field}.args", f"{name} would make about {items:.3g} items; at most {MAX_ITEMS}{hint}")
@@ -99,7 +104,7 @@ def generate(name: str, args: Mapping[str, Any] | None = None, field: str = "job
 
 def too_many_items(name: str, args: Mapping[str, Any] | None = None, field: str = "job") -> bool:
     """Would :func:`generate` refuse this job for its size (and only for that)?"""
-    return _checked(name, args, field)[3] > MAX_ITEMS
+    return checked_args(name, args, field)[3] > MAX_ITEMS
 
 
 def generate_arrays(name: str, args: Mapping[str, Any] | None = None, field: str = "job"):
@@ -107,7 +112,7 @@ def generate_arrays(name: str, args: Mapping[str, Any] | None = None, field: str
     (the compact engine's input, :func:`simulator.compact.compact_arrays`), for generators with
     an array form (:data:`ARRAY_FORMS`). The item bound is :data:`MAX_ARRAY_ITEMS`, not
     :data:`MAX_ITEMS`: an item costs about 80 bytes here, 830 as a Python object."""
-    gen, kwargs, hints, items = _checked(name, args, field)
+    gen, kwargs, hints, items = checked_args(name, args, field)
     if name not in ARRAY_FORMS:
         raise SpecError(f"{field}.generator", f"{name} has no array form (those that do: {', '.join(ARRAY_FORMS)})")
     if items > MAX_ARRAY_ITEMS:
@@ -115,7 +120,7 @@ def generate_arrays(name: str, args: Mapping[str, Any] | None = None, field: str
     return _call(ARRAY_FORMS[name], kwargs, hints, field)
 
 
-def _checked(name, args, field):
+def checked_args(name, args, field):
     """(generator, checked keyword arguments, its annotations, item estimate); see :func:`generate`."""
     gen = GENERATORS.get(name) if isinstance(name, str) else None
     if gen is None:

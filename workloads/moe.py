@@ -333,6 +333,22 @@ def moe_arrays(**kwargs):
     return _build(ArrayJob, args).finish()
 
 
+def describe(**kwargs) -> dict:
+    """What :func:`moe_training` with these arguments builds, without building it (the
+    reproduction report's labels): model, layers and the model's own layer count, GPUs
+    (tp x pp x dp), microbatches, iterations, shrink. Same arguments and checks as ``moe_training``."""
+    import inspect
+
+    params = inspect.signature(moe_training).parameters
+    a = {k: kwargs.get(k, p.default) for k, p in params.items()}
+    shape_args = {k: a[k] for k in ("layers", "experts", "topk", "hidden", "ffn", "pp", "tp", "ep", "seq", "mbs")}
+    s = _shape(a["model"], shape_args, a["dp"], a["microbatches"], _check_int("chunks", a["chunks"]), 1.0,
+               _check_int("shrink", a["shrink"]))  # fmt: skip
+    own = PRESETS[a["model"]]["layers"] if a["model"] else s.layers  # a model without a preset is what it is
+    return {"model": a["model"] or "moe", "layers": s.layers, "model_layers": own, "gpus": s.tp * s.pp * s.dp,
+            "microbatches": s.microbatches, "iterations": a["iterations"], "shrink": a["shrink"]}  # fmt: skip
+
+
 def _build(make, a: dict):
     """The generator: ``make(name)`` is the sink (a :class:`Job` or an ``ArrayJob``)."""
     model, dp, microbatches, iterations, schedule, chunks, zero2, bucket_layers = (

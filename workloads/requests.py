@@ -116,10 +116,12 @@ def request_stream(
     seed: int = 0,
     keys: int = 20_000_000,
     name: str = "requests",
+    times: list[float] | None = None,
 ) -> Job:
-    """The job of ``n`` requests of ``types`` (mixed by their shares) at ``load`` requests/s."""
+    """The job of ``n`` requests of ``types`` (mixed by their shares) at ``load`` requests/s, or at
+    the given arrival ``times`` (the mechanism tests' hand-made streams)."""
     rng = np.random.default_rng([seed, 1])
-    at = arrivals(n, load, arrival, seed)
+    at = arrivals(n, load, arrival, seed) if times is None else np.asarray(times, dtype=float)
     shares = np.array([t.share for t in types], dtype=float)
     kinds = rng.choice(len(types), size=n, p=shares / shares.sum())
     ranks = np.floor(np.exp(rng.random(n) * np.log(keys))).astype(np.int64)  # Zipf(1) ranks in 1..keys
