@@ -319,6 +319,7 @@ class Dispatcher:
         res.compute_iterations()
         if self._local_no_model:
             res.notes.append(f"{self._local_no_model} same-server flows took 0 s: their server has no intra_host model")
+        res.notes += self.scheduler.run_notes(self.view)
         return res
 
     # ----------------------------------------------------------- internals

@@ -30,6 +30,9 @@ core they build on.
 ``choose_path(flow, view) -> int``
     For a flow that offers alternative paths (``flow.options``), when it
     becomes ready, before ``on_ready``: the index of the option to use.
+``run_notes(view) -> list[str]``
+    Once, when the run ends: sentences for the run's notes (a check the
+    scheduler made, what it decided). Default: none.
 ``rule(flow, placement, cluster) -> Rule | None``
     Only for the compact engine (:mod:`simulator.compact`): ``on_ready``'s
     answer for a flow as a pure function of it (:class:`Rule`), or ``None``.
@@ -310,6 +313,11 @@ class Scheduler:
         for the flows whose :class:`Rule` names one ``gate`` (in job order) once all are held.
         It must be a pure function of those flows and equal ``on_ready``'s answer. Default: none."""
         raise NotImplementedError(f"{self.name} gates flows but has no gate_split")
+
+    def run_notes(self, view: RunView) -> list[str]:
+        """When the run ends: lines for the run's notes (a check this scheduler made, what it
+        decided, in a sentence each). Default: none."""
+        return []
 
     def check(self, job: Job, cluster: ClusterSpec) -> None:
         """Before anything is built: reject a job this scheduler cannot run (a tag it
