@@ -186,8 +186,8 @@ def saturated(work: np.ndarray, cap: np.ndarray, x: np.ndarray, rel: float = 1e-
 def network_rate(bits: np.ndarray, line: np.ndarray) -> float:
     """Requests/s the network carries: per direction d, ``line[d]`` bit/s over the ``bits[d]``
     a request puts on the wire that way; the tighter direction."""
-    with np.errstate(divide="ignore"):
-        return float(np.min(np.where(bits > 0, line / np.maximum(bits, 1e-300), math.inf)))
+    used = bits > 0
+    return float(np.min(line[used] / bits[used])) if used.any() else math.inf
 
 
 # ------------------------------------------------------------------ the k-step optimum
