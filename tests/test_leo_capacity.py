@@ -29,6 +29,7 @@ from workloads.requests import requests
 
 LEO = Path(__file__).resolve().parent.parent / "scenarios" / "leo"
 
+
 # ------------------------------------------------------------------ the knee
 def test_knee_is_the_last_load_within_the_multiple_of_the_lowest_loads_median():
     pts = [(1.0, 10.0), (2.0, 11.0), (3.0, 14.9), (4.0, 15.1), (5.0, 12.0)]
@@ -181,5 +182,3 @@ def test_run_notes_carry_the_check():
     assert any(n.startswith("leo-literal: requests per path:") for n in res.notes)
     fifo = simulate(requests("kvs-c", load=1e6, requests=5), by_name("fifo"), toy())
     assert not any(n.startswith("capacity") for n in fifo.notes)  # the default hook adds nothing
-
-

@@ -182,7 +182,7 @@ def deep_dive_section(cs: dict[str, Curve]) -> list[str]:
             f"| {n} | {ratio(c.knee(), cs['greedy-intra'].knee())} | {ratio(c.knee(), cs['greedy-e2e'].knee())} | "
             f"{ratio(c.knee(), lp.knee())} | {ratio(c.at(lp.knee()), lp.at(lp.knee()))} |"
         )
-    return lines + ["", "The thesis: 1.18-2.17x over the greedy algorithms, \"close to the optimal solution\".", ""]
+    return lines + ["", 'The thesis: 1.18-2.17x over the greedy algorithms, "close to the optimal solution".', ""]
 
 
 def report(out: Path, resume: bool, quick: bool, names=SCENARIOS, echo=print) -> str:
