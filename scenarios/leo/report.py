@@ -210,13 +210,13 @@ def _commit() -> str:
         return "an unknown commit"
 
 
-def write_between(path: Path, text: str) -> None:
-    """Replace what lies between :data:`BEGIN` and :data:`END` in ``path`` by ``text``."""
+def write_between(path: Path, text: str, begin: str = BEGIN, end: str = END) -> None:
+    """Replace what lies between the markers ``begin`` and ``end`` in ``path`` by ``text``."""
     doc = path.read_text()
-    pattern = re.compile(re.escape(BEGIN) + ".*?" + re.escape(END), re.S)
+    pattern = re.compile(re.escape(begin) + ".*?" + re.escape(end), re.S)
     if not pattern.search(doc):
-        raise SystemExit(f"{path} has no {BEGIN} ... {END} markers")
-    path.write_text(pattern.sub(lambda _m: f"{BEGIN}\n{text}{END}", doc))
+        raise SystemExit(f"{path} has no {begin} ... {end} markers")
+    path.write_text(pattern.sub(lambda _m: f"{begin}\n{text}{end}", doc))
 
 
 def main(argv=None) -> int:
