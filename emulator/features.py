@@ -63,7 +63,7 @@ MEANING = {
     ),
     "prio": (
         "prio: available as policy dscp-priority-prio; strict priority uses HTB prio classes by default "
-        "(measured better, README 'The VM lane')",
+        "(measured better: docs/vm-lane.md)",
         "no prio: strict priority via HTB prio classes (tiny rate, ceil = link, prio 0..7)",
     ),
     "fq": (

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Run the test suite (the README's test command). Emulation tests need root.
+# Run the test suite (the test command of README.md). Emulation tests need root.
 # Extra arguments go to pytest (e.g. -m "not emulation").
 set -uo pipefail
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"

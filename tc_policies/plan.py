@@ -359,8 +359,8 @@ POLICIES: dict[str, Callable[[], Policy]] = {
 
 ``dscp-priority`` uses HTB prio classes on every kernel, also where the kernel has the ``prio``
 qdisc (measured in the VM lane on Debian's 6.1 kernel: the HTB classes kept class 7 at 99-101 %
-of the port against 91-100 % and its ping under load at 0.7-0.9 ms against up to 10 ms; README
-"The VM lane"); ``dscp-priority-prio`` puts the ``prio`` qdisc under the HTB shaper (needs
+of the port against 91-100 % and its ping under load at 0.7-0.9 ms against up to 10 ms;
+docs/vm-lane.md); ``dscp-priority-prio`` puts the ``prio`` qdisc under the HTB shaper (needs
 ``sch_prio``: the testbed refuses it otherwise)."""
 
 

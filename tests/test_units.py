@@ -93,7 +93,7 @@ def test_rate_scale_roundtrip_and_defaults():
         RateScale(0)
 
 
-# What every unit means, written out here from the convention the README states (b and bit
+# What every unit means, written out here from the convention README.md and docs/checks.md state (b and bit
 # are bits, B bytes; k/K/M/G/T decimal, Ki/Mi/Gi/Ti binary; tc's lower-case mbit/gbit/tbit), not
 # read from railbed.units: a wrong factor in railbed.units' tables fails below.
 PREFIX = {
@@ -129,7 +129,7 @@ def test_every_rate_suffix_means_its_power_of_ten(unit):
 
 
 def test_the_unit_table_covers_the_conventional_spellings():
-    """Units every README example uses are accepted (so the parametrized test above sees them)."""
+    """Units every example in the docs uses are accepted (so the parametrized test above sees them)."""
     for unit in ("bit", "kbit", "mbit", "gbit", "tbit", "Mbit", "Gbit", "Gbps", "Gb", "GB/s", "GBps", "MiB"):
         assert unit in accepted_rate_units()
 

@@ -71,7 +71,7 @@ def test_high_class_gets_at_least_97_percent_under_contention(use_prio):
     matches no DSCP filter: this measures HTB's default class and the priomap too."""
     if use_prio:
         need("prio")
-    # htb-classes is the default by name, also on a kernel with prio (the decision in the README)
+    # htb-classes is the default by name, also on a kernel with prio (the decision in docs/vm-lane.md)
     with Testbed(star(3), policy="dscp-priority-prio" if use_prio else "dscp-priority", scale=1) as tb:
         shown = qdiscs_of(tb, *PORT)
         assert ("qdisc prio 2:" in shown) == use_prio, shown
