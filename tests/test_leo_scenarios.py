@@ -80,3 +80,28 @@ def test_leo_claims_parse_and_outside_systems_are_not_reproduced(tmp_path):
     )
     _, rows = reproduce_paper("leo", tmp_path / "out", False, False, lambda _m: None, claims_dir=tmp_path)
     assert (rows[0].verdict, rows[0].fidelity, rows[0].value) == ("not reproduced here", "NCCL is not built here", None)
+
+
+def test_report_reads_knees_and_ratios_from_curves():
+    from scenarios.leo.report import Curve, best_other, deep_dive_section, kvs_section
+
+    loads = [0.5e6, 5e6, 6e6, 7e6, 8e6]
+
+    def curve(name, p50):
+        return Curve(name, loads, p50, loads)
+
+    cs = {
+        "leo": curve("leo", [30, 31, 32, 35, 60]),  # knee 7 M (35 <= 45)
+        "leo-literal": curve("leo-literal", [30, 32, 40, 50, 90]),  # knee 6 M
+        "acc-only": curve("acc-only", [30, 40, 90, 200, 300]),  # knee 5 M
+        "drtm-kv-model": curve("drtm-kv-model", [30, 100, 200, 300, 400]),  # knee 0.5 M
+        "greedy-intra": curve("greedy-intra", [30, 31, 44, 46, 80]),  # knee 6 M
+        "greedy-e2e": curve("greedy-e2e", [30, 31, 46, 46, 80]),  # knee 5 M
+        "leo-lp": curve("leo-lp", [30, 30, 31, 33, 40]),  # knee 8 M
+    }
+    assert best_other(cs) == ("greedy-intra", 6e6)
+    text = "\n".join(kvs_section(cs))
+    assert "| 1.2-2x | 1.40x | 1.20x |" in text  # 7 / 5 and 6 / 5
+    assert "at acc-only's knee (5 M/s) | 1.3x | 1.29x | 1.25x |" in text  # 40 / 31 and 40 / 32
+    dive = "\n".join(deep_dive_section(cs))
+    assert "| leo | 1.17x | 1.40x | 0.88x | 1.50x |" in dive  # 7/6, 7/5, 7/8; at 8 M: 60 / 40

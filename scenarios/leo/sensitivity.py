@@ -21,7 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from scenarios.leo.report import HERE, _commit, _m, curves, write_between
+from scenarios.leo.report import HERE, _commit, _m, sweep_curves, write_between
 
 FRACTIONS = (0.1, 0.6, 0.8, 0.9, 0.95, 1.0, 1.05, 1.1)
 REQUESTS = 5000
@@ -116,21 +116,10 @@ def point(param: Unstated, value: float):
 
 def sweep(param: Unstated, out: Path, resume: bool, echo=print) -> list[str]:
     """Table rows of one parameter: value, what binds, the split's room, knees over the bound."""
-    from railbed.plots import load_figures, load_runs
-    from scenarios.runner import PARTIAL, simulate_scenario
-
     rows = []
     for value in param.values:
         sc, check, bound = point(param, value)
-        where = out / f"{param.scenario}-{value:g}"
-        if resume and (where / "index.json").exists() and not (where / PARTIAL).exists():
-            runs = list(load_runs(where).values())
-        else:
-            echo(f"{param.scenario} at {value:g}: bound {_m(bound)}/s, {len(sc.loads)} loads")
-            runs = simulate_scenario(sc, where, echo=lambda _m: None, plots=False)
-            (where / "figures").mkdir(exist_ok=True)
-            load_figures({r.scheduler: r for r in runs}, where / "figures")
-        cs = curves(runs)
+        cs = sweep_curves(sc, out / f"{param.scenario}-{value:g}", resume, echo)
         knees = " | ".join(f"{cs[s].knee() / bound:.2f}" for s in SCHEDULERS)
         best_single = max(cs["cpu-only"].knee(), cs["acc-only"].knee())
         best_greedy = max(cs["greedy-intra"].knee(), cs["greedy-e2e"].knee())
