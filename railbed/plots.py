@@ -346,6 +346,9 @@ def latency_vs_load(
             ax.plot([at[0][1]], [at[0][2] * factor], "*", color=color, markersize=16, markeredgecolor="k")
     if knees:
         ax.plot([], [], "*", color="0.5", markersize=12, markeredgecolor="k", label="knee (sustainable)")
+    lows = [min(r[2], r[3]) for r in rows if min(r[2], r[3]) > 0]
+    if lows and max(r[3] for r in rows) / min(lows) > 20:  # the flat part and the overload both visible
+        ax.set_yscale("log")
     ax.set_xlabel(load_label)
     ax.set_ylabel(f"latency ({unit}, model)")
     ax.set_title("latency against offered load", fontsize=10)
