@@ -146,6 +146,36 @@ def load_curve(results) -> dict[str, list[dict[str, float]]]:
     return curve
 
 
+def _p50_at_knee(mine: list[dict], ref: list[dict] | None) -> tuple[float, float | None]:
+    """Medians at the reference's knee (the scheduler's own without one): (mine, the reference's)."""
+    at = knee([(p["load"], p["p50"]) for p in (ref or mine)])
+    pick = lambda pts: next((p["p50"] for p in pts if p["load"] == at), math.nan)  # noqa: E731
+    return pick(mine), (pick(ref) if ref is not None else None)
+
+
+def _knee_of(mine: list[dict], ref: list[dict] | None) -> tuple[float, float | None]:
+    k = lambda pts: knee([(p["load"], p["p50"]) for p in pts])  # noqa: E731
+    return k(mine), (k(ref) if ref is not None else None)
+
+
+# Numbers of an offered-load sweep (runs ``<label>@<load>``), by name: (the scheduler's value, the
+# reference's, or None without one). ``knee``: the sustainable throughput (requests/s);
+# ``p50_at_knee``: steady-state median latency at the reference's knee (s).
+CURVE_METRICS: dict[str, Callable[[list[dict], list[dict] | None], tuple[float, float | None]]] = {
+    "knee": _knee_of,
+    "p50_at_knee": _p50_at_knee,
+}
+
+
+def curve_metric(name: str, results, scheduler: str, relative_to: str | None = None) -> tuple[float, float | None]:
+    """:data:`CURVE_METRICS` ``name`` of ``scheduler``'s sweep among ``results`` (against ``relative_to``'s)."""
+    curve = load_curve(results)
+    for label in (scheduler, relative_to):
+        if label is not None and label not in curve:
+            raise KeyError(f"no runs {label}@<load> (sweeps: {', '.join(curve) or 'none'})")
+    return CURVE_METRICS[name](curve[scheduler], curve[relative_to] if relative_to else None)
+
+
 def iteration_times(result: RunResult) -> dict[int, float]:
     return dict(result.iterations) if result.iterations else {0: result.makespan}
 

@@ -182,3 +182,21 @@ def test_run_notes_carry_the_check():
     assert any(n.startswith("leo-literal: requests per path:") for n in res.notes)
     fifo = simulate(requests("kvs-c", load=1e6, requests=5), by_name("fifo"), toy())
     assert not any(n.startswith("capacity") for n in fifo.notes)  # the default hook adds nothing
+
+
+def test_curve_metrics_read_a_sweep():
+    from railbed.metrics import curve_metric
+
+    cluster = toy()
+    runs = []
+    for name in ("leo", "acc-only"):
+        for load in (1e5, 1.2e6, 1.6e6):  # both devices serve 1.5 M/s, the FPGA alone 1 M/s
+            sched = by_name(name)
+            sched.label = f"{name}@{load:g}"
+            runs.append(simulate(requests("kvs-c", load=load, duration=2e-3, arrival="constant"), sched, cluster))
+    leo, acc = curve_metric("knee", runs, "leo", "acc-only")
+    assert (leo, acc) == (1.2e6, 1e5)
+    mine, ref = curve_metric("p50_at_knee", runs, "leo", "acc-only")
+    assert mine == pytest.approx(ref, rel=0.05)  # at 0.1 M/s nothing queues on either
+    with pytest.raises(KeyError, match="no runs greedy-intra@<load>"):
+        curve_metric("knee", runs, "greedy-intra")
