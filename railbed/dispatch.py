@@ -312,14 +312,13 @@ class Dispatcher:
             scale,
             items=self.records,
             events=list(self.events),
-            notes=list(self.notes),
+            notes=[*self.notes, *self.scheduler.notes()],
         )
         ends = [r.end for r in self.records.values() if r.end is not None]
         res.makespan = max(ends) if ends else 0.0
         res.compute_iterations()
         if self._local_no_model:
             res.notes.append(f"{self._local_no_model} same-server flows took 0 s: their server has no intra_host model")
-        res.notes += self.scheduler.run_notes(self.view)
         return res
 
     # ----------------------------------------------------------- internals

@@ -30,9 +30,6 @@ core they build on.
 ``choose_path(flow, view) -> int``
     For a flow that offers alternative paths (``flow.options``), when it
     becomes ready, before ``on_ready``: the index of the option to use.
-``run_notes(view) -> list[str]``
-    Once, when the run ends: sentences for the run's notes (a check the
-    scheduler made, what it decided). Default: none.
 ``rule(flow, placement, cluster) -> Rule | None``
     Only for the compact engine (:mod:`simulator.compact`): ``on_ready``'s
     answer for a flow as a pure function of it (:class:`Rule`), or ``None``.
@@ -314,15 +311,15 @@ class Scheduler:
         It must be a pure function of those flows and equal ``on_ready``'s answer. Default: none."""
         raise NotImplementedError(f"{self.name} gates flows but has no gate_split")
 
-    def run_notes(self, view: RunView) -> list[str]:
-        """When the run ends: lines for the run's notes (a check this scheduler made, what it
-        decided, in a sentence each). Default: none."""
-        return []
-
     def check(self, job: Job, cluster: ClusterSpec) -> None:
         """Before anything is built: reject a job this scheduler cannot run (a tag it
         reads that is out of range, say) by raising :class:`railbed.errors.SpecError`
         naming the field (``items.<id>.tags.dscp``). Default: accept everything."""
+
+    def notes(self) -> list[str]:
+        """At the end of the run: lines for the result's notes (what the scheduler decided before
+        or during the run and why, e.g. a placement search's trace). Default: none."""
+        return []
 
 
 _DECISION_HOOKS = ("on_ready", "on_flows_changed", "on_done", "choose_path")

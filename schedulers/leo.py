@@ -86,6 +86,7 @@ class LeoBase(Scheduler):
         self._T: list[np.ndarray] = []  # per type: T(p, r) per path (nan: not allowed)
         self._w: list[np.ndarray] = []  # per type: work w[p, e] on each element of both hosts
         self._cap: np.ndarray | None = None  # elements' parallel capacities
+        self._view = None  # the run's view, for notes() at its end
 
     def check(self, job: Job, cluster) -> None:
         for it in job.items.values():
@@ -97,6 +98,7 @@ class LeoBase(Scheduler):
 
     # ------------------------------------------------------------ the hooks
     def choose_path(self, flow: Flow, view) -> int:
+        self._view = view
         i = flow.tags["request"]
         names = [o.name for o in flow.options]
         if i in self.chosen:
@@ -129,8 +131,11 @@ class LeoBase(Scheduler):
         intra = sum(view.records[f].intra or 0.0 for f in self._flows.pop(i))
         self.completed(i, item.tags["rtype"], name, intra, record.end - self.arrived.pop(i))
 
-    def run_notes(self, view) -> list[str]:
+    def notes(self) -> list[str]:
         """The request stream's capacity check (:func:`capacity_check`) and the paths taken."""
+        view = self._view
+        if view is None:
+            return []
         used: dict[str, int] = {}
         for rec in view.records.values():
             if rec.kind == "flow" and rec.option and (rec.attrs.get("tags") or {}).get("last"):

@@ -176,7 +176,7 @@ def test_two_device_toy_leo_finds_the_split_known_by_hand():
     assert np.median(steady_latencies(acc)) > 5 * unloaded  # 0.35 M/s too many: its queue grows all run
 
 
-def test_run_notes_carry_the_check():
+def test_notes_carry_the_check():
     res = simulate(requests("kvs-c", load=1e6, requests=20), by_name("leo-literal"), toy())
     assert any(n.startswith("capacity (the datapath binds): best split over the datapath 1.5 M/s") for n in res.notes)
     assert any(n.startswith("leo-literal: requests per path:") for n in res.notes)
