@@ -439,10 +439,14 @@ def latency_rows(data: dict[str, Sequence[tuple[float, float, float]]]) -> Rows:
 
 
 def latency_vs_load(
-    data: dict[str, Sequence[tuple[float, float, float]]], base: Path, load_label: str = "offered load (requests/s)"
+    data: dict[str, Sequence[tuple[float, float, float]]],
+    base: Path,
+    load_label: str = "offered load (requests/s)",
+    knees: dict[str, float] | None = None,
 ) -> Path:
     """Request latency (p50 solid, p99 dashed) against offered load, one colour per scheduler.
-    ``load_label`` names the load's unit (model units of the workload)."""
+    ``load_label`` names the load's unit (model units of the workload); ``knees`` (scheduler ->
+    load, :func:`railbed.metrics.knee`) are marked with a star on the p50 line."""
     rows = latency_rows(data)
     write_csv(base.with_suffix(".csv"), ["scheduler", "load", "p50_s", "p99_s"], rows)
     fig, ax = new_figure()
@@ -452,6 +456,14 @@ def latency_vs_load(
         color = f"C{i % 10}"
         ax.plot([r[1] for r in mine], [r[2] * factor for r in mine], "o-", color=color, label=f"{sched} p50")
         ax.plot([r[1] for r in mine], [r[3] * factor for r in mine], "s--", color=color, label=f"{sched} p99")
+        at = [r for r in mine if knees and r[1] == knees.get(sched)]
+        if at:
+            ax.plot([at[0][1]], [at[0][2] * factor], "*", color=color, markersize=16, markeredgecolor="k")
+    if knees:
+        ax.plot([], [], "*", color="0.5", markersize=12, markeredgecolor="k", label="knee (sustainable)")
+    lows = [min(r[2], r[3]) for r in rows if min(r[2], r[3]) > 0]
+    if lows and max(r[3] for r in rows) / min(lows) > 20:  # the flat part and the overload both visible
+        ax.set_yscale("log")
     ax.set_xlabel(load_label)
     ax.set_ylabel(f"latency ({unit}, model)")
     ax.set_title("latency against offered load", fontsize=10)
@@ -486,7 +498,11 @@ def load_figures(runs: dict[str, RunResult], out: Path) -> list[Path]:
     """``latency-load`` and ``throughput-load`` of the ``<scheduler>@<load>`` runs."""
     curve = load_curve(runs.values())
     data = {s: [(p["load"], p["p50"], p["p99"]) for p in points] for s, points in curve.items()}
-    return [latency_vs_load(data, out / "latency-load"), throughput_vs_load(curve, out / "throughput-load")]
+    knees = {s: p["load"] for s, points in curve.items() for p in points if p.get("knee")}
+    return [
+        latency_vs_load(data, out / "latency-load", knees=knees),
+        throughput_vs_load(curve, out / "throughput-load"),
+    ]
 
 
 # -------------------------------------------------------- results directory

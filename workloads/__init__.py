@@ -40,7 +40,7 @@ GENERATORS: dict[str, Callable[..., Job]] = {
     "leo_toll": leo_toll,
 }
 SIZE_ARGS = {"activation", "gradient", "size"}
-TIME_ARGS = {"fwd", "bwd", "compute"}
+TIME_ARGS = {"fwd", "bwd", "compute", "duration"}
 
 
 MAX_ITEMS = 5_000_000  # the 8192-GPU benchmark job has 2.3 million items (about 3 GB in memory)
@@ -56,11 +56,12 @@ def _a2a_items(n=4, iterations=1, **_) -> int:
     return iterations * n * n
 
 
-def _request_items(preset="kvs-c", requests=2000, **_) -> int:
+def _request_items(preset="kvs-c", requests=None, load=1e6, duration=None, **_) -> int:
     """requests' items: per request its arrival task and two flows per round trip."""
     types = _request_presets().get(preset, ())
     trips = max((len(t.round_trips) for t in types), default=1)
-    return requests * (1 + 2 * trips)
+    count = requests if duration is None else load * duration  # both given: the generator refuses it
+    return int(count if count is not None else 2000) * (1 + 2 * trips)
 
 
 def _gnn_items(machines=4, workers=6, samplers_per_worker=2, iterations=10, **_) -> int:
