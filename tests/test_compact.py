@@ -195,6 +195,7 @@ def test_hermod_rule_matches_its_decisions():
         else:
             assert rule.dscp == h.dscp(f) and rule.key == rule.bar == key_number(h.key(f)) and rule.queued
     assert key_number((1, 0, 0)) > key_number((0, 1, 5)) > key_number((0, 0, 7))
+    assert key_number((1, 0, 0, 0)) > key_number((0, 9, 1, 3)) > key_number((0, 9, 0, 30000))
     with pytest.raises(ValueError):
         key_number((0, 0, 1 << 20))
 
