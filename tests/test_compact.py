@@ -97,26 +97,31 @@ def test_hermod_splits_ep_coflows_between_servers_the_same_on_both_engines(seed,
 
 
 @pytest.mark.parametrize("name", ["megatron", "lina", "hermod"])
-def test_the_scenario_layout_agrees_with_ep_inside_servers(name):
-    """The full scenarios' layout at small scale: TP = EP = 8 per server, so EP never crosses
-    the network and Hermod runs with its matching on (nothing to match)."""
+def test_the_scenario_layout_agrees_with_ep_across_servers(name):
+    """The full scenarios' layout at small scale: TP 8, EP 8 over DP 8 with Megatron's expert
+    tensor parallelism (ETP = TP), so every EP group spans 8 servers; both engines agree, and
+    Hermod splits the EP coflows (Alg. 3) and holds flows at the hosts."""
     job = moe_training(
-        model="mixtral-8x22b", dp=2, pp=2, layers=2, microbatches=2, hidden=512, ffn=1024, seq=512,
+        model="mixtral-8x22b", dp=8, pp=2, layers=2, microbatches=2, hidden=256, ffn=512, seq=256,
         zero2=True, nics_per_server=8,
     )  # fmt: skip
     spec = ClusterSpec.from_dict(
         {
-            "servers": [{"count": 4, "gpus": 8, "nics": 8, "nic_rate": "100Gbit"}],
-            "fabric": {"type": "leaf_spine", "servers_per_leaf": 2, "spines": 2, "uplink_rate": "400Gbit",
+            "servers": [{"count": 16, "gpus": 8, "nics": 8, "nic_rate": "100Gbit"}],
+            "fabric": {"type": "leaf_spine", "servers_per_leaf": 4, "spines": 2, "uplink_rate": "400Gbit",
                        "latency": "1us"},
         }
     )  # fmt: skip
     slow, fast = same_times(job, lambda: by_name(name), spec)
     kinds = fast.job.kind
-    assert (kinds == LOCAL).sum() > 0 and (kinds == NET).sum() > 0 and (kinds == TASK).sum() > 0
+    assert (kinds == LOCAL).sum() == 0 and (kinds == NET).sum() > 0 and (kinds == TASK).sum() > 0  # all cross
+    ep_net = [r for r in slow.items.values() if r.kind == "flow" and r.attrs.get("coflow_type") == "EP"
+              and r.server != r.dst_server and r.parent is None]  # fmt: skip
+    assert ep_net
     flows = kinds != TASK
     waited = int((fast.start[flows] > fast.ready[flows]).sum())
-    assert (waited > 0) == (name == "hermod")  # Hermod's hosts hold flows; Lina has no network EP to wait for
+    assert (waited > 0) == (name != "megatron")  # Hermod's hosts and Lina's DP behind backward EP
+    assert bool([r for r in slow.items.values() if r.parent]) == (name == "hermod")
 
 
 def random_job(rng: random.Random) -> tuple[Job, ClusterSpec]:
@@ -303,12 +308,12 @@ def test_moe_arrays_compact_to_the_same_arrays_as_the_job(seed):
 
 
 def test_moe_arrays_at_the_scenario_layout_and_interleaved():
-    kw = dict(model="mixtral-8x22b", dp=2, pp=2, layers=4, microbatches=4, hidden=512, ffn=1024, seq=512, zero2=True,
+    kw = dict(model="mixtral-8x22b", dp=8, pp=2, layers=4, microbatches=4, hidden=256, ffn=512, seq=256, zero2=True,
               nics_per_server=8, schedule="interleaved", chunks=2)  # fmt: skip
-    job, aj = moe_training(**kw), moe_arrays(**kw)
+    job, aj = moe_training(**kw), moe_arrays(**kw)  # EP 8 over DP 8 at ETP = TP 8: EP across 8 servers
     spec = ClusterSpec.from_dict(
         {
-            "servers": [{"count": 4, "gpus": 8, "nics": 8, "nic_rate": "100Gbit"}],
+            "servers": [{"count": 16, "gpus": 8, "nics": 8, "nic_rate": "100Gbit"}],
             "fabric": {"type": "leaf_spine", "servers_per_leaf": 2, "spines": 2, "uplink_rate": "400Gbit",
                        "latency": "1us"},
         }
