@@ -5,6 +5,10 @@ Communication topology D: the GPUs of a server; every ordered GPU pair is a
 (:meth:`IntraHostGraph.routes`: a direct NVLink, or PCIe-QPI-PCIe, or the
 NVSwitch planes, each hop weighted by the share of bytes it carries).
 
+A graph with path rates (``path_speeds``) gives every capped D-link one
+more hop of its own, of the pair's measured rate (Table 1 measured pairs
+alone); the physical hops keep their shared capacities.
+
 Cost model (section 5.1). A plan is a set of rows (vertex, stage, from GPU,
 to GPU). The load of physical hop h at stage k is the bytes of all rows of
 stage k whose D-link uses h; the time of stage k is ``max_h load/bandwidth``
@@ -67,6 +71,7 @@ def comm_topology(graph: IntraHostGraph, gpus: list[str] | None = None) -> CommT
     gpus = list(gpus or graph.gpus)
     m = len(gpus)
     ptr, hop, frac = [0], [], []
+    capacity = list(graph.capacity)
     for i in range(m):
         for j in range(m):
             merged: dict[int, float] = {}
@@ -74,13 +79,17 @@ def comm_topology(graph: IntraHostGraph, gpus: list[str] | None = None) -> CommT
                 for path, share in graph.routes(gpus[i], gpus[j]):
                     for d in path:
                         merged[d] = merged.get(d, 0.0) + share
+                cap = graph.path_cap(gpus[i], gpus[j])
+                if np.isfinite(cap):  # the pair's own hop (module docstring)
+                    capacity.append(cap)
+                    merged[len(capacity) - 1] = 1.0
             for d in sorted(merged):
                 hop.append(d)
                 frac.append(merged[d])
             ptr.append(len(hop))
     return CommTopology(
         gpus,
-        graph.capacity.copy(),
+        np.array(capacity, dtype=np.float64),
         np.array(ptr, dtype=np.int64),
         np.array(hop, dtype=np.int64),
         np.array(frac, dtype=np.float64),

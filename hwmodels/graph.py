@@ -16,6 +16,15 @@ NV2 value for n = 2 and ``n x NV1`` otherwise (the paper measured only 1 and
 2). A preset's ``speeds`` section overrides these (then ``nvlink`` is per
 link and multiplied by the count). Latencies are not in the paper; we use
 1 us per hop by default (configurable per preset as ``latency_us``).
+
+Path rates. Table 1 measured one GPU pair alone over each kind of
+connection: it is the rate of one *path*, not necessarily the capacity of
+the shared link the path crosses (DGCL's Table 3 measures how GPUs sharing
+the QPI degrade each other). A preset's ``path_speeds`` (GB/s by link kind)
+caps one transfer whose route crosses a link of that kind
+(:meth:`IntraHostGraph.path_cap`), while ``speeds`` sets the shared links'
+capacities; without ``path_speeds`` (the ``-literal`` reading, and every
+preset but the ``*-dgcl`` ones) the link capacity is both.
 """
 
 from __future__ import annotations
@@ -152,9 +161,24 @@ class IntraHostGraph:
             frontier = nxt
         return best[dst][2] if dst in best else None
 
+    @cached_property
+    def path_caps(self) -> dict[str, float]:
+        """Bit/s cap of one transfer by the kind of link its route crosses (``path_speeds``)."""
+        return dict(self.meta.get("path_caps", {}))
+
+    def path_cap(self, src: str, dst: str) -> float:
+        """The rate one transfer src->dst cannot exceed alone: the smallest ``path_speeds`` entry of
+        a link kind its route crosses (inf without one)."""
+        caps = self.path_caps
+        if not caps or src == dst:
+            return float("inf")
+        kinds = {self.links[d // 2].kind for path, _ in self.routes(src, dst) for d in path}
+        return min([caps[k] for k in kinds if k in caps], default=float("inf"))
+
     def path_bandwidth(self, src: str, dst: str) -> float:
         """Bit/s of one transfer alone on its route(s): slowest hop of each plane, summed."""
-        return sum(min(self.capacity[d] for d in path) if path else float("inf") for path, _ in self.routes(src, dst))
+        alone = sum(min(self.capacity[d] for d in path) if path else float("inf") for path, _ in self.routes(src, dst))
+        return min(alone, self.path_cap(src, dst))
 
     def check(self) -> None:
         """Validate structure and the preset's ``expect`` section (raises SpecError)."""
@@ -190,7 +214,7 @@ def from_dict(doc: dict, source: str = "preset") -> IntraHostGraph:
     """Build and check a graph from a parsed preset (see the files in ``presets/``)."""
     if not isinstance(doc, dict):
         raise SpecError(source, "expected a mapping")
-    allowed = {"name", "expect", "nodes", "links", "nic_speed", "speeds", "latency_us"}
+    allowed = {"name", "expect", "nodes", "links", "nic_speed", "speeds", "path_speeds", "latency_us"}
     for key in doc:
         if key not in allowed:
             raise SpecError(f"{source}.{key}", "unknown key")
@@ -219,7 +243,12 @@ def from_dict(doc: dict, source: str = "preset") -> IntraHostGraph:
         for nic in [n for n, t in node_types.items() if t == "nic"]:
             node_types[f"{nic}:wire"] = "wire"
             links.append(HwLink(nic, f"{nic}:wire", "nic", NIC_SPEEDS_GBPS[nic_speed] * GB, latency))
-    graph = IntraHostGraph(name, node_types, links, {"expect": doc.get("expect") or {}})
+    path_caps = {}
+    for kind, value in (doc.get("path_speeds") or {}).items():
+        if kind not in LINK_TYPES or isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
+            raise SpecError(f"{name}.path_speeds.{kind}", f"expected a link type and a positive GB/s, got {value!r}")
+        path_caps[kind] = float(value) * GB
+    graph = IntraHostGraph(name, node_types, links, {"expect": doc.get("expect") or {}, "path_caps": path_caps})
     graph.check()
     return graph
 
@@ -234,7 +263,11 @@ def join(graphs: list[IntraHostGraph], nics: list[str], rates: list[float], late
         node_types |= {f"s{i}.{n}": t for n, t in g.node_types.items() if t != "wire"}
         links += [replace(lk, a=f"s{i}.{lk.a}", b=f"s{i}.{lk.b}") for lk in g.links if lk.kind != "nic"]
         links.append(HwLink(f"s{i}.{nics[i]}", "switch", "nic", float(rates[i]), latency))
-    joined = IntraHostGraph("+".join(g.name for g in graphs), node_types, links)
+    caps: dict[str, float] = {}
+    for g in graphs:
+        for kind, cap in g.path_caps.items():
+            caps[kind] = min(cap, caps.get(kind, cap))
+    joined = IntraHostGraph("+".join(g.name for g in graphs), node_types, links, {"path_caps": caps})
     joined.check()
     return joined
 

@@ -6,7 +6,10 @@ moment every unfinished transfer gets its max-min fair rate over the
 directed links of its route (progressive filling); when one finishes, rates
 are recomputed. A transfer split over several NVSwitch planes is several
 sub-flows and completes when its last sub-flow does. Each transfer's
-completion time adds the latency of its (slowest) route.
+completion time adds the latency of its (slowest) route. A graph with path
+rates (``path_speeds``, :meth:`IntraHostGraph.path_cap`) gives every capped
+transfer a private link of that rate (each plane its share): one pair's
+measured rate, while the links it crosses are shared at their capacities.
 
 Public: :func:`transfer_times` (graph + transfers), :func:`fluid_finish_times`
 (arrays). The numba kernel ``_fluid_kernel`` has a slow reference,
@@ -142,18 +145,24 @@ def transfer_times(
     """Completion time (s) of each concurrent transfer (src node, dst node, bytes) in ``graph``;
     ``with_latency=False`` gives the fluid part only (as DGCL's cost model counts)."""
     paths, bits, owner, latency = [], [], [], np.zeros(len(transfers))
+    capacity = list(graph.capacity)
     for t, (src, dst, nbytes) in enumerate(transfers):
         if nbytes < 0:
             raise ValueError(f"transfer {t}: negative size {nbytes}")
+        cap = graph.path_cap(src, dst)
         for path, frac in graph.routes(src, dst):
+            if np.isfinite(cap) and path:
+                capacity.append(cap * frac)  # the pair's own rate, a link no other transfer crosses
+                path = [*path, len(capacity) - 1]
             paths.append(path)
             bits.append(8.0 * nbytes * frac)
             owner.append(t)
             if nbytes > 0 and with_latency:
-                latency[t] = max(latency[t], float(graph.latency[path].sum()) if path else 0.0)
+                hops = [d for d in path if d < len(graph.latency)]
+                latency[t] = max(latency[t], float(graph.latency[hops].sum()) if hops else 0.0)
     if not paths:
         return np.zeros(0)
-    finish = kernel(graph.capacity, paths, np.array(bits))
+    finish = kernel(np.array(capacity), paths, np.array(bits))
     out = np.zeros(len(transfers))
     for sub, t in enumerate(owner):
         out[t] = max(out[t], finish[sub])

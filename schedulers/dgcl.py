@@ -188,9 +188,17 @@ class PeerToPeer(GraphAllgather):
 
 
 class Swap(GraphAllgather):
-    """Through host memory (NeuGraph, §7): every GPU writes all its embeddings, then reads what it needs."""
+    """Through host memory (NeuGraph, §7): every GPU writes all its embeddings, then loads every
+    partition it needs whole, chained under each PCIe switch (``load="chunks"``), or only the
+    vertices it needs (``load="needed"``, the previous model)."""
 
     name = "swap"
+
+    def __init__(self, seed: int = 0, load: str = "chunks") -> None:
+        super().__init__(seed)
+        if load not in ("chunks", "needed"):
+            raise SpecError("load", f"'chunks' or 'needed', got {load!r}")
+        self.load = load
 
     def check(self, job: Job, cluster: ClusterSpec) -> None:
         if _sockets(job) == 0:
@@ -198,21 +206,26 @@ class Swap(GraphAllgather):
 
     def hops(self, graph, view):
         m, sockets = graph["gpus"], _sockets(view.job)
-        socket_of = []
+        socket_of, switch_of = [], []
         for g in range(m):
             loc = view.location(f"w{g}")
-            socket_of.append(loc.server * sockets + min(_nearest_cpu(view.cluster, loc), sockets - 1))
-        return swap_hops(_requirements(graph), m, socket_of)
+            socket_of.append(loc.server * sockets + min(_nearest(view.cluster, loc, "cpu"), sockets - 1))
+            switch_of.append((loc.server, _nearest(view.cluster, loc, "pcie_switch")))
+        switches = sorted(set(switch_of))
+        return swap_hops(_requirements(graph), m, socket_of, [switches.index(w) for w in switch_of], self.load)
 
 
-def _nearest_cpu(cluster: ClusterSpec, loc) -> int:
-    """The CPU socket whose memory is fewest hops from the GPU (its PCIe root): ``c`` of ``cpu<c>``."""
+def _nearest(cluster: ClusterSpec, loc, kind: str) -> int:
+    """The node of ``kind`` (``cpu``: the socket whose memory is nearest, ``pcie_switch``: the GPU's
+    switch) fewest hops from the GPU: its index among the preset's nodes of that kind."""
     from hwmodels.graph import load_preset
 
     graph = load_preset(cluster.servers[loc.server].intra_host)
-    cpus = graph.of_type("cpu")
-    best = min(cpus, key=lambda c: (len(graph.routes(loc.device, c)[0][0]), c))
-    return int(best[3:]) if best[3:].isdigit() else 0
+    nodes = graph.of_type(kind)
+    if not nodes:
+        return 0
+    best = min(nodes, key=lambda c: (len(graph.routes(loc.device, c)[0][0]), c))
+    return nodes.index(best)
 
 
 SCHEDULERS = (Dgcl, PeerToPeer, Swap)

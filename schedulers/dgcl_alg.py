@@ -18,12 +18,25 @@ serves every destination below it, so one copy counts for several pairs
 :func:`p2p_hops`
     Peer-to-peer (ROC's, §7): every pair direct, all in stage 0.
 :func:`swap_hops`
-    Swap (NeuGraph's, §7): stage 0, every GPU writes *all* its vertices'
-    embeddings to host memory ("it needs to dump all vertex embeddings to
-    main memory"); stage 1, every GPU reads the ones it needs. Our choices
-    where the paper is silent: a GPU writes to the memory of its own CPU
-    socket (node ``m + socket``), readers on the other socket read across
-    QPI; NeuGraph's chain-transfer optimisation is not modelled.
+    Swap (NeuGraph's, §7): "dumping vertex embeddings to main memory after
+    each layer for communication, and we also implemented the chain-transfer
+    optimization in NeuGraph". Stage 0, every GPU writes *all* its
+    vertices' embeddings to the memory of its CPU socket (§7.1: "it needs to
+    dump all vertex embeddings to main memory"). Then, with ``load="chunks"``
+    (the default): NeuGraph streams vertex data in chunks, and with the
+    non-overlapping partitioning the three methods share (§7) a chunk is a
+    GPU's partition, so a GPU loads *every* partition it needs any vertex
+    of, whole (§7.1: Swap "performs well for the small and dense Reddit graph
+    because a large portion of the vertices swapped to main memory are
+    required by remote GPUs", i.e. its cost does not shrink with the
+    required ones); chain transfer: the GPUs under one PCIe switch that need
+    a partition form a chain, the first reads it from host memory (stage 1),
+    each forwards it to the next (stages 2, 3, ...), and a partition whose
+    owner is under the switch starts its chain at the owner. With
+    ``load="needed"`` (the previous model): stage 1, every GPU reads from
+    host memory only the vertices it needs. Our choices where the paper is
+    silent: the socket a GPU writes to is its own (readers on the other
+    socket read across QPI); chains in GPU index order.
 :func:`reverse`
     The backward pass (§6): stages in reverse order, every hop reversed,
     and the pair ``(s, d)`` becomes ``(d, s)`` (gradients flow back). A
@@ -69,20 +82,48 @@ def p2p_hops(req: Requirements, m: int) -> list[Hop]:
     return [Hop(0, s, d, int(sizes[s, d]), {(s, d): int(sizes[s, d])}) for s, d in zip(*np.nonzero(sizes))]
 
 
-def swap_hops(req: Requirements, m: int, socket_of: list[int]) -> list[Hop]:
+def swap_hops(
+    req: Requirements, m: int, socket_of: list[int], switch_of: list[int] | None = None, load: str = "chunks"
+) -> list[Hop]:
+    """Swap's hops (module docstring); ``switch_of[g]``: GPU ``g``'s PCIe switch (chains), each its own
+    switch when None."""
     sizes = pair_bytes(req, m)
     per_gpu = np.bincount(req.source, weights=np.rint(req.nbytes), minlength=m).astype(np.int64)
+    switch_of = list(range(m)) if switch_of is None else list(switch_of)
     hops = []
-    for s in range(m):
-        shares = {(s, int(d)): int(sizes[s, d]) for d in np.nonzero(sizes[s])[0]}
-        if shares:
+    for s in range(m):  # the dump: all of s's embeddings; it carries the pairs that read them back
+        near = switch_of[s] if load == "chunks" else None  # chained from s itself, not through memory
+        shares = {(s, int(d)): int(sizes[s, d]) for d in np.nonzero(sizes[s])[0] if switch_of[d] != near}
+        if shares:  # a hop carries some pair's bytes (a dump nobody reads back is left out)
             hops.append(Hop(0, s, m + socket_of[s], int(per_gpu[s]), shares))
-    reads: dict[tuple[int, int], dict[tuple[int, int], int]] = {}
-    for s, d in zip(*np.nonzero(sizes)):
-        reads.setdefault((m + socket_of[s], int(d)), {})[(int(s), int(d))] = int(sizes[s, d])
-    for (mem, d), shares in sorted(reads.items()):
-        hops.append(Hop(1, mem, d, sum(shares.values()), shares))
-    return hops
+    if load == "needed":
+        reads: dict[tuple[int, int], dict[tuple[int, int], int]] = {}
+        for s, d in zip(*np.nonzero(sizes)):
+            reads.setdefault((m + socket_of[s], int(d)), {})[(int(s), int(d))] = int(sizes[s, d])
+        return hops + [Hop(1, mem, d, sum(sh.values()), sh) for (mem, d), sh in sorted(reads.items())]
+    if load != "chunks":
+        raise ValueError(f"swap load {load!r}: 'chunks' or 'needed'")
+    for w in sorted(set(switch_of)):
+        under = [g for g in range(m) if switch_of[g] == w]
+        for s in range(m):
+            chain = [d for d in under if d != s and sizes[s, d] > 0]
+            if not chain:
+                continue
+            head = [s] if s in under else [m + socket_of[s]]
+            for k, (a, b) in enumerate(zip(head + chain, chain)):
+                shares = {(s, d): int(sizes[s, d]) for d in chain[k:]}
+                hops.append(Hop(1 + k, a, b, int(per_gpu[s]), shares))
+    return _batched(hops)
+
+
+def _batched(hops: list[Hop]) -> list[Hop]:
+    """One hop per (stage, from, to), the partitions crossing it together (§6's tuples)."""
+    merged: dict[tuple[int, int, int], Hop] = {}
+    for h in hops:
+        key = (h.stage, h.src, h.dst)
+        old = merged.get(key)
+        merged[key] = h if old is None else Hop(*key, old.size + h.size, {**old.shares, **h.shares})
+    return [merged[k] for k in sorted(merged)]
 
 
 def spst_hops(topo: CommTopology, req: Requirements, seed: int | None = 0) -> list[Hop]:

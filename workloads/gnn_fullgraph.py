@@ -42,7 +42,13 @@ The graph
     or ``metis`` (pymetis, METIS's k-way on the symmetrised graph, as DGCL
     §3 partitions). The paper gives no edge cut; ``locality`` (0.8 by
     default, DGTP's choice) sets how much community structure the graph
-    has, and so how much METIS can keep local.
+    has, and so how much METIS can keep local. ``near`` (None: uniform)
+    nests the far edges: a fraction ``near`` of them stay among the GPUs of
+    the source's CPU socket (groups of ``SOCKET_GPUS``), as a graph
+    partitioned hierarchically, sockets first (DGCL §4.1: "we use
+    hierarchical graph partitioning to prioritize communication reduction on
+    slow links"), keeps its cut off the QPI; scenarios/dgcl/calibration.py
+    sets it per graph from Table 2.
 
 Scale
     Table 4's graphs do not fit here (117 M edges for Com-Orkut). With more
@@ -76,6 +82,7 @@ from workloads.gnn_graph import power_law_graph
 FLOAT_BYTES = 4
 MAX_GPUS = 32
 MAX_EDGES = 20_000_000
+SOCKET_GPUS = 4  # GPUs under one CPU socket in the DGX-1 and the PCIe box (``near``'s groups)
 PARTITIONERS = ("contiguous", "metis")
 
 
@@ -106,11 +113,11 @@ def graph_shape(dataset: str, max_edges: int) -> tuple[int, float, int]:
 
 @lru_cache(maxsize=8)
 def partitioned_graph(
-    dataset: str, gpus: int, max_edges: int, locality: float, partitioner: str, seed: int
+    dataset: str, gpus: int, max_edges: int, locality: float, partitioner: str, seed: int, near: float | None = None
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
     """(indptr, indices, part of every vertex, scale): the generated graph and its partition."""
     n, degree, scale = graph_shape(dataset, max_edges)
-    indptr, indices = power_law_graph(n, degree, gpus, seed, locality=locality)
+    indptr, indices = power_law_graph(n, degree, gpus, seed, locality=locality, near=near, group=SOCKET_GPUS)
     if partitioner == "contiguous":
         part = (np.arange(n, dtype=np.int64) * gpus // n).astype(np.int64)
     elif partitioner == "metis":
@@ -140,14 +147,14 @@ def requirements(graph: dict) -> Requirements:
     """The requirement set of an exchange (``tags["graph"]`` of its flows): which GPU computes every
     vertex, which GPUs need it, and its embedding bytes."""
     keys = ("dataset", "gpus", "max_edges", "locality", "partitioner", "seed", "hidden")
-    return _requirements(*(graph[k] for k in keys))
+    return _requirements(*(graph[k] for k in keys), graph.get("near"))
 
 
 @lru_cache(maxsize=8)
-def _requirements(dataset, gpus, max_edges, locality, partitioner, seed, hidden) -> Requirements:
+def _requirements(dataset, gpus, max_edges, locality, partitioner, seed, hidden, near=None) -> Requirements:
     """Cached by the graph's parameters (not by the arrays' ``id``: a graph evicted from
     :func:`partitioned_graph`'s cache frees its arrays, and a new graph's may reuse the address)."""
-    indptr, indices, part, scale = partitioned_graph(dataset, gpus, max_edges, locality, partitioner, seed)
+    indptr, indices, part, scale = partitioned_graph(dataset, gpus, max_edges, locality, partitioner, seed, near)
     return Requirements.from_csr(indptr, indices, part, FLOAT_BYTES * hidden * scale)
 
 
@@ -190,13 +197,18 @@ def gnn_fullgraph(
     sockets: int = 0,
     seed: int = 0,
     name: str | None = None,
+    near: float | None = None,
 ) -> Job:
     """Full-graph training of a ``layers``-layer GNN on ``dataset`` over ``gpus`` GPUs (module docstring)."""
     counts = {"gpus": gpus, "gpus_per_server": gpus_per_server, "layers": layers, "hidden": hidden, "epochs": epochs}
     _check_args(counts | {"max_edges": max_edges, "sockets": sockets}, compute, backward, locality, partitioner)
+    if near is not None and (isinstance(near, bool) or not isinstance(near, (int, float)) or not 0.0 <= near <= 1.0):
+        raise SpecError("near", f"must be in [0, 1] (or absent: uniform), got {near!r}")
     n, _, scale = graph_shape(dataset, max_edges)
     graph = {"dataset": dataset, "gpus": gpus, "max_edges": max_edges, "locality": locality}
     graph |= {"partitioner": partitioner, "seed": seed, "hidden": hidden, "vertices": n, "scale": scale}
+    if near is not None:
+        graph["near"] = float(near)
     sizes = requirements(graph).pair_bytes(gpus)
     job = Job(name or f"gnn-full-{dataset}-{gpus}gpu-{partitioner}")
     workers = [job.endpoint(f"w{g}", Location(g // gpus_per_server, f"gpu{g % gpus_per_server}", 0), "worker")

@@ -14,7 +14,12 @@ The graph (:func:`power_law_graph`)
     rescaled to the mean degree); each neighbour lies in the node's own
     partition with probability ``locality`` (a min-edge-cut partitioner
     keeps most edges inside: the paper gives no edge cut; we chose 0.8),
-    otherwise in a uniformly chosen other partition, and inside the chosen
+    otherwise in a uniformly chosen other partition (with ``near``: in one of
+    the other partitions of its own group of ``group`` consecutive ones, a CPU
+    socket's GPUs, with probability ``near``, else in one outside the group:
+    graphs whose communities nest, as DGCL's hierarchical partitioning (§4.1)
+    exploits; drawn from a second stream so the graph without ``near`` is
+    unchanged), and inside the chosen
     partition it is drawn with probability proportional to the nodes'
     degrees (Chung-Lu), so popular nodes are popular neighbours too. Plain
     numpy, vectorised.
@@ -40,7 +45,14 @@ GOLDEN = 0x9E3779B97F4A7C15
 
 
 def power_law_graph(
-    n: int, mean_degree: float, parts: int, seed: int = 0, alpha: float = 2.5, locality: float = 0.8
+    n: int,
+    mean_degree: float,
+    parts: int,
+    seed: int = 0,
+    alpha: float = 2.5,
+    locality: float = 0.8,
+    near: float | None = None,
+    group: int = 4,
 ) -> tuple[np.ndarray, np.ndarray]:
     """(indptr int64, indices int32) of a directed graph in CSR form (see the module docstring)."""
     rng = np.random.default_rng(seed)
@@ -55,6 +67,8 @@ def power_law_graph(
     other = rng.integers(0, max(1, parts - 1), m)
     far = rng.random(m) >= locality if parts > 1 else np.zeros(m, dtype=bool)
     dst_part = np.where(far, (src_part + 1 + other) % parts, src_part)
+    if near is not None and 1 < group < parts:
+        dst_part = np.where(far, _nested_part(src_part, near, group, parts, seed), src_part)
     indices = np.empty(m, dtype=np.int32)
     u = rng.random(m)
     for p in range(parts):
@@ -64,6 +78,18 @@ def power_law_graph(
         pick = np.searchsorted(cum, u[sel] * cum[-1], side="right")
         indices[sel] = lo + np.minimum(pick, hi - lo - 1)
     return indptr, indices
+
+
+def _nested_part(src_part: np.ndarray, near: float, group: int, parts: int, seed: int) -> np.ndarray:
+    """A far edge's partition: another of the source's group w.p. ``near``, else one outside it."""
+    rng = np.random.default_rng([seed, 1])
+    start = src_part // group * group
+    size = np.minimum(group, parts - start)  # the last group may be smaller
+    inside = start + (src_part - start + 1 + (rng.random(len(src_part)) * (size - 1)).astype(np.int64)) % size
+    j = (rng.random(len(src_part)) * (parts - size)).astype(np.int64)
+    outside = np.where(j < start, j, j + size)
+    use_inside = (rng.random(len(src_part)) < near) & (size > 1) | (size == parts)
+    return np.where(use_inside, inside, outside)
 
 
 def first_node(n: int, parts: int, p: int) -> int:
