@@ -60,6 +60,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 
+from railbed.errors import SpecError
 from railbed.job import Flow
 from railbed.scheduler import HOLD, Decision, Rule, Scheduler, Split, SubFlow, default_placement
 from schedulers.hermod_alg import (
@@ -84,6 +85,7 @@ def is_ep_transfer(flow: Flow) -> bool:
     return flow.coflow_type == "EP" and not flow.tags.get("metadata") and flow.coflow is not None
 
 
+HOST_WAITS = ("queue", "nic", "off")
 KEY_BITS = 15  # per field of a priority key packed by key_number: 4 fields fit an int64
 
 
@@ -125,9 +127,11 @@ def split_coflow(flows: list[Flow], dscp: dict[str, int]) -> Split:
 
 class Hermod(Scheduler):
     """Model factor-driven priorities (``inter``) and EP matching (``intra``); see module doc.
-    ``interleaved``: the job runs interleaved 1F1B (EP > PP > DP, §5.3.1). ``host_wait``
-    false leaves the order to the DSCP classes alone (the hosts' NIC queues and the
-    switches), which is work-conserving; the paper's hosts keep a priority queue (§5.4)."""
+    ``interleaved``: the job runs interleaved 1F1B (EP > PP > DP, §5.3.1). ``host_wait``:
+    ``"queue"`` (default) a flow waits at its host behind a higher-priority flow of its own
+    switch queue (``dscp >> 3``) only, ``"nic"`` behind any on its NIC (the hosts'
+    priority queue read as a strict gate, ``hermod-literal``), ``"off"`` never (the DSCP
+    classes alone); see the module doc."""
 
     name = "hermod"
 
@@ -136,18 +140,21 @@ class Hermod(Scheduler):
         interleaved: bool = False,
         inter: bool = True,
         intra: bool = True,
-        host_wait: bool = True,
+        host_wait: str = "queue",
         literal: bool = False,
     ) -> None:
-        self.interleaved, self.inter, self.intra, self.host_wait = interleaved, inter, intra, host_wait
-        self.literal = literal
+        if host_wait not in HOST_WAITS:
+            raise SpecError("host_wait", f"must be one of {', '.join(HOST_WAITS)}, got {host_wait!r}")
+        self.interleaved, self.inter, self.intra, self.literal = interleaved, inter, intra, literal
+        self.host_wait = host_wait if inter else "off"
+        self.hold_by_class = self.host_wait == "queue"
         self.layers_at: dict[str, list[int]] = {}  # endpoint -> the layers of the flows it sends
         self.members: dict[str, list[str]] = {}  # EP coflow -> its flows between servers
         self.matched: set[str] = set()  # those flows
         self._held_set: set[str] = set()
         self.keys: dict[str, tuple[int, int, int]] = {}
         self._round: list[str] | None = None  # the view.held list of the current offer round
-        self._queued: dict[tuple[int, int], tuple[int, int, int]] = {}  # source NIC -> best held key
+        self._queued: dict[tuple, tuple[int, ...]] = {}  # source NIC (and queue) -> best held key
         self._held_layers: dict[str, tuple[int, ...]] = {}  # layers_at as tuples, for rule()'s memo
         self._rules: dict[tuple, tuple[int, int]] = {}
 
@@ -193,14 +200,18 @@ class Hermod(Scheduler):
             return Decision()
         if self.intra and item.id in self.matched:
             return self._match(item, view)
-        if self.inter and self.host_wait:
-            mine = self.key(item)
-            src = view.location(item.src)
-            if self._best_held(view).get((src.server, src.nic), mine) < mine:
+        dscp = self.dscp(item)
+        if self.host_wait != "off":
+            mine, slot = self.key(item), self._slot(view.location(item.src), dscp)
+            if self._best_held(view).get(slot, mine) < mine:
                 return HOLD
-            if higher_active(view, item, lambda f: self.key(f) < mine):
+            if any(self._slot(a.src, a.dscp) == slot and self.key(a.flow) < mine for a in view.active.values()):
                 return HOLD
-        return Decision(dscp=self.dscp(item), rate=self.rate(item, view))
+        return Decision(dscp=dscp, rate=self.rate(item, view))
+
+    def _slot(self, src, dscp: int | None) -> tuple:
+        """What a host wait looks at: the source NIC, and with ``host_wait: queue`` the queue."""
+        return (src.server, src.nic, (dscp or 0) >> 3) if self.hold_by_class else (src.server, src.nic)
 
     def rate(self, flow: Flow, view) -> float | None:
         """Line rate (no cap), except a double binary tree's flows: half each (§5.3.2)."""
@@ -231,7 +242,7 @@ class Hermod(Scheduler):
         got = self._rules.get(memo)  # DSCP and key depend on these alone (flow_factors, the source's layers)
         if got is None:
             got = self._rules[memo] = (self.dscp(flow), key_number(self.key(flow)))
-        if self.inter and self.host_wait:
+        if self.host_wait != "off":
             return Rule(got[0], rate, key=got[1], bar=got[1], queued=True)
         return Rule(got[0], rate)
 
@@ -248,8 +259,7 @@ class Hermod(Scheduler):
             for i in view.held:
                 f = view.job.items[i]
                 if isinstance(f, Flow) and not (self.intra and i in self.matched):
-                    src = view.location(f.src)
-                    nic, k = (src.server, src.nic), self.key(f)
+                    nic, k = self._slot(view.location(f.src), self.dscp(f)), self.key(f)
                     if k < best.get(nic, k) or nic not in best:
                         best[nic] = k
             self._queued = best
@@ -271,7 +281,7 @@ class HermodLiteral(Hermod):
 
     name = "hermod-literal"
 
-    def __init__(self, interleaved: bool = False, host_wait: bool = True) -> None:
+    def __init__(self, interleaved: bool = False, host_wait: str = "nic") -> None:
         super().__init__(interleaved, host_wait=host_wait, literal=True)
 
 

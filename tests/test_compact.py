@@ -20,7 +20,7 @@ from simulator import simulate
 from simulator.compact import LOCAL, NET, TASK, compact, compact_arrays, load_items, run_compact, simulate_compact
 from workloads.moe import moe_arrays, moe_training
 
-RULED = ["megatron", "lina", "hermod", "hermod-inter", "dp-first", "pp-first", "ep-first", "fifo"]
+RULED = ["megatron", "lina", "hermod", "hermod-inter", "hermod-literal", "dp-first", "pp-first", "ep-first", "fifo"]
 
 
 def same_times(job, make, spec, policy="dscp-priority"):
@@ -171,8 +171,10 @@ def test_random_jobs_end_every_item_at_the_same_time_on_both_engines(seed):
 
 
 def test_hermod_host_wait_holds_in_the_compact_engine_too():
-    """Two flows on one NIC, DP (last MID) ready before PP of microbatch 0: Hermod's compact rule
-    holds the DP flow until PP is done; Megatron shares."""
+    """Flows on one NIC. hermod-literal (``host_wait: nic``): DP (MID 3) ready before PP of
+    microbatch 0 waits until PP is done. hermod (``host_wait: queue``): DP and PP are in different
+    switch queues, so DP starts at once (PP preempts it in the network); two PP flows of
+    microbatches 7 and 6 share queue 1, and the later one waits. Megatron shares."""
     spec = ClusterSpec.from_dict(
         {"servers": [{"count": 2, "gpus": 1, "nic_rate": 8e9}], "fabric": {"type": "single_switch"}}
     )
@@ -181,9 +183,15 @@ def test_hermod_host_wait_holds_in_the_compact_engine_too():
     job.endpoint("b", Location(1, "gpu0", 0))
     job.flow("dp", "a", "b", 10**7, coflow_type="DP", microbatch=3, layer=0, tags={"dp_phase": "rs"})
     job.flow("pp", "a", "b", 10**7, coflow_type="PP", microbatch=0, layer=0)
+    job.flow("pp7", "a", "b", 10**7, coflow_type="PP", microbatch=7, layer=0)
+    job.flow("pp6", "a", "b", 10**7, coflow_type="PP", microbatch=6, layer=0)
+    _, fast = same_times(job, lambda: by_name("hermod-literal"), spec)
+    t = fast.times()
+    assert t["dp"][1] == pytest.approx(t["pp"][2])  # after PP of microbatch 0 (MID 0 < 3 < 6)
     _, fast = same_times(job, lambda: by_name("hermod"), spec)
     t = fast.times()
-    assert t["dp"][1] == pytest.approx(t["pp"][2])  # dp starts when pp ends
+    assert t["dp"][1] == 0.0 and t["pp"][1] == 0.0 and t["pp6"][1] == 0.0
+    assert t["pp7"][1] == pytest.approx(t["pp6"][2])  # same queue: the host keeps MID order
     _, fair = same_times(job, lambda: by_name("megatron"), spec)
     assert fair.times()["dp"][1] == 0.0
 

@@ -66,12 +66,12 @@ def test_literal_host_wait_keeps_order_inside_a_switch_class():
     assert res.items["dp"].dscp >> 3 == res.items["pp"].dscp >> 3
     assert ends(res, ("pp", "dp")) == pytest.approx([1, 2])
     assert ends(simulate(job, by_name("hermod-intra"), SPEC), ("pp", "dp")) == pytest.approx([2, 2])
-    no_wait = make(SchedulerSpec("hermod-literal", {"host_wait": False}))
+    no_wait = make(SchedulerSpec("hermod-literal", {"host_wait": "off"}))
     assert ends(simulate(job, no_wait, SPEC), ("pp", "dp")) == pytest.approx([2, 2])
     queued = simulate(job, by_name("hermod"), SPEC)
     assert queued.items["pp"].dscp >> 3 == 7 and queued.items["dp"].dscp >> 3 == 0
     assert ends(queued, ("pp", "dp")) == pytest.approx([1, 2])
-    no_wait = make(SchedulerSpec("hermod", {"host_wait": False}))
+    no_wait = make(SchedulerSpec("hermod", {"host_wait": "off"}))
     assert ends(simulate(job, no_wait, SPEC), ("pp", "dp")) == pytest.approx([1, 2])  # the queues alone
 
 

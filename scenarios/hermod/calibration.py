@@ -48,7 +48,7 @@ def rows(nic_bps: float = NIC) -> list[dict]:
 
 def table(nic_bps: float = NIC) -> str:
     head = ("| model (Table 5.5) | TP | tokens/GPU | attention, 1 layer | experts, 1 layer | stage forward | "
-            "PP flow | PP alone at {:g} Gbit/s | attention / PP |").format(nic_bps / 1e9)  # fmt: skip
+            f"PP flow | PP alone at {nic_bps / 1e9:g} Gbit/s | attention / PP |")  # fmt: skip
     lines = [head, "|" + " --- |" * 9]
     for r in rows(nic_bps):
         lines.append(
