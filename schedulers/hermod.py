@@ -10,18 +10,25 @@ Thin classes over :mod:`schedulers.hermod_alg`; jobs come from
   bits are its switch queue (:func:`~schedulers.hermod_alg.queued_dscp`:
   DP below every EP and PP coflow, those by microbatch), so the switches'
   and the NICs' 8 strict-priority queues (``dscp >> 3``) keep MID and
-  CType; at the hosts a flow waits while a flow of higher priority (full
-  key, :func:`~schedulers.hermod_alg.consumer_key`: iteration, MID, CType,
-  LID, a DP flow as the next iteration's microbatch 0) is active on its
-  source NIC or ready there and not itself waiting for its EP coflow ("each
-  scheduler instance maintains a priority queue for coflows", §5.4). A
-  lower flow already on the wire is not stopped by the host; the NIC's
-  strict-priority queues serve the higher one first when their queues
-  differ (a PP flow over a DP flow in flight always). Why the code and the
-  key differ from §5.4's literal reading: :mod:`schedulers.hermod_alg`,
-  "Hermod as run here"; the literal reading is ``hermod-literal`` (MID in
-  the top bits, :func:`~schedulers.hermod_alg.dscp_of`; ZeRO-2's
-  all-gather at MID 0; :func:`~schedulers.hermod_alg.priority_key`).
+  CType; at the hosts (``host_wait: queue``, the default) a flow waits while
+  a flow of higher priority *in its own switch queue* (full key,
+  :func:`~schedulers.hermod_alg.consumer_key`: iteration, MID, CType, LID,
+  a DP flow as the next iteration's microbatch 0) is active on its source
+  NIC or ready there and not itself waiting for its EP coflow ("each
+  scheduler instance maintains a priority queue for coflows", §5.4): the
+  host keeps the order the 8 queues cannot (LID, microbatches from 6 on,
+  DP against DP). Flows of lower queues are not held: they transmit
+  "underneath" at whatever the higher ones leave (§5.3.2, Fig. 5.6: "the
+  PP coflow finishes simultaneously with the EP coflow, with DP coflows
+  transmitting underneath"), and the NIC's strict-priority queues give a
+  higher flow the link at once, also against a lower one already on the
+  wire. ``host_wait: nic`` holds behind any higher flow on the NIC (the
+  earlier reading, ``hermod-literal``'s), ``off`` never holds. Why the
+  code and the key differ from §5.4's literal reading:
+  :mod:`schedulers.hermod_alg`, "Hermod as run here"; the literal reading
+  is ``hermod-literal`` (MID in the top bits,
+  :func:`~schedulers.hermod_alg.dscp_of`; ZeRO-2's all-gather at MID 0;
+  :func:`~schedulers.hermod_alg.priority_key`; the NIC-wide wait).
 * **rates**: no caps, line rate (§5.3.2, "Line-rate transmission is
   desirable"); a double binary tree all-reduce's flows (tag ``tree``) at
   half the source NIC's rate each, "each tree allocated half of the
