@@ -62,3 +62,15 @@ def test_each_scenario_takes_the_rank_order_that_keeps_most_of_table_5_1s_scopes
     kept = {lay: len(crossing(moe_training(**small, layout=lay)) & {"DP", "PP", "EP"}) for lay in LAYOUTS}
     assert kept[chosen] == max(kept.values()), kept
     assert chosen == "megatron" or kept["megatron"] < kept[chosen], kept
+
+
+def test_calibration_table_recomputes_the_compute_model_by_hand():
+    """GPT-3 175B (TP 8, 2048 tokens per GPU): an attention + MLP layer is 2048 (8 h^2 + 4 s h +
+    4 h ffn) FLOPs at 156 TFLOP/s; its PP flow 2048 h bf16 bytes."""
+    from scenarios.hermod.calibration import rows
+
+    got = {r["model"]: r for r in rows()}
+    h, s = 12288, 2048
+    assert got["gpt3-175b"]["attn_ms"] == pytest.approx(2048 * (8 * h * h + 4 * s * h + 16 * h * h) / 156e12 * 1e3)
+    assert got["gpt3-175b"]["pp_MB"] == pytest.approx(2048 * h * 2 / 1e6)
+    assert set(got) == {"qwen-moe-12l", "qwen-moe-24l", "mixtral-8x7b", "mixtral-8x22b", "gpt3-13b", "gpt3-175b"}
