@@ -121,7 +121,7 @@ def cmd_clean(_args: argparse.Namespace) -> int:
 
 def _scenario_and_out(args: argparse.Namespace, kind: str = "", arrays: bool = False):
     """The scenario file (validated) and its results directory (default results/<name>[-kind]-<time>).
-    ``arrays``: a job too large for a Python Job is left to be built as arrays (the compact engine)."""
+    ``arrays``: a job too large for a Python Job is left to be built as arrays (backend fluid-rules)."""
     from scenarios.runner import Scenario
 
     sc = Scenario.load(args.scenario, arrays=arrays)
@@ -318,7 +318,7 @@ def build_parser() -> argparse.ArgumentParser:
     rp.add_argument("--quick", action="store_true", help="small versions of the scenarios (minutes)")
     rp.add_argument("--emulate", action="store_true", help="also the emulated and crosscheck rows (root)")
     rp.add_argument(
-        "--full-size", action="store_true", help="also the rows at the papers' sizes (compact engine: minutes, GBs)"
+        "--full-size", action="store_true", help="also the rows at the papers' sizes (backend fluid-rules: minutes, GBs)"
     )
     rp.add_argument("--out", default="reproduction", help="where the runs and REPRODUCTION.md go")
     rp.add_argument(
