@@ -318,7 +318,7 @@ def build_parser() -> argparse.ArgumentParser:
     rp.add_argument("--quick", action="store_true", help="small versions of the scenarios (minutes)")
     rp.add_argument("--emulate", action="store_true", help="also the emulated and crosscheck rows (root)")
     rp.add_argument(
-        "--full-size", action="store_true", help="also the rows at the papers' sizes (backend fluid-rules: minutes, GBs)"
+        "--full-size", action="store_true", help="also the rows at the papers' sizes (fluid-rules: minutes, GBs)"
     )
     rp.add_argument("--out", default="reproduction", help="where the runs and REPRODUCTION.md go")
     rp.add_argument(
