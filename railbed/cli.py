@@ -130,11 +130,21 @@ def cmd_run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _scenario_backend(path: str) -> str | None:
+    """The ``backend`` a scenario file names (decoded by the seam), before the scenario is built."""
+    from railbed.safeload import load_yaml_file
+    from scenarios.runner import scenario_backend
+
+    return scenario_backend(load_yaml_file(Path(path), str(path)))
+
+
 def _simulator(args: argparse.Namespace):
     """The backend ``--backend`` names (``--engine``: its old spelling), decoded here, once."""
     if args.backend is not None and args.engine is not None:
         raise SpecError("--engine", "give --backend only (--engine is its old name)")
     name, field = (args.engine, "--engine") if args.engine is not None else (args.backend or "fluid", "--backend")
+    if args.backend is None and args.engine is None:
+        name, field = _scenario_backend(args.scenario) or "fluid", "backend"
     note = BACKENDS.note(name)
     if args.engine is not None:
         note = f"--engine {name} is now --backend {BACKENDS.canonical(name, field)} (the old spelling still works)"
@@ -270,8 +280,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--backend",
         default=None,
         metavar="NAME",
-        help="fluid (default): every scheduler hook; fluid-reference: the same, the slow oracle; fluid-rules: "
-        "one numba kernel over the schedulers' rules, jobs as arrays (railbed/backend.py)",
+        help="fluid (default, or the scenario's backend): every scheduler hook; fluid-reference: the same, the "
+        "slow oracle; fluid-rules: one numba kernel over the schedulers' rules, jobs as arrays; packet: ns-3, "
+        "TCP and queues (railbed[packet]) (railbed/backend.py)",
     )
     s.add_argument("--engine", default=None, help=argparse.SUPPRESS)  # the old name: numba | reference | compact
     scenario_command(
