@@ -21,9 +21,9 @@ its actions are carried out in ns-3, and ns-3 runs on.
 from __future__ import annotations
 
 import time
-from itertools import count
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from itertools import count
 
 from railbed.analysis import of_dispatcher
 from railbed.dispatch import HOLD_FRACTION, Dispatcher, SetDscp, SetRate, StartFlow, StartWait
@@ -118,7 +118,8 @@ class PacketSimulation:
             if self.progress is not None and time.perf_counter() - shown > 2.0:
                 shown = time.perf_counter()
                 total = len(disp.job.items)
-                self.progress(f"  {shown - wall0:6.1f} s wall, {now:.4g} s model: {total - disp.remaining}/{total} done")
+                done = total - disp.remaining
+                self.progress(f"  {shown - wall0:6.1f} s wall, {now:.4g} s model: {done}/{total} done")
 
     # ------------------------------------------------------------- actions
     def _do(self, actions) -> None:
