@@ -165,11 +165,21 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     return 0
 
 
+def _sides(value: str):
+    """``--backends A,B``: the two backends a crosscheck compares, decoded here, once."""
+    names = value.split(",")
+    if len(names) != 2 or names[0] == names[1]:
+        raise SpecError("--backends", f"two different backends, as A,B (e.g. emulate,packet), got {value!r}")
+    return tuple(backend(n, "--backends") for n in names)
+
+
 def cmd_crosscheck(args: argparse.Namespace) -> int:
     from scenarios.runner import crosscheck_scenario
 
+    sides = _sides(args.backends)
     sc, out = _scenario_and_out(args, "-crosscheck")
-    crosscheck_scenario(sc, out, echo=_say, scale=args.scale, schedulers=args.scheduler, plots=not args.no_plots)
+    plots = not args.no_plots
+    crosscheck_scenario(sc, out, echo=_say, scale=args.scale, schedulers=args.scheduler, plots=plots, sides=sides)
     return 0
 
 
@@ -285,11 +295,17 @@ def build_parser() -> argparse.ArgumentParser:
         "TCP and queues (railbed[packet]) (railbed/backend.py)",
     )
     s.add_argument("--engine", default=None, help=argparse.SUPPRESS)  # the old name: numba | reference | compact
-    scenario_command(
+    cc = scenario_command(
         "crosscheck",
-        "run a scenario on the emulator and the simulator and compare (root)",
+        "run a scenario on two backends and compare (the emulator and fluid by default: root)",
         cmd_crosscheck,
         "-crosscheck",
+    )
+    cc.add_argument(
+        "--backends",
+        default="emulate,fluid",
+        metavar="A,B",
+        help="the two backends to compare, any of emulate, fluid, packet (railbed/backend.py); default emulate,fluid",
     )
 
     pl = sub.add_parser("plot", help="write the standard figures of a results directory (PNG + CSV)")

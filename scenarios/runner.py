@@ -561,28 +561,30 @@ def crosscheck_scenario(
     scale: float | None = None,
     schedulers: list[str] | None = None,
     plots: bool = True,
+    sides: tuple[Backend, Backend] | None = None,
 ) -> list:
-    """Run the scenario on the emulator and on the simulator; compare each scheduler's two results.
+    """Run the scenario on two backends (``sides``; default the emulator, then ``fluid``) and
+    compare each scheduler's two results.
 
-    Writes everything :func:`run_scenario` writes, ``<label>/simulated.json``,
-    ``crosscheck.txt`` and ``crosscheck.json``; returns the
+    Writes everything :func:`run_on` writes for the first side, the second side's result as
+    ``<label>/simulated.json``, ``crosscheck.txt`` and ``crosscheck.json``; returns the
     :class:`simulator.crosscheck.Crosscheck` per scheduler."""
     from simulator.crosscheck import compare
 
-    emulated = run_scenario(sc, out_dir, echo=echo, scale=scale, schedulers=schedulers, plots=False)
+    first, second = sides or (get_backend("emulate"), get_backend("fluid"))
+    results = run_on(first, sc, out_dir, echo, scale, schedulers, plots=False)
     checks = []
-    fluid = get_backend("fluid")
     with results_dir(sc, out_dir, write_inputs=False):
-        for spec, result in zip(_selected(sc, schedulers), emulated):
-            echo(f"simulating {spec.run_label} ...")
-            simulated = fluid.run(sc.job, make(spec), sc.cluster, sc.options(progress=echo))
-            simulated.save(out_dir / spec.run_label / "simulated.json")
-            checks.append(compare(result, simulated))
+        for spec, result in zip(_selected(sc, schedulers), results):
+            echo(f"running {spec.run_label} on {second.name} ...")
+            other = second.run(sc.job, make(spec), sc.cluster, sc.options(progress=echo))
+            other.save(out_dir / spec.run_label / "simulated.json")
+            checks.append(compare(result, other))
         text = "\n\n".join(c.report() for c in checks)
-        (out_dir / "crosscheck.txt").write_text(text + "\n")
+        (out_dir / "crosscheck.txt").write_text(f"{first.name} vs {second.name}\n\n{text}\n")
         (out_dir / "crosscheck.json").write_text(json.dumps([c.to_dict() for c in checks], indent=1) + "\n")
     echo("")
-    echo("emulator vs simulator")
+    echo(f"{first.name} vs {second.name}")
     echo(text)
     if plots:
         write_figures(out_dir, echo)
