@@ -181,3 +181,16 @@ def test_simulate_writes_results_with_drops_queue_peaks_and_retransmissions(tmp_
     assert 16 <= max(peaks) <= 2 * 16  # a full data band (the ACK band shares the port's count)
     assert (tmp_path / "out" / "fifo" / "flows.csv").exists()
     assert yaml.safe_load((tmp_path / "out" / "scenario.yaml").read_text())["backend"] == "packet"
+
+
+@needs_ns3
+@pytest.mark.packet
+def test_ecn_marks_instead_of_dropping_under_dctcp():
+    from workloads.synthetic import all_to_all
+
+    cluster = ClusterSpec.from_dict(yaml.safe_load(INCAST)["cluster"])
+    job = all_to_all(5, 2 << 20)
+    tail = run(job, by_name("fifo"), cluster, buffer=16)
+    dctcp = run(job, by_name("fifo"), cluster, buffer=16, ecn=4, tcp="dctcp")
+    assert dctcp.packet["marks"] > 0 and tail.packet["marks"] == 0
+    assert dctcp.packet["drops"] < tail.packet["drops"]
