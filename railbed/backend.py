@@ -55,7 +55,7 @@ class RunOptions:
     """How to run, beside the job, scheduler and cluster: a scenario's settings. A backend reads
     those it has a use for (the simulators: ``policy`` and ``progress``)."""
 
-    policy: str = "dscp-priority"  # tc policy: which DSCPs are strict-priority classes
+    policy: Any = "dscp-priority"  # tc policy (a name or a Policy): which DSCPs are strict-priority classes
     progress: Callable[[str], None] | None = None  # progress lines of a long run
     run_dir: Path | None = None  # where a run may write files of its own (packet captures, items.npz)
     scale: float | None = None  # k of an emulated cluster (None: chosen for this machine)
