@@ -78,7 +78,7 @@ def measure(name: str, servers: int, size: int) -> dict:
     load = os.getloadavg()[0]
     pk = backend("packet").run(job, by_name(scheduler), cluster, opts)
     fl = backend("fluid").run(job, by_name(scheduler), cluster, opts)
-    flows = [r for r in pk.items.values() if r.kind == "flow" and r.size]
+    flows = [r for r in pk.items.values() if r.kind == "flow" and r.size and not r.children]  # what ran (sub-flows)
     crossing = [r for r in flows if r.server != r.dst_server]
     return {
         "workload": name,

@@ -30,7 +30,8 @@ Each paper keeps its claims in ``scenarios/<paper>/claims.yaml`` (read by
         backend: simulate                  # simulate (default) | emulate | crosscheck
         engine: fluid-rules                # simulated rows: the simulator backend, fluid (default) |
                                            # fluid-rules (the job built as arrays: the papers' sizes, such
-                                           # rows run only with --full-size); old names numba | compact read
+                                           # rows run only with --full-size) | packet (ns-3: TCP, queues,
+                                           # drops); old names numba | compact read
         scheduler: hermod                  # the run the metric reads
         relative_to: megatron              # the run it is compared with
         metric: iteration_mean             # railbed.metrics.METRICS, or a crosscheck metric
