@@ -48,12 +48,20 @@ def pair(a: RunResult, b: RunResult) -> str:
     return f"{100 * c.makespan_rel:+.1f} % ({flows}; {order})"
 
 
+def cell(r: RunResult) -> str:
+    """The makespan; an emulated run's k and its own fidelity verdict beside it."""
+    if r.backend != "emulator":
+        return fmt_time(r.makespan)
+    ok = (r.fidelity or {}).get("ok")
+    return f"{fmt_time(r.makespan)} (k = {r.scale:g}, fidelity {'ok' if ok else 'BROKEN' if ok is False else 'n/a'})"
+
+
 def table(results: dict[tuple[str, str], dict[str, RunResult]]) -> str:
     head = ["scenario", "scheduler", "emulated", "packet", "fluid"] + [f"{a} vs {b}" for a, b in PAIRS]
     lines = ["| " + " | ".join(head) + " |", "|" + " --- |" * len(head)]
     for (scenario, scheduler), runs in sorted(results.items()):
         cells = [scenario, scheduler]
-        cells += [fmt_time(runs[n].makespan) if n in runs else "-" for n in ("emulated", "packet", "fluid")]
+        cells += [cell(runs[n]) if n in runs else "-" for n in ("emulated", "packet", "fluid")]
         cells += [pair(runs[a], runs[b]) if a in runs and b in runs else "-" for a, b in PAIRS]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
