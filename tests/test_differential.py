@@ -1,0 +1,297 @@
+"""The fast path against the definition, on random jobs under every scheduler (issue 23).
+
+The Dispatcher defines what a run means; ``fluid-reference`` drives it over the plain-Python
+network (:class:`simulator.network.ReferenceNetwork`, :func:`simulator.maxmin.maxmin_reference`).
+``fluid-rules`` (:mod:`simulator.compact`) re-implements that meaning in one numba kernel over
+the schedulers' rules. Here a seeded generator makes random jobs (DAGs of tasks and flows,
+random sizes including 0, dependencies, device capacities, pinned and placed endpoints,
+same-server flows, coflow types, microbatches, layers, DP phases, tree and metadata tags, EP
+all-to-alls with one flow per pair, sizes revealed up front, on ready or never) on random small
+clusters of every fabric (one switch, leaf-spine, rail-optimized; mixed NIC counts and rates,
+latency or none) and runs each under every registered scheduler the fast path supports, on
+both backends: every item's ready, start and end (tasks, flows, sub-flows) and the makespan
+must agree to ``REL`` relative. Where the reference fails (a scheduler's own error, a stall),
+the fast path must fail too, with an error of the run's kinds, never return a result.
+
+Every registered scheduler the fast path does not support must be refused before anything
+runs by a one-line :class:`SpecError` naming ``scheduler``; so must job features it does not
+model (path options, hardware models). The regression tests at the end are the minimal
+cases of the disagreements this test found (see each docstring).
+"""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from railbed.backend import RunOptions, backend
+from railbed.dispatch import RunStalled, SchedulerError
+from railbed.errors import SpecError
+from railbed.job import Job, Leg, Location, PathOption
+from railbed.scheduler import Change
+from railbed.spec import ClusterSpec
+from schedulers import REGISTRY, by_name
+from schedulers.hermod import Hermod
+
+REL = 1e-9  # relative agreement of every time (both use max-min with ties at 1 + 1e-12)
+ABS = 1e-15  # s, for times at 0
+RATES = [1e9, 2.5e9, 1e10]
+JOBS_PER_SCHEDULER = 26  # x 9 schedulers + 2 Hermod variants = 286 random jobs
+RUN_ERRORS = (SchedulerError, RunStalled, SpecError)  # how a run may fail: the scheduler's fault, a stall, input
+
+
+# ------------------------------------------------------------------ the generator
+def random_cluster(rng: random.Random) -> ClusterSpec:
+    """2-5 servers of 1-4 GPUs in groups of their own NIC rate (and NIC count, but on rails)."""
+    kind = rng.choice(["single_switch", "leaf_spine", "rail_optimized"])
+    gpus, rails = rng.randint(1, 4), rng.randint(1, 3)
+    groups, left = [], rng.randint(2, 5)
+    while left:
+        count = rng.randint(1, left)
+        nics = rails if kind == "rail_optimized" else rng.randint(1, 3)
+        groups.append({"count": count, "gpus": gpus, "nics": nics, "nic_rate": rng.choice(RATES)})
+        left -= count
+    fabric = {"type": kind, "latency": rng.choice([0, 0, 1e-6, 5e-6])}
+    if kind == "leaf_spine":
+        fabric.update(servers_per_leaf=rng.randint(1, 3), spines=rng.randint(1, 3), uplink_rate=rng.choice(RATES))
+    elif kind == "rail_optimized":
+        fabric.update(spines=rng.randint(1, 2), uplink_rate=rng.choice(RATES))
+    return ClusterSpec.from_dict({"servers": groups, "fabric": fabric})
+
+
+def _attrs(rng: random.Random, ctype: str | None) -> dict:
+    """What the schedulers read: coflow type, microbatch, layer, pass, DP phase, tree."""
+    tags: dict = {"pass": rng.choice(["F", "B"])}
+    if ctype == "DP":
+        tags["dp_phase"] = rng.choice(["rs", "ag", "ar"])
+        if rng.random() < 0.2:
+            tags["tree"] = 1  # Hermod: half the source NIC's rate
+    return dict(coflow_type=ctype, microbatch=rng.choice([None, 0, 1, 2, 3]), layer=rng.choice([None, 0, 1, 2]),
+                tags=tags)  # fmt: skip
+
+
+def _reveal(rng: random.Random, hidden: float) -> str:
+    r = rng.random()
+    return "hidden" if r < hidden else "on_ready" if r < 0.2 else "upfront"
+
+
+def random_job(rng: random.Random, spec: ClusterSpec, items: int | None = None) -> Job:
+    """4-50 items: tasks (some 0 s) on pinned or placed endpoints' devices (a GPU or the CPU,
+    capacities 1-3), single flows of every type (sizes 0, 1 B, a frame, random, 1 MiB), and EP
+    all-to-alls (one flow per ordered pair of 2-4 endpoints, equal or random sizes, one
+    coflow, the same dependencies)."""
+    job = Job("diff", capacity=rng.choice([{}, {"cpu": 2}, {"gpu0": 3}]), default_capacity=rng.choice([1, 1, 2]))
+    for e in range(rng.randint(2, 8)):
+        pin = None
+        if rng.random() < 0.6:
+            s = rng.randrange(len(spec.servers))
+            g = rng.randrange(spec.servers[s].gpus)
+            pin = Location(s, rng.choice([f"gpu{g}", f"gpu{g}", "cpu"]), rng.randrange(spec.servers[s].nics))
+        job.endpoint(f"e{e}", pin=pin)
+    eps = list(job.endpoints)
+    ids: list[str] = []
+    n = items or rng.randint(4, 50)
+    i = 0
+    while len(ids) < n:
+        i += 1
+        deps = rng.sample(ids, min(len(ids), rng.choice([0, 0, 1, 1, 2, 3])))
+        r = rng.random()
+        if r < 0.25:
+            ids.append(job.task(f"t{i}", rng.choice(eps), rng.choice([0.0, 1e-4, 1e-3, rng.uniform(0, 3e-3)]), deps))
+        elif r < 0.4:
+            group = rng.sample(eps, rng.randint(2, min(4, len(eps))))
+            attrs, reveal, size = _attrs(rng, "EP"), _reveal(rng, 0.03), rng.choice([None, rng.randint(1, 1 << 21)])
+            for s in group:
+                for d in group:
+                    if s != d:
+                        nbytes = size or rng.randint(1, 1 << 21)
+                        ids.append(job.flow(f"a{i}.{s}.{d}", s, d, nbytes, deps, reveal, coflow=f"ep{i}", **attrs))
+        else:
+            src, dst = rng.sample(eps, 2)
+            ctype = rng.choice(["DP", "PP", "EP", "TP", None])
+            attrs = _attrs(rng, ctype)
+            if ctype == "EP" and rng.random() < 0.3:
+                attrs["tags"]["metadata"] = True
+            coflow = f"c{rng.randrange(4)}" if ctype != "EP" and rng.random() < 0.5 else None
+            size = rng.choice([0, 1, 1500, rng.randint(1, 1 << 21), 1 << 20, 1 << 20])
+            ids.append(job.flow(f"f{i}", src, dst, size, deps, _reveal(rng, 0.1), coflow=coflow, **attrs))
+    return job.validate()
+
+
+# ------------------------------------------------------------------ the comparison
+def run_both(job: Job, make, spec: ClusterSpec, policy: str):
+    """(reference result or its error, fast result or its error)."""
+    out = []
+    for name in ("fluid-reference", "fluid-rules"):
+        try:
+            out.append(backend(name).run(job, make(), spec, RunOptions(policy=policy, analysis=False)))
+        except RUN_ERRORS as exc:
+            out.append(exc)
+    return out
+
+
+def assert_agree(job: Job, make, spec: ClusterSpec, policy: str = "dscp-priority") -> str:
+    """The fast path's items (sub-flows too) end as the reference's, or both fail. Returns
+    ``"ran"`` or the reference's error type."""
+    slow, fast = run_both(job, make, spec, policy)
+    if isinstance(slow, Exception):
+        assert isinstance(fast, Exception), f"the reference fails ({slow!r}); the fast path returned a result"
+        assert "\n" not in str(fast)
+        return type(slow).__name__
+    assert not isinstance(fast, Exception), f"the fast path fails ({fast!r}); the reference ran"
+    assert set(fast.items) == set(slow.items)
+    for i, rec in slow.items.items():
+        mine = fast.items[i]
+        for what in ("ready", "start", "end"):
+            want, got = getattr(rec, what), getattr(mine, what)
+            assert got == pytest.approx(want, rel=REL, abs=ABS), (i, what, want, got)
+        assert (mine.dscp, mine.rate, mine.parent, mine.children) == (rec.dscp, rec.rate, rec.parent, rec.children), i
+    assert fast.makespan == pytest.approx(slow.makespan, rel=REL, abs=ABS)
+    return "ran"
+
+
+def _probe_job() -> tuple[Job, ClusterSpec]:
+    rng = random.Random(0)
+    spec = random_cluster(rng)
+    return random_job(rng, spec, 12), spec
+
+
+def _supported() -> tuple[list[str], dict[str, Exception]]:
+    """Registered schedulers the fast path runs, and what each other one raised (checked below)."""
+    from simulator.compact import compact
+
+    job, spec = _probe_job()
+    runs, refused = [], {}
+    for name in REGISTRY:
+        try:
+            compact(job, by_name(name), spec)
+            runs.append(name)
+        except Exception as exc:  # noqa: BLE001 - anything but a clear SpecError fails the refusal test
+            refused[name] = exc
+    return runs, refused
+
+
+SUPPORTED, REFUSED = _supported()
+MAKERS = {name: (lambda name=name: by_name(name)) for name in SUPPORTED}
+MAKERS["hermod(host_wait=False)"] = lambda: Hermod(host_wait=False)
+MAKERS["hermod(interleaved=True)"] = lambda: Hermod(interleaved=True)
+
+
+def test_the_fast_path_supports_the_ruled_schedulers():
+    """So a refactoring that silently refused them all would not make the test below vacuous."""
+    for name in ("fifo", "megatron", "lina", "hermod", "hermod-inter", "hermod-intra", "dp-first", "ep-first"):
+        assert name in SUPPORTED
+    assert len(MAKERS) * JOBS_PER_SCHEDULER >= 200
+
+
+@pytest.mark.parametrize("name", sorted(MAKERS))
+def test_random_jobs_agree_with_the_reference(name):
+    """``JOBS_PER_SCHEDULER`` random jobs per scheduler: the fast path's times are the reference's."""
+    outcomes: dict[str, int] = {}
+    for k in range(JOBS_PER_SCHEDULER):
+        rng = random.Random(f"{name}/{k}")
+        spec = random_cluster(rng)
+        job = random_job(rng, spec)
+        got = assert_agree(job, MAKERS[name], spec, rng.choice(["dscp-priority", "fifo"]))
+        outcomes[got] = outcomes.get(got, 0) + 1
+    assert outcomes.get("ran", 0) >= JOBS_PER_SCHEDULER * 3 // 4, outcomes  # mostly runs, not errors that agree
+
+
+@pytest.mark.parametrize("name", sorted(REFUSED))
+def test_every_other_scheduler_is_refused_with_a_one_line_error_naming_the_scheduler(name):
+    """Before ``place`` (DGTP's would search, or fail on a job it was not made for): a
+    scheduler that decides in hooks the engine never calls, or has no rule."""
+    exc = REFUSED[name]
+    assert isinstance(exc, SpecError), repr(exc)
+    assert exc.field == "scheduler" and "\n" not in str(exc) and name in str(exc)
+    assert "fluid backend" in str(exc)
+    job, spec = _probe_job()
+    with pytest.raises(SpecError, match="fluid backend"):
+        backend("fluid-rules").run(job, by_name(name), spec, RunOptions(analysis=False))
+
+
+def test_job_features_the_fast_path_does_not_model_are_refused():
+    job, spec = _probe_job()
+    flow = job.flows[0]
+    opts = Job("opts")
+    for e in job.endpoints.values():
+        opts.endpoint(e.name, e.pin)
+    opts.flow("x", flow.src, flow.dst, 1000, options=[PathOption("a", src_leg=Leg("gpu0", "nic0", duration=1e-6))])
+    with pytest.raises(SpecError) as err:
+        backend("fluid-rules").run(opts, by_name("megatron"), spec, RunOptions(analysis=False))
+    assert err.value.field == "items.x.options"
+    hosts = ClusterSpec.from_dict(
+        {"servers": [{"count": 2, "gpus": 8, "nic_rate": 1e9, "intra_host": "dgx1-v100"}],
+         "fabric": {"type": "single_switch"}}
+    )  # fmt: skip
+    with pytest.raises(SpecError) as err:
+        backend("fluid-rules").run(random_job(random.Random(1), hosts, 6), by_name("megatron"), hosts, RunOptions())
+    assert err.value.field == "servers" and "hardware model" in str(err.value)
+
+
+# ------------------------------------------------------------------ regressions (what this test found)
+def _two_servers() -> ClusterSpec:
+    return ClusterSpec.from_dict(
+        {"servers": [{"count": 2, "gpus": 1, "nic_rate": 1e9}], "fabric": {"type": "single_switch"}}
+    )
+
+
+def test_regression_hidden_sizes_stay_hidden_from_rule_and_gate_split():
+    """Found: an EP all-to-all between servers with ``reveal="hidden"`` sizes. Hermod's
+    ``on_ready`` sees ``size=None`` (the Dispatcher's view) and its Alg. 3 split fails; the fast
+    path handed ``rule`` and ``gate_split`` the job's true sizes, so it split the coflow and
+    returned a run the definition does not have. Now both get the flow as ``on_ready`` sees it."""
+    job = Job("hidden")
+    job.endpoint("a", Location(0, "gpu0", 0))
+    job.endpoint("b", Location(1, "gpu0", 0))
+    job.flow("ab", "a", "b", 1 << 20, reveal="hidden", coflow="ep", coflow_type="EP")
+    job.flow("ba", "b", "a", 1 << 20, reveal="hidden", coflow="ep", coflow_type="EP")
+    assert assert_agree(job, Hermod, _two_servers()) == "SchedulerError"
+    seen = []
+
+    class Probe(Hermod):
+        def rule(self, flow, placement, cluster):
+            seen.append(flow.size)
+            return super().rule(flow, placement, cluster)
+
+    job2 = Job("hidden2")
+    job2.endpoint("a", Location(0, "gpu0", 0))
+    job2.endpoint("b", Location(1, "gpu0", 0))
+    job2.flow("x", "a", "b", 1000, reveal="hidden", coflow_type="PP")
+    job2.flow("y", "a", "b", 1000, reveal="on_ready", coflow_type="PP")
+    assert assert_agree(job2, Probe, _two_servers()) == "ran"
+    assert seen[-2:] == [None, 1000]  # on_ready would see x's size never, y's once ready
+
+
+def test_regression_a_ruled_scheduler_deciding_in_another_hook_is_refused():
+    """Found by reading what the fast path claims to refuse: a scheduler that inherits a
+    ``rule`` but re-rates flows in ``on_flows_changed`` (or keeps state in ``on_done``, picks
+    paths in ``choose_path``) ran on the fast path without those hooks: a silent difference.
+    Now refused before ``place``."""
+
+    class CappedHermod(Hermod):
+        name = "capped-hermod"
+
+        def on_flows_changed(self, view):
+            return {fid: Change(rate=1e8) for fid in view.active}
+
+    job = Job("capped")
+    job.endpoint("a", Location(0, "gpu0", 0))
+    job.endpoint("b", Location(1, "gpu0", 0))
+    job.flow("ab", "a", "b", 10**6, coflow_type="PP")
+    slow, fast = run_both(job, CappedHermod, _two_servers(), "dscp-priority")
+    assert slow.makespan > 0.05  # capped at 100 Mbit/s: the hook matters
+    assert isinstance(fast, SpecError) and fast.field == "scheduler" and "on_flows_changed" in str(fast)
+
+
+def test_regression_a_stall_is_the_dispatchers_run_stalled():
+    """Found: an EP coflow whose flow waits for another of the same coflow can never be whole;
+    the reference raises ``RunStalled``, the fast path raised a bare ``RuntimeError``."""
+    job = Job("stall")
+    job.endpoint("a", Location(0, "gpu0", 0))
+    job.endpoint("b", Location(1, "gpu0", 0))
+    job.flow("ab", "a", "b", 1000, coflow="ep", coflow_type="EP")
+    job.flow("ba", "b", "a", 1000, deps=["ab"], coflow="ep", coflow_type="EP")
+    slow, fast = run_both(job, Hermod, _two_servers(), "dscp-priority")
+    assert isinstance(slow, RunStalled) and isinstance(fast, RunStalled)
