@@ -22,6 +22,7 @@ cases of the disagreements this test found (see each docstring).
 from __future__ import annotations
 
 import random
+from pathlib import Path
 
 import pytest
 
@@ -33,6 +34,7 @@ from railbed.scheduler import Change
 from railbed.spec import ClusterSpec
 from schedulers import REGISTRY, by_name
 from schedulers.hermod import Hermod
+from workloads import generate
 
 REL = 1e-9  # relative agreement of every time (both use max-min with ties at 1 + 1e-12)
 ABS = 1e-15  # s, for times at 0
@@ -209,6 +211,64 @@ def test_every_other_scheduler_is_refused_with_a_one_line_error_naming_the_sched
     job, spec = _probe_job()
     with pytest.raises(SpecError, match="fluid backend"):
         backend("fluid-rules").run(job, by_name(name), spec, RunOptions(analysis=False))
+
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _home_jobs(k: int) -> list[tuple[Job, ClusterSpec]]:
+    """Small jobs of the papers' workloads on their clusters, for schedulers whose ``check``
+    refuses the random jobs: GNN training on DGTP's testbed (stores, samplers, workers),
+    LEO's KVS requests on its datapath hosts (path options), DGCL's full-graph GNN on a DGX-1
+    (graphAllgathers, an intra-host preset)."""
+    gnn = {"scale": 0.005, "batch": 40, "iterations": 2, "profile": 3, "dataset": "products", "seed": k}
+    dgx1 = {"servers": [{"count": 1, "gpus": 8, "nics": 1, "nic_rate": "50Gbit", "intra_host": "dgx1-v100"}],
+            "fabric": {"type": "single_switch"}}  # fmt: skip
+    full = {"dataset": "web-google", "gpus": 8, "max_edges": 5000, "compute": 1e-3, "sockets": 2, "seed": k}
+    return [
+        (generate("gnn_training", gnn), ClusterSpec.load(ROOT / "examples" / "dgtp-testbed.yaml")),
+        (generate("requests", {"preset": "kvs-c", "requests": 100, "load": 3e7, "seed": k}),
+         ClusterSpec.load(ROOT / "scenarios" / "leo" / "cluster-f-nic-off-path.yaml")),
+        (generate("gnn_fullgraph", full), ClusterSpec.from_dict(dgx1)),
+    ]  # fmt: skip
+
+
+def _accepted(name: str, k: int) -> tuple[Job, ClusterSpec]:
+    """A random job if the scheduler's ``check`` takes it, else the first home job it takes."""
+    rng = random.Random(f"fluid/{name}/{k}")
+    spec = random_cluster(rng)
+    candidates = [(random_job(rng, spec), spec)]
+    for job, spec in candidates + _home_jobs(k % 2):
+        try:
+            by_name(name).check(job.public(), spec)
+            return job, spec
+        except SpecError:
+            continue
+    raise AssertionError(f"{name} accepts none of the test's jobs")
+
+
+@pytest.mark.parametrize("name", sorted(REGISTRY))
+def test_every_scheduler_runs_the_same_on_fluid_as_on_fluid_reference(name):
+    """The other fast path, ``fluid`` (the same Dispatcher, max-min in numba), under every
+    registered scheduler (every hook: splits, re-rating, wake-ups, path choices, host
+    models): 3 jobs its ``check`` accepts agree with the reference, or fail alike."""
+    for k in range(3):
+        job, spec = _accepted(name, k)
+        slow, fast = [], []
+        for b, out in (("fluid-reference", slow), ("fluid", fast)):
+            try:
+                out.append(backend(b).run(job, by_name(name), spec, RunOptions(analysis=False)))
+            except RUN_ERRORS as exc:
+                out.append(exc)
+        slow, fast = slow[0], fast[0]
+        if isinstance(slow, Exception):
+            assert type(fast) is type(slow) and str(fast) == str(slow)
+            continue
+        assert set(fast.items) == set(slow.items)
+        for i, rec in slow.items.items():
+            got = (fast.items[i].ready, fast.items[i].start, fast.items[i].end)
+            assert got == pytest.approx((rec.ready, rec.start, rec.end), rel=REL, abs=ABS), i
+        assert fast.makespan == pytest.approx(slow.makespan, rel=REL, abs=ABS)
 
 
 def test_job_features_the_fast_path_does_not_model_are_refused():
