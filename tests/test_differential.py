@@ -22,6 +22,7 @@ cases of the disagreements this test found (see each docstring).
 from __future__ import annotations
 
 import random
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -29,9 +30,10 @@ import pytest
 from railbed.backend import RunOptions, backend
 from railbed.dispatch import RunStalled, SchedulerError
 from railbed.errors import SpecError
-from railbed.job import Job, Leg, Location, PathOption
-from railbed.scheduler import Change
+from railbed.job import Flow, Job, Leg, Location, PathOption
+from railbed.scheduler import HOLD, ActiveFlow, Change, Decision, RunView
 from railbed.spec import ClusterSpec
+from railbed.topology import Topology
 from schedulers import REGISTRY, by_name
 from schedulers.hermod import Hermod
 from workloads import generate
@@ -288,6 +290,95 @@ def test_job_features_the_fast_path_does_not_model_are_refused():
     with pytest.raises(SpecError) as err:
         backend("fluid-rules").run(random_job(random.Random(1), hosts, 6), by_name("megatron"), hosts, RunOptions())
     assert err.value.field == "servers" and "hardware model" in str(err.value)
+
+
+# ------------------------------------------------------------------ rules against on_ready, state by state
+def _as_seen(flow):
+    """A flow as ``on_ready`` sees it once ready (the compact engine hands ``rule`` the same)."""
+    return replace(flow, size=None) if flow.reveal == "hidden" else flow
+
+
+def _random_state(rng: random.Random, job: Job, spec: ClusterSpec, placement, subs: list, gates: list) -> RunView:
+    """A view the Dispatcher could show: some network flows (and gated flows' sub-flows) active,
+    some tasks and flows held (in any order; often every flow of a gate), the held ones'
+    ``on_ready`` sizes revealed."""
+    view = RunView(job.public(), spec, Topology(spec), placement, now=rng.uniform(0, 1e-2))
+    net = [f for f in job.flows if placement[f.src].server != placement[f.dst].server]
+    for f in rng.sample(net + subs, rng.randint(0, min(6, len(net) + len(subs)))):
+        src, dst = placement[f.src], placement[f.dst]
+        view.active[f.id] = ActiveFlow(f, src, dst, 0, None, 0.0)
+    idle = [i for i in job.items if i not in view.active]
+    view.held = rng.sample(idle, rng.randint(1, min(10, len(idle))))
+    if gates and rng.random() < 0.5:
+        whole = rng.choice(gates)
+        view.held += [i for i in whole if i not in view.held]
+        rng.shuffle(view.held)
+    for i in view.held:
+        if isinstance(job.items[i], Flow) and job.items[i].reveal == "on_ready":
+            view.job.items[i] = job.items[i]
+    return view
+
+
+def _expected(item, view: RunView, rules: dict, split_of: dict, members: dict):
+    """What ``rule`` and ``gate_split`` say ``on_ready`` answers for ``item`` in ``view``."""
+    if not isinstance(item, Flow):
+        return Decision()
+    rule = rules[item.id]
+    if rule.gate is not None:
+        return split_of[rule.gate] if set(members[rule.gate]) <= set(view.held) else HOLD
+    loc = view.placement[item.src]
+    nic = (loc.server, loc.nic)
+    if any((a.src.server, a.src.nic) == nic and rules[a.flow.parent or fid].key < rule.bar
+           for fid, a in view.active.items()):  # fmt: skip
+        return HOLD
+    if rule.queued:
+        for h in view.held:
+            other = rules.get(h)
+            where = view.placement[view.job.items[h].src] if other is not None else None
+            if other is not None and other.queued and (where.server, where.nic) == nic and other.key < rule.bar:
+                return HOLD
+    return Decision(dscp=rule.dscp, rate=rule.rate)
+
+
+@pytest.mark.parametrize("name", sorted(MAKERS))
+def test_rule_and_gate_split_say_what_on_ready_answers_in_random_states(name):
+    """The fast path's decisions come from ``rule`` and ``gate_split``, the Dispatcher's from
+    ``on_ready``: on random views (active flows, held items, revealed sizes) of random jobs, the
+    ``Rule``'s meaning (held while a flow active on the source NIC, or a held queued one there,
+    has ``key < bar``; a gate held until whole, then ``gate_split``) is ``on_ready``'s answer
+    for every held item, offered in the held order of one round."""
+    checked = 0
+    for k in range(12):
+        rng = random.Random(f"states/{name}/{k}")
+        spec = random_cluster(rng)
+        job = random_job(rng, spec)
+        sched = MAKERS[name]()
+        placement = sched.place(job.public(), spec)
+        rules = {f.id: sched.rule(_as_seen(f), placement, spec) for f in job.flows}
+        members: dict[str, list[str]] = {}
+        for f in job.flows:
+            if rules[f.id].gate is not None:
+                members.setdefault(rules[f.id].gate, []).append(f.id)
+        split_of, subs = {}, []
+        for gate, ids in members.items():
+            try:
+                split_of[gate] = sched.gate_split([_as_seen(job.items[i]) for i in ids], placement, spec)
+            except Exception as exc:  # noqa: BLE001 - on_ready must then fail the same way
+                split_of[gate] = exc
+                continue
+            for orig, parts in split_of[gate].parts.items():
+                subs += [replace(job.items[orig], id=p.id, size=p.size, deps=(), parent=orig) for p in parts]
+        for _ in range(6):
+            view = _random_state(rng, job, spec, placement, subs, list(members.values()))
+            for i in list(view.held):
+                want = _expected(view.job.items[i], view, rules, split_of, members)
+                if isinstance(want, Exception):
+                    with pytest.raises(type(want)):
+                        sched.on_ready(view.job.items[i], view)
+                    continue
+                assert sched.on_ready(view.job.items[i], view) == want, (name, k, i)
+                checked += 1
+    assert checked >= 200
 
 
 # ------------------------------------------------------------------ regressions (what this test found)
