@@ -48,10 +48,14 @@ Its slow twin is :func:`simulator.simulate` itself: ``tests/test_compact.py``
 runs random jobs and the MoE generator's under ``megatron``, ``lina``,
 ``hermod`` (with its Alg. 3 splits), ``hermod-intra`` and more on both and
 requires every item's (and sub-flow's) ready, start and end times to be
-equal. What it does not do (those runs need :func:`simulator.simulate`):
-splits other than gated ones of sub-flows between the original's ends,
-re-rating, wake-ups, ``on_done``, path options and intra-host models, the
-per-link time series (``link_series``).
+equal; ``tests/test_differential.py`` runs random jobs on random clusters of every
+fabric under every registered scheduler it supports against ``fluid-reference`` (the
+Dispatcher over the plain-Python network). ``rule`` and ``gate_split`` get each flow as
+``on_ready`` would see it (a ``hidden`` size stays ``None``). What it does not do (those
+runs need :func:`simulator.simulate`): splits other than gated ones of sub-flows between the
+original's ends, wake-ups, path options and intra-host models, the per-link time series
+(``link_series``); a scheduler with its own ``on_flows_changed`` (re-rating), ``on_done`` or
+``choose_path`` (:data:`UNCALLED_HOOKS`), or without a rule, is refused before ``place``.
 
 **Jobs as arrays** (issue 14: Mixtral-8x22B at 8192 GPUs is 27 million items,
 about 22 GB as a :class:`Job`): :func:`compact_arrays` makes the same
@@ -71,7 +75,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 from numba import njit
 
-from railbed.dispatch import SchedulerError, check_acyclic, check_conservation, check_placement
+from railbed.dispatch import RunStalled, SchedulerError, check_acyclic, check_conservation, check_placement
 from railbed.errors import SpecError
 from railbed.job import Flow, Job, Placement, Task, attrs_of
 from railbed.results import ItemRecord, RunResult
@@ -290,6 +294,7 @@ def compact(job: Job, scheduler: Scheduler, cluster: ClusterSpec, policy: str | 
     options, intra-host models) and when the scheduler has no rule for a flow."""
     job = job.validate()
     _refuse_host_models(cluster)
+    _refuse_without_rules(scheduler, job, cluster)
     topology = Topology(cluster)
     fabric = Fabric(topology)
     placement = scheduler.place(job.public(), cluster)
@@ -304,7 +309,7 @@ def compact(job: Job, scheduler: Scheduler, cluster: ClusterSpec, policy: str | 
         if isinstance(item, Flow):
             if item.options:
                 raise SpecError(f"items.{item.id}.options", "the compact engine has no path options")
-            rule = _checked_rule(scheduler, scheduler.rule(item, placement, cluster), item.id)
+            rule = _checked_rule(scheduler, scheduler.rule(_as_offered(item), placement, cluster), item.id)
             rules[k] = rule
             if rule.gate is not None:
                 gates.setdefault(rule.gate, []).append(k)
@@ -406,11 +411,37 @@ def _types_and_coflows(items: list) -> tuple[np.ndarray, list[str], np.ndarray]:
     return ctype, types, coflow
 
 
+def _as_offered(flow: Flow) -> Flow:
+    """The flow as ``on_ready`` sees it in the Dispatcher (its view's job, :meth:`Job.public`,
+    with ``on_ready`` sizes revealed by then): a ``hidden`` size stays ``None``. ``rule`` and
+    ``gate_split`` stand for ``on_ready``, so they get this, never a size it could not read."""
+    return replace(flow, size=None) if flow.reveal == "hidden" else flow
+
+
 def _refuse_host_models(cluster: ClusterSpec) -> None:
     for s in cluster.servers:
         if s.host is not None:
             why = f"server {s.name} has a hardware model ({s.host.kind}); the compact engine has none"
             raise SpecError("servers", why)
+
+
+UNCALLED_HOOKS = ("on_flows_changed", "on_done", "choose_path")  # hooks the compact engine never calls
+
+
+def _refuse_without_rules(scheduler: Scheduler, job: Job, cluster: ClusterSpec) -> None:
+    """Before ``place`` (which may be long, or fail on a job the scheduler was not made for):
+    a scheduler that decides in a hook the engine never calls (a ``rule`` stands for
+    ``on_ready`` only), or keeps the base ``rule``, which is ``None`` exactly when it decides
+    in its hooks (the base tells without a placement)."""
+    mine = type(scheduler)
+    for hook in UNCALLED_HOOKS:
+        if getattr(mine, hook) is not getattr(Scheduler, hook):
+            why = f"{scheduler.name} has its own {hook}, which the compact engine never calls"
+            raise SpecError("scheduler", f"{why}: run it on the fluid backend")
+    if mine.rule is Scheduler.rule:
+        flow = next((it for it in job.items.values() if isinstance(it, Flow)), None)
+        if flow is not None:
+            _checked_rule(scheduler, Scheduler.rule(scheduler, flow, None, cluster), flow.id)
 
 
 def _checked_rule(scheduler: Scheduler, rule: Rule | None, what: str) -> Rule:
@@ -469,7 +500,7 @@ def _gate_subs(taken, items, gates: dict[str, list[int]], scheduler: Scheduler, 
     seen: set[str] = set()
     for g, (name, members) in enumerate(gates.items()):
         flows = [items[k] for k in members]
-        split = scheduler.gate_split(flows, placement, cluster)
+        split = scheduler.gate_split([_as_offered(f) for f in flows], placement, cluster)
         who = f"{scheduler.name}: gate_split of {name}"
         where = {f.id: k for f, k in zip(flows, members)}
         if not isinstance(split, Split) or set(split.parts) != set(where):
@@ -522,7 +553,7 @@ def compact_arrays(
     fabric = Fabric(topology)
     in_skeleton = {aj.reps[c][0]: aj.rep_flow(c) for c in range(len(aj.reps))}
     placement = _place_skeleton(aj, in_skeleton, scheduler, cluster)
-    rules = [scheduler.rule(in_skeleton[h], placement, cluster) for h, _ in aj.reps]
+    rules = [scheduler.rule(_as_offered(in_skeleton[h]), placement, cluster) for h, _ in aj.reps]
     gated_classes = [c for c, r in enumerate(rules) if r is not None and r.gate is not None]
     members = np.zeros(0, np.int64)
     if gated_classes:  # their flows join the skeleton: the scheduler learns the gates' members
@@ -532,7 +563,7 @@ def compact_arrays(
         again = _place_skeleton(aj, in_skeleton, scheduler, cluster)
         if again.locations != placement.locations:
             raise SpecError("scheduler", f"{scheduler.name} places the skeleton with the gated flows differently")
-        rules = [scheduler.rule(in_skeleton[h], placement, cluster) for h, _ in aj.reps]
+        rules = [scheduler.rule(_as_offered(in_skeleton[h]), placement, cluster) for h, _ in aj.reps]
     classes = np.array(dscp_classes(policy), dtype=np.int64)
     nic_base = np.cumsum([0] + [s.nics for s in cluster.servers])
     locs = [placement[e] for e in aj.endpoints]
@@ -681,7 +712,7 @@ def _add_gates(cj, aj, flows, scheduler, placement, cluster, topology, fabric, c
     Sub-flow ids are checked against each other and the gated flows' (not all 27 million)."""
     gates: dict[str, list[int]] = {}
     for k, f in flows.items():
-        rule = scheduler.rule(f, placement, cluster)
+        rule = scheduler.rule(_as_offered(f), placement, cluster)
         if rule is None or rule.gate is None:
             raise SpecError("scheduler", f"{scheduler.name}: flow {f.id} is not gated like its rule class")
         gates.setdefault(rule.gate, []).append(k)
@@ -780,7 +811,7 @@ def run_compact(cj: CompactJob, analysis: bool = False) -> CompactResult:
     if code == 2:
         raise RuntimeError(f"compact engine: active flows have no rate and nothing else is pending ({cj.name})")
     if code == 3:
-        raise RuntimeError(f"compact engine: the scheduler's rules hold every ready item and nothing runs ({cj.name})")
+        raise RunStalled(f"compact engine: the scheduler's rules hold every ready item and nothing runs ({cj.name})")
     makespan = float(np.nanmax(end)) if n else 0.0
     run = CompactResult(
         cj, ready, start, end, makespan, int(stats[0]), int(stats[1]), int(stats[3]), int(stats[4]), link_bits,
