@@ -54,7 +54,7 @@ Sub-flows
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
@@ -221,6 +221,21 @@ class Job:
         **attrs: Any,
     ) -> str:
         return self._add(Flow(id, src, dst, int(size), tuple(deps), reveal, tuple(options), **attrs))
+
+    def flow_batch(
+        self, ids: Sequence[str], srcs: Sequence[str], dsts: Sequence[str], sizes, deps: Sequence[Iterable[str]],
+        reveal: str = "upfront", tags=None, **attrs: Any,
+    ) -> list[str]:  # fmt: skip
+        """Flows ``ids[k]`` from ``srcs[k]`` to ``dsts[k]`` of ``sizes[k]`` bytes (or ``sizes``, one
+        int for all) after ``deps[k]``, sharing ``reveal`` and ``attrs``; ``tags`` is one dict for
+        all or a list of one per flow. The same as calling :meth:`flow` for each, in order (a
+        generator's bulk form: :class:`workloads.arrays.ArrayJob` makes them faster)."""
+        many = isinstance(tags, list)
+        return [
+            self.flow(i, a, b, sizes if isinstance(sizes, int) else sizes[k], deps[k], reveal,
+                      tags=dict(tags[k] if many else tags or {}), **attrs)
+            for k, (i, a, b) in enumerate(zip(ids, srcs, dsts))
+        ]  # fmt: skip
 
     def capacity_of(self, device: str) -> int:
         return self.capacity.get(device, self.default_capacity)

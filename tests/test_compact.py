@@ -301,6 +301,40 @@ def test_moe_arrays_compact_to_the_same_arrays_as_the_job(seed):
         same_compact_job(compact(job, by_name(name), spec), compact_arrays(aj, by_name(name), spec))
 
 
+def test_flow_batch_makes_the_flows_flow_makes_one_by_one():
+    """``flow_batch`` (the generators' bulk form) equals ``flow`` called per flow, on a Job and on
+    an ArrayJob: shared and per-flow tags, a class first met inside the batch, a placeholder."""
+    from workloads.arrays import ArrayJob
+
+    def fill(job, batch):
+        for e, s in (("a", 0), ("b", 0), ("c", 1)):
+            job.endpoint(e, Location(s, "gpu0", 0))
+        first = job.forward("f.1") if hasattr(job, "forward") else "f.1"
+        ids, src, dst, sizes = ["f.0", "f.1", "f.2", "f.3"], ["a", "a", "b", "a"], ["b", "c", "c", "c"], [1, 2, 3, 4]
+        deps = [[first], [], [], []]
+        tags = [{"pass": "F", "ep": [0, 1]}, {"pass": "F", "ep": [0, 2]}, {"pass": "B"}, {"pass": "F", "ep": [1, 2]}]
+        attrs = dict(coflow="c0", coflow_type="EP", iteration=1, layer=2)
+        f0 = "f.0" if isinstance(job, Job) else 0  # a handle: the id in a Job, the index in an ArrayJob
+        if batch:
+            job.flow_batch(ids, src, dst, sizes, deps, reveal="on_ready", tags=tags, **attrs)
+            job.flow_batch(["g.0", "g.1"], ["c", "b"], ["a", "a"], 7, [[f0], []], tags={"dp_phase": "rs"},
+                           coflow_type="DP")  # fmt: skip
+        else:
+            for k in range(4):
+                job.flow(ids[k], src[k], dst[k], sizes[k], deps[k], reveal="on_ready", tags=tags[k], **attrs)
+            job.flow("g.0", "c", "a", 7, [f0], tags={"dp_phase": "rs"}, coflow_type="DP")
+            job.flow("g.1", "b", "a", 7, [], tags={"dp_phase": "rs"}, coflow_type="DP")
+        return job
+
+    one, many = fill(Job("j"), False), fill(Job("j"), True)
+    assert list(one.items.values()) == list(many.items.values())
+    a, b = fill(ArrayJob("j"), False).finish(), fill(ArrayJob("j"), True).finish()
+    assert list(a.ids) == list(b.ids) and a.reps == b.reps and a.coflow_names == b.coflow_names
+    for col in ("kind", "a", "b", "value", "rclass", "crc", "dep_count", "deps", "iteration", "coflow"):
+        assert np.array_equal(getattr(a, col), getattr(b, col)), col
+    assert list(a.rclass[:4]) == [0, 1, 2, 1] and a.deps[0] == 1  # EP flows share a class; f.1 resolved
+
+
 def test_moe_arrays_at_the_scenario_layout_and_interleaved():
     kw = dict(model="mixtral-8x22b", dp=2, pp=2, layers=4, microbatches=4, hidden=512, ffn=1024, seq=512, zero2=True,
               nics_per_server=8, schedule="interleaved", chunks=2)  # fmt: skip
