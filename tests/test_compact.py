@@ -96,6 +96,21 @@ def test_hermod_splits_ep_coflows_between_servers_the_same_on_both_engines(seed,
     assert sum(len(slow.items[i].children or ()) for i in probe.matched) == len(subs)
 
 
+@pytest.mark.parametrize("seed", range(8))
+def test_the_kernels_work_lists_grow_without_changing_a_time(seed):
+    """The kernel's work lists (timers, held, ready, started) start at one entry and double when
+    full: every item's times, the link totals and the contention equal those of a run whose
+    lists never grow (MoE jobs, Hermod's gated splits among them)."""
+    rng = random.Random(700 + seed)
+    job, spec = random_moe_job(rng)
+    cj = compact(job, by_name(["hermod", "megatron", "lina", "hermod-intra"][seed % 4]), spec)
+    big, small = run_compact(cj, analysis=True, work=10**6), run_compact(cj, analysis=True, work=1)
+    for f in ("ready", "start", "end", "link_bits", "link_peak"):
+        assert np.array_equal(getattr(big, f), getattr(small, f)), f
+    assert (big.events, big.steps) == (small.events, small.steps) and big.events > 1
+    assert big.analysis["contention"] == small.analysis["contention"]
+
+
 @pytest.mark.parametrize("name", ["megatron", "lina", "hermod"])
 def test_the_scenario_layout_agrees_with_ep_inside_servers(name):
     """The full scenarios' layout at small scale: TP = EP = 8 per server, so EP never crosses
