@@ -318,7 +318,7 @@ def test_moe_arrays_compact_to_the_same_arrays_as_the_job(seed):
 
 def test_flow_batch_makes_the_flows_flow_makes_one_by_one():
     """``flow_batch`` (the generators' bulk form) equals ``flow`` called per flow, on a Job and on
-    an ArrayJob: shared and per-flow tags, a class first met inside the batch, a placeholder."""
+    an ArrayJob: shared and per-flow tags (``each``), a class first met inside the batch, a placeholder."""
     from workloads.arrays import ArrayJob
 
     def fill(job, batch):
@@ -327,16 +327,21 @@ def test_flow_batch_makes_the_flows_flow_makes_one_by_one():
         first = job.forward("f.1") if hasattr(job, "forward") else "f.1"
         ids, src, dst, sizes = ["f.0", "f.1", "f.2", "f.3"], ["a", "a", "b", "a"], ["b", "c", "c", "c"], [1, 2, 3, 4]
         deps = [[first], [], [], []]
-        tags = [{"pass": "F", "ep": [0, 1]}, {"pass": "F", "ep": [0, 2]}, {"pass": "B"}, {"pass": "F", "ep": [1, 2]}]
+        tags = [{"pass": "F", "ep": [0, 1]}, {"pass": "F", "ep": [0, 2]}, {"pass": "F", "ep": [1, 2]}]
         attrs = dict(coflow="c0", coflow_type="EP", iteration=1, layer=2)
         f0 = "f.0" if isinstance(job, Job) else 0  # a handle: the id in a Job, the index in an ArrayJob
         if batch:
-            job.flow_batch(ids, src, dst, sizes, deps, reveal="on_ready", tags=tags, **attrs)
+            job.flow_batch(ids[:2] + ids[3:], src[:2] + src[3:], dst[:2] + dst[3:], sizes[:2] + sizes[3:],
+                           deps[:2] + deps[3:], reveal="on_ready", tags={"pass": "F"},
+                           each={"ep": [t["ep"] for t in tags]}, **attrs)  # fmt: skip
+            job.flow_batch(ids[2:3], src[2:3], dst[2:3], sizes[2:3], deps[2:3], reveal="on_ready", tags={"pass": "B"},
+                           each={"bucket": [5]}, **attrs)  # fmt: skip
             job.flow_batch(["g.0", "g.1"], ["c", "b"], ["a", "a"], 7, [[f0], []], tags={"dp_phase": "rs"},
                            coflow_type="DP")  # fmt: skip
         else:
-            for k in range(4):
-                job.flow(ids[k], src[k], dst[k], sizes[k], deps[k], reveal="on_ready", tags=tags[k], **attrs)
+            for k in (0, 1, 3):
+                job.flow(ids[k], src[k], dst[k], sizes[k], deps[k], reveal="on_ready", tags=tags[min(k, 2)], **attrs)
+            job.flow("f.2", "b", "c", 3, [], reveal="on_ready", tags={"pass": "B", "bucket": 5}, **attrs)
             job.flow("g.0", "c", "a", 7, [f0], tags={"dp_phase": "rs"}, coflow_type="DP")
             job.flow("g.1", "b", "a", 7, [], tags={"dp_phase": "rs"}, coflow_type="DP")
         return job
@@ -347,7 +352,7 @@ def test_flow_batch_makes_the_flows_flow_makes_one_by_one():
     assert list(a.ids) == list(b.ids) and a.reps == b.reps and a.coflow_names == b.coflow_names
     for col in ("kind", "a", "b", "value", "rclass", "crc", "dep_count", "deps", "iteration", "coflow"):
         assert np.array_equal(getattr(a, col), getattr(b, col)), col
-    assert list(a.rclass[:4]) == [0, 1, 2, 1] and a.deps[0] == 1  # EP flows share a class; f.1 resolved
+    assert list(a.rclass[:4]) == [0, 1, 1, 2] and a.deps[0] == 1  # EP flows share a class; f.1 resolved
 
 
 def test_moe_arrays_at_the_scenario_layout_and_interleaved():

@@ -39,7 +39,7 @@ from typing import Any
 import numpy as np
 
 from railbed.errors import SpecError
-from railbed.job import Flow, Job, Location
+from railbed.job import Flow, Job, Location, batch_tags
 
 TASK_ITEM, FLOW_ITEM = 0, 1
 
@@ -166,10 +166,12 @@ class ArrayJob:
         tags = attrs.pop("tags", None)
         return self.flow_batch([id], [src], [dst], [size], [deps], reveal, tags, **attrs)[0]
 
-    def flow_batch(self, ids, srcs, dsts, sizes, deps, reveal: str = "upfront", tags=None, **attrs: Any) -> list[int]:
-        """:meth:`Job.flow_batch <railbed.job.Job.flow_batch>`: flows sharing ``reveal`` and
-        ``attrs`` (``tags`` shared or one dict per flow), made column by column (27 million
-        flows at 8192 GPUs: what is shared is looked at once)."""
+    def flow_batch(
+        self, ids, srcs, dsts, sizes, deps, reveal: str = "upfront", tags=None, each=None, **attrs: Any
+    ) -> list[int]:
+        """:meth:`Job.flow_batch <railbed.job.Job.flow_batch>`: flows sharing ``reveal``, ``attrs``
+        and ``tags`` (plus their own tags of ``each``), made column by column (27 million flows at
+        8192 GPUs: what is shared is looked at once)."""
         n = len(ids)
         h0 = len(self.kind)
         raws = [i.encode() for i in ids]
@@ -180,10 +182,11 @@ class ArrayJob:
         sizes = [sizes] * n if isinstance(sizes, int) else sizes
         get = attrs.get
         head = (get("coflow_type"), get("iteration", 0), get("microbatch"), get("layer"), reveal)
-        many = isinstance(tags, list)
-        tkey = None if many else _tag_key(tags)
-        keys = [(head, _tag_key(t), x, c) for t, x, c in zip(tags, a, cross)] if many else [
-            (head, tkey, x, c) for x, c in zip(a, cross)]  # fmt: skip
+        if not each or set(each) == {"ep"}:  # the tags of the class key are the shared ones
+            tkey = _tag_key(tags)
+            keys = [(head, tkey, x, c) for x, c in zip(a, cross)]
+        else:
+            keys = [(head, _tag_key(batch_tags(tags, each, k)), a[k], cross[k]) for k in range(n)]
         classes, reps = self._classes, self.reps
         rclass = [classes.get(key) for key in keys]
         for k, c in enumerate(rclass):
@@ -192,8 +195,8 @@ class ArrayJob:
                 if c is None:
                     c = classes[keys[k]] = len(reps)
                     fields = dict(attrs, src=srcs[k], dst=dsts[k], size=int(sizes[k]), reveal=reveal)
-                    if tags is not None:
-                        fields["tags"] = tags[k] if many else tags
+                    if tags is not None or each:
+                        fields["tags"] = batch_tags(tags, each, k) if each else tags
                     reps.append((h0 + k, fields))
                 rclass[k] = c
         blob = self._blob

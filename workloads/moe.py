@@ -208,8 +208,11 @@ class _Builder:
         return f"p{p}d{d}t{t}"
 
     def plane(self, p: int) -> list[str]:
-        """A stage's ranks in (data, tensor) order, tensor fastest."""
-        return [self.name(p, d, t) for d in range(self.s.dp) for t in range(self.s.tp)]
+        """A stage's ranks in (data, tensor) order, tensor fastest (made once per stage; not to be changed)."""
+        got = self.routes.get(("plane", p))
+        if got is None:
+            got = self.routes[("plane", p)] = [self.name(p, d, t) for d in range(self.s.dp) for t in range(self.s.tp)]
+        return got
 
     def ep_group(self, p: int, q: int) -> list[str]:
         e = self.s.ep
@@ -486,8 +489,8 @@ def _all_to_all(b, it, kind, m, layer, g, group, tokens, what, attrs) -> list[li
     fids = b.job.flow_batch(
         [f"{coflow}.{i}-{j}" for i, j in pairs], [group[i] for i, _ in pairs], [group[j] for _, j in pairs],
         [int(tokens[i, j]) * b.s.hidden * BYTES for i, j in pairs], [list(b.last[group[i]]) for i, _ in pairs],
-        reveal="on_ready", tags=[{"pass": kind, "ep": [i, j]} for i, j in pairs], coflow=coflow, coflow_type="EP",
-        **attrs,
+        reveal="on_ready", tags={"pass": kind}, each={"ep": [[i, j] for i, j in pairs]}, coflow=coflow,
+        coflow_type="EP", **attrs,
     )  # fmt: skip
     for (_, j), fid in zip(pairs, fids):
         into[j].append(fid)
