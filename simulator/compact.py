@@ -766,7 +766,7 @@ def run_compact(cj: CompactJob, analysis: bool = False, work: int = 1024) -> Com
         cj.missing.copy(), cj.dep_ptr, cj.dep_idx, cj.device_cap, cj.route_links, cj.route_hops, cj.route_latency,
         cj.link_cap, cj.nics, cj.gate, cj.gate_size, cj.gate_sub, cj.parent, cj.children, ready, start, end,
         link_bits, link_peak, stats, analysis, ftype, meter.hit, meter.total, meter.load,
-        meter.mask, meter.top, meter.nhit, meter.ntot, work,
+        meter.mask, meter.top, meter.nhit, meter.ntot, meter.classes, work,
     )  # fmt: skip
     if code == 1:
         raise RuntimeError(f"compact engine: {n - stats[2]} items unfinished and nothing pending (a bug)")
@@ -982,7 +982,7 @@ def _run_kernel(
     kind, device, duration, route, bits, prio, cap, key, bar, queued, nic, missing, dep_ptr, dep_idx, device_cap,
     route_links, route_hops, route_latency, link_cap, nnics, gate, gate_size, gate_sub, parent, children, ready_t,
     start_t, end_t, link_bits, link_peak, stats, metered, ftype, m_hit, m_total, m_load, m_mask, m_top, m_nhit,
-    m_ntot, work,
+    m_ntot, m_classes, work,
 ):  # fmt: skip  # pragma: no cover - numba
     """The whole run (module docstring). Returns 0, or 1 (nothing pending), 2 (no progress), 3 (stalled).
     ``metered``: measure contention (simulator.contention.meter_step) by the items' type ids ``ftype``."""
@@ -1139,6 +1139,7 @@ def _run_kernel(
                     meter_step(
                         link_cap, flow_links, nhops, sprio, scap, rates, act, nact, finished, nfin, sftype, dirty,
                         scont, t - now, m_hit, m_total, m_load, m_mask, m_top, m_nhit, m_ntot,
+                        m_classes,
                     )  # fmt: skip
                 dirty = nfin > 0
             steps += 1

@@ -41,7 +41,7 @@ SAT = 1e-9  # a link within this factor of its capacity is saturated; a rate wit
 @njit(cache=True)
 def meter_step(
     link_cap, flow_links, nhops, prio, cap, rates, act, n_act, finished, n_fin, ftype, recompute, contended, dt,
-    hit, total, load, mask, top, nhit, ntot,
+    hit, total, load, mask, top, nhit, ntot, classes,
 ):  # fmt: skip  # pragma: no cover - numba
     """Account ``dt`` seconds of the flows ``act[:n_act]`` and ``finished[:n_fin]`` (slots).
 
@@ -50,8 +50,9 @@ def meter_step(
     ones; ``total[type]`` and ``hit[type]`` gain ``dt`` times those counts. Without it the flows
     are those of the last step that recomputed (rates change only when the flow set or a cap
     does, and the callers recompute then), so the counts stand and a step costs the types,
-    not the flows. ``load``, ``mask`` (per link) and ``top`` (per link and class: the most a
-    flow of that class gets on the link) are scratch."""
+    not the flows. ``load``, ``mask`` (per link: the types with a rate), ``classes`` (per link:
+    the classes present, whose ``top`` entries are set) and ``top`` (per link and class: the
+    most a flow of that class gets on the link) are scratch."""
     n = n_act + n_fin
     if recompute:
         for ty in range(ntot.shape[0]):
@@ -63,8 +64,7 @@ def meter_step(
                 lk = flow_links[f, h]
                 load[lk] = 0.0
                 mask[lk] = 0
-                for c in range(top.shape[1]):
-                    top[lk, c] = 0.0
+                classes[lk] = 0
         for i in range(n):
             f = act[i] if i < n_act else finished[i - n_act]
             r = rates[f]
@@ -73,7 +73,11 @@ def meter_step(
                 load[lk] += r
                 if r > 0.0:
                     mask[lk] |= np.int64(1) << ftype[f]
-                if r > top[lk, prio[f]]:
+                bit = np.int64(1) << prio[f]
+                if classes[lk] & bit == 0:
+                    classes[lk] |= bit
+                    top[lk, prio[f]] = r
+                elif r > top[lk, prio[f]]:
                     top[lk, prio[f]] = r
         for i in range(n):
             f = act[i] if i < n_act else finished[i - n_act]
@@ -86,7 +90,7 @@ def meter_step(
                     if load[lk] >= link_cap[lk] * (1.0 - SAT) and (mask[lk] & other) != 0:
                         best = 0.0  # the most any flow of f's class or a lower one gets on lk
                         for c in range(prio[f] + 1):
-                            if top[lk, c] > best:
+                            if classes[lk] & (np.int64(1) << c) != 0 and top[lk, c] > best:
                                 best = top[lk, c]
                         if r >= best * (1.0 - SAT):
                             hit_f = True
@@ -131,7 +135,7 @@ def contended(capacity, paths, prio, cap, rates, ftype) -> np.ndarray:
     meter_step(
         link_cap, flow_links, nhops, np.asarray(prio, np.int64), np.asarray(cap, np.float64),
         np.asarray(rates, np.float64), act, n, np.zeros(0, np.int64), 0, np.asarray(ftype, np.int64), True, flags,
-        0.0, m.hit, m.total, m.load, m.mask, m.top, m.nhit, m.ntot,
+        0.0, m.hit, m.total, m.load, m.mask, m.top, m.nhit, m.ntot, m.classes,
     )  # fmt: skip
     return flags
 
@@ -147,6 +151,7 @@ class Meter:
         self.ntot = np.zeros(TYPES, np.int64)
         self.load = np.zeros(max(nlinks, 1))
         self.mask = np.zeros(max(nlinks, 1), np.int64)
+        self.classes = np.zeros(max(nlinks, 1), np.int64)
         self.top = np.zeros((max(nlinks, 1), CLASSES))
 
     def add(self, hit: float, total: float, ftype: int) -> None:
