@@ -42,7 +42,7 @@ from emulator.nodes import RTO_MIN, SYN_TIMEOUT
 from emulator.state import STATE_DIR, RunState
 from emulator.testbed import Testbed
 from railbed.analysis import of_dispatcher
-from railbed.dispatch import Action, Dispatcher, SetDscp, SetRate, StartFlow, StartWait
+from railbed.dispatch import HOLD_FRACTION, Action, Dispatcher, SetDscp, SetRate, StartFlow, StartWait
 from railbed.errors import RunFailed
 from railbed.job import Flow, Job
 from railbed.results import RunResult, percentile
@@ -52,7 +52,6 @@ from railbed.units import GOODPUT_FRACTION
 
 AGENT_START_TIMEOUT = 30.0
 PROC_POLL = 0.25
-HOLD_FRACTION = 1e-3  # a cap under this share of the flow's slower NIC holds it (model: ~nothing)
 DEATH_GRACE = 0.5  # s to wait for a peer's death after an agent reports a connection error
 
 
@@ -108,6 +107,16 @@ def run(
     return r.go(strict, on_agents)
 
 
+def _twin(scheduler: Scheduler) -> Scheduler | None:
+    """A copy of ``scheduler`` for the fluid model's run of the same job (None if it cannot be copied)."""
+    import copy
+
+    try:
+        return copy.deepcopy(scheduler)
+    except Exception:  # noqa: BLE001 - a scheduler holding something uncopyable: no comparison
+        return None
+
+
 class _Run:
     def __init__(
         self, job, scheduler, tb, trace, progress, progress_every, timeout, sample_interval, faults, flow_progress,
@@ -118,6 +127,7 @@ class _Run:
         self.tb = tb
         self.k = tb.scale.k
         self.job = job
+        self.twin = _twin(scheduler)  # before the run changes it: the fluid model's run (_fluid_makespan)
         self.dispatcher = Dispatcher(job, scheduler, tb.spec, tb.topology, snapshot=analysis)
         self.analysis = analysis
         self.trace = trace
@@ -227,9 +237,11 @@ class _Run:
             return
         latency = self.tb.spec.fabric.latency if self.tb.latency_mode != "none" else 0.0
         solo = nic_groups(result, topo, self.tb.scale, latency, self.rerated)
+        fluid = self._fluid_makespan(result)
         result.links, result.fidelity = fidelity_report(
-            sampler.samples, real, model, classes, solo, self.tcp, RTO_MIN / self.k, SYN_TIMEOUT / self.k
-        )
+            sampler.samples, real, model, classes, solo, self.tcp, RTO_MIN / self.k, SYN_TIMEOUT / self.k,
+            makespan=result.makespan, fluid_makespan=fluid,
+        )  # fmt: skip
         result.link_series = link_series(sampler.samples, real, self.t0, self.k)
         lags = sorted(self.start_lags)
         if lags:  # model seconds
@@ -238,6 +250,21 @@ class _Run:
             result.fidelity["start_lag_worst"] = lags[-1][1]
         if sampler.error:
             result.notes.append(f"fidelity sampler stopped early: {sampler.error}")
+
+    def _fluid_makespan(self, result: RunResult) -> float | None:
+        """The fluid model's makespan of this job under the scheduler as it was before the run
+        (the fidelity report's loss verdict compares them), or None with a note saying why not."""
+        from railbed.backend import RunOptions, backend  # the fluid backend by name: no upward import
+
+        if self.twin is None:
+            result.notes.append("fidelity: no fluid-model makespan (the scheduler cannot be copied)")
+            return None
+        try:
+            options = RunOptions(policy=self.tb.policy, analysis=False)
+            return backend("fluid").run(self.job, self.twin, self.tb.spec, options).makespan
+        except Exception as exc:  # noqa: BLE001 - the emulated run stands; the comparison is extra
+            result.notes.append(f"fidelity: no fluid-model makespan ({type(exc).__name__}: {exc})"[:300])
+            return None
 
     # ---------------------------------------------------------------- agents
     def _start_agents(self) -> None:

@@ -52,6 +52,12 @@ def _seconds_arg(value: str) -> float:
     return seconds
 
 
+def _count_arg(value: str) -> int:
+    if not value.isdigit() or int(value) < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {value!r}")
+    return int(value)
+
+
 def cmd_check(args: argparse.Namespace) -> int:
     from railbed.topology import Topology, default_scale
     from railbed.units import RateScale
@@ -115,7 +121,7 @@ def cmd_clean(_args: argparse.Namespace) -> int:
 
 def _scenario_and_out(args: argparse.Namespace, kind: str = "", arrays: bool = False):
     """The scenario file (validated) and its results directory (default results/<name>[-kind]-<time>).
-    ``arrays``: a job too large for a Python Job is left to be built as arrays (the compact engine)."""
+    ``arrays``: a job too large for a Python Job is left to be built as arrays (backend fluid-rules)."""
     from scenarios.runner import Scenario
 
     sc = Scenario.load(args.scenario, arrays=arrays)
@@ -130,11 +136,21 @@ def cmd_run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _scenario_backend(path: str) -> str | None:
+    """The ``backend`` a scenario file names (decoded by the seam), before the scenario is built."""
+    from railbed.safeload import load_yaml_file
+    from scenarios.runner import scenario_backend
+
+    return scenario_backend(load_yaml_file(Path(path), str(path)))
+
+
 def _simulator(args: argparse.Namespace):
     """The backend ``--backend`` names (``--engine``: its old spelling), decoded here, once."""
     if args.backend is not None and args.engine is not None:
         raise SpecError("--engine", "give --backend only (--engine is its old name)")
     name, field = (args.engine, "--engine") if args.engine is not None else (args.backend or "fluid", "--backend")
+    if args.backend is None and args.engine is None:
+        name, field = _scenario_backend(args.scenario) or "fluid", "backend"
     note = BACKENDS.note(name)
     if args.engine is not None:
         note = f"--engine {name} is now --backend {BACKENDS.canonical(name, field)} (the old spelling still works)"
@@ -155,11 +171,21 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     return 0
 
 
+def _sides(value: str):
+    """``--backends A,B``: the two backends a crosscheck compares, decoded here, once."""
+    names = value.split(",")
+    if len(names) != 2 or names[0] == names[1]:
+        raise SpecError("--backends", f"two different backends, as A,B (e.g. emulate,packet), got {value!r}")
+    return tuple(backend(n, "--backends") for n in names)
+
+
 def cmd_crosscheck(args: argparse.Namespace) -> int:
     from scenarios.runner import crosscheck_scenario
 
+    sides = _sides(args.backends)
     sc, out = _scenario_and_out(args, "-crosscheck")
-    crosscheck_scenario(sc, out, echo=_say, scale=args.scale, schedulers=args.scheduler, plots=not args.no_plots)
+    plots = not args.no_plots
+    crosscheck_scenario(sc, out, echo=_say, scale=args.scale, schedulers=args.scheduler, plots=plots, sides=sides)
     return 0
 
 
@@ -188,27 +214,34 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
-    from scenarios.sweep import Sweep, run_sweep
+    from scenarios.sweep import MAX_POINTS, Sweep, run_sweep
 
     sweep = Sweep.load(args.sweep)
     out = Path(args.out or f"results/sweep-{sweep.name}")
-    rows = run_sweep(sweep, out, echo=_say, address=args.address, cpus=args.cpus)
+    limit = args.max_points or MAX_POINTS
+    rows = run_sweep(sweep, out, echo=_say, address=args.address, cpus=args.cpus, max_points=limit)
     return 0 if all(r["status"] == "ok" for r in rows) else 1
 
 
 def cmd_reproduce(args: argparse.Namespace) -> int:
+    write = args.write or args.readme
+    if args.sensitivity:
+        from scenarios.sensitivity import sensitivity
+
+        sensitivity(args.paper, Path(args.out), quick=args.quick, echo=_say, address=args.address, cpus=args.cpus)
+        return 0
     from scenarios.reproduce import reproduce
 
-    readme = Path(args.readme) if args.readme else None
     reproduce(
         args.paper,
         Path(args.out),
         quick=args.quick,
         emulate=args.emulate,
         echo=_say,
-        readme=readme,
+        write=Path(write) if write else None,
         resume=args.resume,
         full_size=args.full_size,
+        plots=not args.no_plots,
     )
     return 0
 
@@ -270,15 +303,22 @@ def build_parser() -> argparse.ArgumentParser:
         "--backend",
         default=None,
         metavar="NAME",
-        help="fluid (default): every scheduler hook; fluid-reference: the same, the slow oracle; fluid-rules: "
-        "one numba kernel over the schedulers' rules, jobs as arrays (railbed/backend.py)",
+        help="fluid (default, or the scenario's backend): every scheduler hook; fluid-reference: the same, the "
+        "slow oracle; fluid-rules: one numba kernel over the schedulers' rules, jobs as arrays; packet: ns-3, "
+        "TCP and queues (railbed[packet]) (railbed/backend.py)",
     )
     s.add_argument("--engine", default=None, help=argparse.SUPPRESS)  # the old name: numba | reference | compact
-    scenario_command(
+    cc = scenario_command(
         "crosscheck",
-        "run a scenario on the emulator and the simulator and compare (root)",
+        "run a scenario on two backends and compare (the emulator and fluid by default: root)",
         cmd_crosscheck,
         "-crosscheck",
+    )
+    cc.add_argument(
+        "--backends",
+        default="emulate,fluid",
+        metavar="A,B",
+        help="the two backends to compare, any of emulate, fluid, packet (railbed/backend.py); default emulate,fluid",
     )
 
     pl = sub.add_parser("plot", help="write the standard figures of a results directory (PNG + CSV)")
@@ -295,6 +335,7 @@ def build_parser() -> argparse.ArgumentParser:
     sw.add_argument("--out", default=None, help="results directory (default results/sweep-<name>); re-run resumes")
     sw.add_argument("--address", default=None, help="Ray cluster address (default: RAY_ADDRESS, else local)")
     sw.add_argument("--cpus", type=int, default=None, help="CPUs of the local Ray instance (default: all)")
+    sw.add_argument("--max-points", type=_count_arg, default=None, help="allow grids of up to N points (default 1000)")
     sw.set_defaults(func=cmd_sweep)
 
     from scenarios.reproduce import PAPERS
@@ -304,13 +345,27 @@ def build_parser() -> argparse.ArgumentParser:
     rp.add_argument("--quick", action="store_true", help="small versions of the scenarios (minutes)")
     rp.add_argument("--emulate", action="store_true", help="also the emulated and crosscheck rows (root)")
     rp.add_argument(
-        "--full-size", action="store_true", help="also the rows at the papers' sizes (compact engine: minutes, GBs)"
+        "--full-size", action="store_true", help="also the rows at the papers' sizes (fluid-rules: minutes, GBs)"
     )
     rp.add_argument("--out", default="reproduction", help="where the runs and REPRODUCTION.md go")
-    rp.add_argument("--readme", default=None, help="also rewrite this README's reproduce:begin/end block")
+    rp.add_argument(
+        "--write",
+        default=None,
+        metavar="FILE",
+        help="also rewrite this file's reproduce:begin/end block (REPRODUCTION.md)",
+    )
+    rp.add_argument("--readme", default=None, help=argparse.SUPPRESS)  # the old name of --write
     rp.add_argument(
         "--resume", action="store_true", help="reuse runs in --out that finished with the same scenario.yaml"
     )
+    rp.add_argument(
+        "--sensitivity",
+        action="store_true",
+        help="sweep the claims files' unstated parameters on Ray, one figure per claim",
+    )
+    rp.add_argument("--no-plots", action="store_true", help="no figures (REPRODUCTION.md's block has none)")
+    rp.add_argument("--address", default=None, help="--sensitivity: a Ray cluster (default: local)")
+    rp.add_argument("--cpus", type=int, default=None, help="--sensitivity: CPUs of the local Ray instance")
     rp.set_defaults(func=cmd_reproduce)
 
     k = sub.add_parser("clean", help="remove what a killed run left behind (root)")

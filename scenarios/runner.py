@@ -19,6 +19,8 @@ A scenario is YAML (``railbed run scenario.yaml``)::
     timeout: 600                       # real seconds per scheduler run
     flow_progress: 0.01                # model s between the emulator's reports of flow bytes (0: off)
     capture: [rail0:rail0-eth2]        # tcpdump on these ports during each run (emulator/capture.py)
+    backend: packet                    # the backend ``railbed simulate`` uses without --backend (default fluid)
+    packet: {buffer: 100, ecn: 20, tcp: dctcp}  # the packet backend's settings (simulator/packet/options.py)
     loads: [1e6, 2e6, 4e6]             # an offered-load sweep: the generator's ``load`` argument takes each
                                        # value; every scheduler runs at every load, as ``<label>@<load>``
 
@@ -74,7 +76,7 @@ from workloads import generate
 
 KEYS = {
     "name", "cluster", "job", "schedulers", "policy", "scale", "latency", "trace", "strict", "timeout",
-    "flow_progress", "capture", "loads",
+    "flow_progress", "capture", "loads", "backend", "packet",
 }  # fmt: skip
 
 
@@ -96,6 +98,8 @@ class Scenario:
     loads: list[float] | None = None  # offered loads (the generator's ``load``), one run per scheduler each
     jobs: list[Job] | None = None  # the job at each load
     arrays: tuple[str, dict] | None = None  # (generator, args) of a job too large for a Job: built as arrays
+    backend: str | None = None  # the backend's canonical name (decoded by railbed.backend), None: not given
+    packet: Any = None  # simulator.packet.options.PacketOptions
 
     def options(self, scale: float | None = None, progress: Callable[[str], None] | None = None) -> RunOptions:
         """The scenario's settings as a backend reads them (``scale``: the command line's, else the scenario's)."""
@@ -109,6 +113,7 @@ class Scenario:
             strict=self.strict,
             flow_progress=self.flow_progress,
             capture=self.capture,
+            packet=self.packet,
         )
 
     def points(self, specs: list[SchedulerSpec]) -> list[tuple[SchedulerSpec, Job]]:
@@ -165,6 +170,8 @@ class Scenario:
             loads=loads,
             jobs=jobs,
             arrays=(data["job"]["generator"], data["job"].get("args") or {}) if big else None,
+            backend=scenario_backend(data),
+            packet=_packet(data.get("packet")),
         )
 
 
@@ -245,6 +252,19 @@ def _choice(value: Any, field: str, choices: tuple[str, ...]) -> str:
     if not isinstance(value, str) or value not in choices:
         raise SpecError(field, f"must be one of {', '.join(choices)}, got {describe(value)}")
     return value
+
+
+def scenario_backend(data: Any) -> str | None:
+    """The scenario's ``backend`` as its canonical name (``railbed.backend`` decodes it), or None."""
+    if not isinstance(data, dict) or data.get("backend") is None:
+        return None
+    return get_backend(data["backend"], "backend").name
+
+
+def _packet(raw: Any):
+    from simulator.packet.options import parse_packet  # pure: no ns-3
+
+    return parse_packet(raw)
 
 
 def _capture(raw: Any, cluster: ClusterSpec):
@@ -541,28 +561,30 @@ def crosscheck_scenario(
     scale: float | None = None,
     schedulers: list[str] | None = None,
     plots: bool = True,
+    sides: tuple[Backend, Backend] | None = None,
 ) -> list:
-    """Run the scenario on the emulator and on the simulator; compare each scheduler's two results.
+    """Run the scenario on two backends (``sides``; default the emulator, then ``fluid``) and
+    compare each scheduler's two results.
 
-    Writes everything :func:`run_scenario` writes, ``<label>/simulated.json``,
-    ``crosscheck.txt`` and ``crosscheck.json``; returns the
+    Writes everything :func:`run_on` writes for the first side, the second side's result as
+    ``<label>/simulated.json``, ``crosscheck.txt`` and ``crosscheck.json``; returns the
     :class:`simulator.crosscheck.Crosscheck` per scheduler."""
     from simulator.crosscheck import compare
 
-    emulated = run_scenario(sc, out_dir, echo=echo, scale=scale, schedulers=schedulers, plots=False)
+    first, second = sides or (get_backend("emulate"), get_backend("fluid"))
+    results = run_on(first, sc, out_dir, echo, scale, schedulers, plots=False)
     checks = []
-    fluid = get_backend("fluid")
     with results_dir(sc, out_dir, write_inputs=False):
-        for spec, result in zip(_selected(sc, schedulers), emulated):
-            echo(f"simulating {spec.run_label} ...")
-            simulated = fluid.run(sc.job, make(spec), sc.cluster, sc.options(progress=echo))
-            simulated.save(out_dir / spec.run_label / "simulated.json")
-            checks.append(compare(result, simulated))
+        for spec, result in zip(_selected(sc, schedulers), results):
+            echo(f"running {spec.run_label} on {second.name} ...")
+            other = second.run(sc.job, make(spec), sc.cluster, sc.options(progress=echo))
+            other.save(out_dir / spec.run_label / "simulated.json")
+            checks.append(compare(result, other))
         text = "\n\n".join(c.report() for c in checks)
-        (out_dir / "crosscheck.txt").write_text(text + "\n")
+        (out_dir / "crosscheck.txt").write_text(f"{first.name} vs {second.name}\n\n{text}\n")
         (out_dir / "crosscheck.json").write_text(json.dumps([c.to_dict() for c in checks], indent=1) + "\n")
     echo("")
-    echo("emulator vs simulator")
+    echo(f"{first.name} vs {second.name}")
     echo(text)
     if plots:
         write_figures(out_dir, echo)

@@ -28,7 +28,8 @@ the Dispatcher step by step:
 * a :class:`Rule` holds a flow while a network flow active on its source
   NIC has a smaller key than its bar, or (``queued``) while a held queued
   flow there had one when the offer round began: exactly Hermod's and
-  Lina's ``on_ready``.
+  Lina's ``on_ready`` (with the scheduler's ``hold_by_class``, "its source
+  NIC" is its source NIC and class-selector, ``dscp >> 3``).
 
 * **gates** (:class:`Rule` ``gate``): a flow is held until every flow of its
   gate is held when a round begins; at the first of them in the held list
@@ -139,6 +140,7 @@ class CompactJob:
     ctype: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int16))
     types: list[str] = field(default_factory=list)
     coflow: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int32))
+    hold_by_class: bool = False  # the scheduler's: Rule holds per (NIC, dscp >> 3), not per NIC
 
     @property
     def items(self) -> int:
@@ -386,6 +388,7 @@ def compact(job: Job, scheduler: Scheduler, cluster: ClusterSpec, policy: str | 
         gate, gate_size, gate_sub, parent, children,
         np.array([getattr(it, "iteration", 0) or 0 for it in items], np.int32),
         *_types_and_coflows(items),
+        bool(getattr(scheduler, "hold_by_class", False)),
     )  # fmt: skip
 
 
@@ -630,6 +633,7 @@ def compact_arrays(
         missing, dep_ptr, dep_idx, device_cap, route_links, route_hops, route_latency,
         fabric.capacity.copy(), list(fabric.names), total_nics, spine_of, placement, iteration=iteration,
         **_array_types(aj, is_flow),
+        hold_by_class=bool(getattr(scheduler, "hold_by_class", False)),
     )  # fmt: skip
     if gated.any():
         flows = {int(k): in_skeleton[int(k)] for k in members}
@@ -761,10 +765,14 @@ def run_compact(cj: CompactJob, analysis: bool = False, work: int = 1024) -> Com
         ftype = np.minimum(np.maximum(cj.ctype, 0), TYPES - 1).astype(np.int16)
     elif analysis:
         ftype = np.zeros(n, np.int16)
+    hold, nholds = cj.nic, cj.nics  # what a Rule's hold looks at: its source NIC, or (NIC, dscp >> 3)
+    if cj.hold_by_class:
+        hold = np.where(cj.nic >= 0, cj.nic.astype(np.int64) * 8 + (cj.dscp.astype(np.int64) >> 3), -1).astype(np.int32)
+        nholds = cj.nics * 8
     code = _run_kernel(
-        cj.kind, cj.device, cj.duration, cj.route, cj.bits, cj.prio, cj.cap, cj.key, cj.bar, cj.queued, cj.nic,
+        cj.kind, cj.device, cj.duration, cj.route, cj.bits, cj.prio, cj.cap, cj.key, cj.bar, cj.queued, hold,
         cj.missing.copy(), cj.dep_ptr, cj.dep_idx, cj.device_cap, cj.route_links, cj.route_hops, cj.route_latency,
-        cj.link_cap, cj.nics, cj.gate, cj.gate_size, cj.gate_sub, cj.parent, cj.children, ready, start, end,
+        cj.link_cap, nholds, cj.gate, cj.gate_size, cj.gate_sub, cj.parent, cj.children, ready, start, end,
         link_bits, link_peak, stats, analysis, ftype, meter.hit, meter.total, meter.load,
         meter.mask, meter.top, meter.nhit, meter.ntot, meter.classes, work,
     )  # fmt: skip

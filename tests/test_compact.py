@@ -20,7 +20,7 @@ from simulator import simulate
 from simulator.compact import LOCAL, NET, TASK, compact, compact_arrays, load_items, run_compact, simulate_compact
 from workloads.moe import moe_arrays, moe_training
 
-RULED = ["megatron", "lina", "hermod", "hermod-inter", "dp-first", "pp-first", "ep-first", "fifo"]
+RULED = ["megatron", "lina", "hermod", "hermod-inter", "hermod-literal", "dp-first", "pp-first", "ep-first", "fifo"]
 
 
 def same_times(job, make, spec, policy="dscp-priority"):
@@ -112,26 +112,31 @@ def test_the_kernels_work_lists_grow_without_changing_a_time(seed):
 
 
 @pytest.mark.parametrize("name", ["megatron", "lina", "hermod"])
-def test_the_scenario_layout_agrees_with_ep_inside_servers(name):
-    """The full scenarios' layout at small scale: TP = EP = 8 per server, so EP never crosses
-    the network and Hermod runs with its matching on (nothing to match)."""
+def test_the_scenario_layout_agrees_with_ep_across_servers(name):
+    """The full scenarios' layout at small scale: TP 8, EP 8 over DP 8 with Megatron's expert
+    tensor parallelism (ETP = TP), so every EP group spans 8 servers; both engines agree, and
+    Hermod splits the EP coflows (Alg. 3) and holds flows at the hosts."""
     job = moe_training(
-        model="mixtral-8x22b", dp=2, pp=2, layers=2, microbatches=2, hidden=512, ffn=1024, seq=512,
+        model="mixtral-8x22b", dp=8, pp=2, layers=2, microbatches=2, hidden=256, ffn=512, seq=256,
         zero2=True, nics_per_server=8,
     )  # fmt: skip
     spec = ClusterSpec.from_dict(
         {
-            "servers": [{"count": 4, "gpus": 8, "nics": 8, "nic_rate": "100Gbit"}],
-            "fabric": {"type": "leaf_spine", "servers_per_leaf": 2, "spines": 2, "uplink_rate": "400Gbit",
+            "servers": [{"count": 16, "gpus": 8, "nics": 8, "nic_rate": "100Gbit"}],
+            "fabric": {"type": "leaf_spine", "servers_per_leaf": 4, "spines": 2, "uplink_rate": "400Gbit",
                        "latency": "1us"},
         }
     )  # fmt: skip
     slow, fast = same_times(job, lambda: by_name(name), spec)
     kinds = fast.job.kind
-    assert (kinds == LOCAL).sum() > 0 and (kinds == NET).sum() > 0 and (kinds == TASK).sum() > 0
+    assert (kinds == LOCAL).sum() == 0 and (kinds == NET).sum() > 0 and (kinds == TASK).sum() > 0  # all cross
+    ep_net = [r for r in slow.items.values() if r.kind == "flow" and r.attrs.get("coflow_type") == "EP"
+              and r.server != r.dst_server and r.parent is None]  # fmt: skip
+    assert ep_net
     flows = kinds != TASK
     waited = int((fast.start[flows] > fast.ready[flows]).sum())
-    assert (waited > 0) == (name == "hermod")  # Hermod's hosts hold flows; Lina has no network EP to wait for
+    assert (waited > 0) == (name != "megatron")  # Hermod's hosts and Lina's DP behind backward EP
+    assert bool([r for r in slow.items.values() if r.parent]) == (name == "hermod")
 
 
 def random_job(rng: random.Random) -> tuple[Job, ClusterSpec]:
@@ -176,13 +181,19 @@ def test_random_jobs_end_every_item_at_the_same_time_on_both_engines(seed):
     rng = random.Random(500 + seed)
     job, spec = random_job(rng)
     name = RULED[seed % len(RULED)]
-    make = (lambda: Hermod(intra=False)) if name == "hermod" else (lambda: by_name(name))
+    # random EP flows are not all-to-alls Alg. 3 can split: hermod's matching off (as for "hermod")
+    literal = dict(literal=True, host_wait="nic")
+    make = {"hermod": lambda: Hermod(intra=False), "hermod-literal": lambda: Hermod(intra=False, **literal)}.get(
+        name, lambda: by_name(name)
+    )
     same_times(job, make, spec, rng.choice(["dscp-priority", "fifo"]))
 
 
 def test_hermod_host_wait_holds_in_the_compact_engine_too():
-    """Two flows on one NIC, DP (last MID) ready before PP of microbatch 0: Hermod's compact rule
-    holds the DP flow until PP is done; Megatron shares."""
+    """Flows on one NIC. hermod-literal (``host_wait: nic``): DP (MID 3) ready before PP of
+    microbatch 0 waits until PP is done. hermod (``host_wait: queue``): DP and PP are in different
+    switch queues, so DP starts at once (PP preempts it in the network); two PP flows of
+    microbatches 7 and 6 share queue 1, and the later one waits. Megatron shares."""
     spec = ClusterSpec.from_dict(
         {"servers": [{"count": 2, "gpus": 1, "nic_rate": 8e9}], "fabric": {"type": "single_switch"}}
     )
@@ -191,9 +202,15 @@ def test_hermod_host_wait_holds_in_the_compact_engine_too():
     job.endpoint("b", Location(1, "gpu0", 0))
     job.flow("dp", "a", "b", 10**7, coflow_type="DP", microbatch=3, layer=0, tags={"dp_phase": "rs"})
     job.flow("pp", "a", "b", 10**7, coflow_type="PP", microbatch=0, layer=0)
+    job.flow("pp7", "a", "b", 10**7, coflow_type="PP", microbatch=7, layer=0)
+    job.flow("pp6", "a", "b", 10**7, coflow_type="PP", microbatch=6, layer=0)
+    _, fast = same_times(job, lambda: by_name("hermod-literal"), spec)
+    t = fast.times()
+    assert t["dp"][1] == pytest.approx(t["pp"][2])  # after PP of microbatch 0 (MID 0 < 3 < 6)
     _, fast = same_times(job, lambda: by_name("hermod"), spec)
     t = fast.times()
-    assert t["dp"][1] == pytest.approx(t["pp"][2])  # dp starts when pp ends
+    assert t["dp"][1] == 0.0 and t["pp"][1] == 0.0 and t["pp6"][1] == 0.0
+    assert t["pp7"][1] == pytest.approx(t["pp6"][2])  # same queue: the host keeps MID order
     _, fair = same_times(job, lambda: by_name("megatron"), spec)
     assert fair.times()["dp"][1] == 0.0
 
@@ -210,6 +227,7 @@ def test_hermod_rule_matches_its_decisions():
         else:
             assert rule.dscp == h.dscp(f) and rule.key == rule.bar == key_number(h.key(f)) and rule.queued
     assert key_number((1, 0, 0)) > key_number((0, 1, 5)) > key_number((0, 0, 7))
+    assert key_number((1, 0, 0, 0)) > key_number((0, 9, 1, 3)) > key_number((0, 9, 0, 30000))
     with pytest.raises(ValueError):
         key_number((0, 0, 1 << 20))
 
@@ -356,12 +374,12 @@ def test_flow_batch_makes_the_flows_flow_makes_one_by_one():
 
 
 def test_moe_arrays_at_the_scenario_layout_and_interleaved():
-    kw = dict(model="mixtral-8x22b", dp=2, pp=2, layers=4, microbatches=4, hidden=512, ffn=1024, seq=512, zero2=True,
+    kw = dict(model="mixtral-8x22b", dp=8, pp=2, layers=4, microbatches=4, hidden=256, ffn=512, seq=256, zero2=True,
               nics_per_server=8, schedule="interleaved", chunks=2)  # fmt: skip
-    job, aj = moe_training(**kw), moe_arrays(**kw)
+    job, aj = moe_training(**kw), moe_arrays(**kw)  # EP 8 over DP 8 at ETP = TP 8: EP across 8 servers
     spec = ClusterSpec.from_dict(
         {
-            "servers": [{"count": 4, "gpus": 8, "nics": 8, "nic_rate": "100Gbit"}],
+            "servers": [{"count": 16, "gpus": 8, "nics": 8, "nic_rate": "100Gbit"}],
             "fabric": {"type": "leaf_spine", "servers_per_leaf": 2, "spines": 2, "uplink_rate": "400Gbit",
                        "latency": "1us"},
         }
