@@ -14,6 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 from railbed.job import Job
+from railbed.results import fmt_time
 
 
 def _effective(generator: str, args: dict[str, Any]) -> dict[str, Any]:
@@ -56,6 +57,8 @@ def _fullgraph(args: dict[str, Any]) -> list[str]:
 
 def _requests(args: dict[str, Any]) -> list[str]:
     a = _effective("requests", args)
+    if a.get("duration") is not None:  # a steady state: arrivals for a time, requests = load x duration
+        return [a["preset"], f"{fmt_time(float(a['duration']))} of arrivals per load"]
     return [a["preset"], f"{a['requests']:,} requests per load"]
 
 

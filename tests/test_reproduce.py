@@ -285,6 +285,11 @@ def test_labels_say_what_ran():
     src["job"]["args"].pop("layers")
     assert run_label(src, None, "emulate", "fluid", 1000.0, False).startswith("gpt3-13b, all 40 layers, 32 GPUs")
     assert run_label(src, None, "emulate", "fluid", 1000.0, False).endswith("; emulated, k = 1000")
+    kvs = {"job": {"generator": "requests", "args": {"preset": "kvs-c", "duration": "1.2ms"}}}
+    want = "kvs-c, 1.2 ms of arrivals per load; simulated; quick"
+    assert run_label(kvs, None, "simulate", "fluid", None, True) == want
+    kvs["job"]["args"] = {"preset": "kvs-c", "requests": 400}
+    assert run_label(kvs, None, "simulate", "fluid", None, False).startswith("kvs-c, 400 requests per load")
     gnn = {"job": {"generator": "gnn_training", "args": {"dataset": "reddit", "iterations": 2}}, "loads": None}
     assert run_label(gnn, None, "simulate", "fluid", None, False).startswith(
         "reddit (graph at scale 0.01, metis), 4 machines"
