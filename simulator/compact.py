@@ -63,7 +63,7 @@ about 22 GB as a :class:`Job`): :func:`compact_arrays` makes the same
 (:func:`workloads.moe.moe_arrays`), with numpy; its results are arrays
 (:meth:`CompactResult.save_items`, :func:`load_items`) and a record-less
 :class:`RunResult` (:meth:`CompactResult.summary_result`). Item indices are
-int32 in the kernel's work arrays (about 60 bytes per item there).
+int32 in the kernel's work arrays (about 16 bytes per item there: the work lists grow as needed).
 """
 
 from __future__ import annotations
@@ -776,11 +776,12 @@ def _add_gates(cj, aj, flows, scheduler, placement, cluster, topology, fabric, c
     cj.ids = Ids(cj.ids.blob + b"".join(raw), np.concatenate([cj.ids.offsets, ends]))
 
 
-def run_compact(cj: CompactJob, analysis: bool = False) -> CompactResult:
+def run_compact(cj: CompactJob, analysis: bool = False, work: int = 1024) -> CompactResult:
     """Run a :class:`CompactJob` in ``_run_kernel`` (see the module docstring). ``analysis``:
     measure contention during the run and fill :attr:`CompactResult.analysis` (the
     network-free run, :func:`network_free_run`, and, for jobs up to
-    :data:`MAX_ANALYSIS_ITEMS`, the critical path and the coflow overlap)."""
+    :data:`MAX_ANALYSIS_ITEMS`, the critical path and the coflow overlap). ``work``: the
+    first length of the kernel's work lists (they double when full; the tests start at 1)."""
     t0 = time.perf_counter()
     n = cj.items
     ready = np.full(n, np.nan)
@@ -804,7 +805,7 @@ def run_compact(cj: CompactJob, analysis: bool = False) -> CompactResult:
         cj.missing.copy(), cj.dep_ptr, cj.dep_idx, cj.device_cap, cj.route_links, cj.route_hops, cj.route_latency,
         cj.link_cap, nholds, cj.gate, cj.gate_size, cj.gate_sub, cj.parent, cj.children, ready, start, end,
         link_bits, link_peak, stats, analysis, ftype, meter.hit, meter.total, meter.load,
-        meter.mask, meter.top,
+        meter.mask, meter.top, meter.nhit, meter.ntot, meter.classes, work,
     )  # fmt: skip
     if code == 1:
         raise RuntimeError(f"compact engine: {n - stats[2]} items unfinished and nothing pending (a bug)")
@@ -961,6 +962,16 @@ def _grow1(a, fill):  # pragma: no cover - numba
 
 
 @njit(cache=True)
+def _room(a, need):  # pragma: no cover - numba
+    """``a``, or a copy at least twice as long if it is shorter than ``need``."""
+    if need <= a.shape[0]:
+        return a
+    new = np.zeros(max(need, 2 * a.shape[0]), a.dtype)
+    new[: a.shape[0]] = a
+    return new
+
+
+@njit(cache=True)
 def _grow_net(flow_links, nhops, sprio, scap, rem, rates, act, state, finished, slot_item, free, fin_items):
     """Twice the network's slots (as NumbaNetwork._alloc); the new slots are free."""  # pragma: no cover
     old = rem.shape[0]
@@ -1009,7 +1020,8 @@ def _start_flow(i, now, kind, start_t, local, nlocal, started, nstarted, any_rul
 def _run_kernel(
     kind, device, duration, route, bits, prio, cap, key, bar, queued, nic, missing, dep_ptr, dep_idx, device_cap,
     route_links, route_hops, route_latency, link_cap, nnics, gate, gate_size, gate_sub, parent, children, ready_t,
-    start_t, end_t, link_bits, link_peak, stats, metered, ftype, m_hit, m_total, m_load, m_mask, m_top,
+    start_t, end_t, link_bits, link_peak, stats, metered, ftype, m_hit, m_total, m_load, m_mask, m_top, m_nhit,
+    m_ntot, m_classes, work,
 ):  # fmt: skip  # pragma: no cover - numba
     """The whole run (module docstring). Returns 0, or 1 (nothing pending), 2 (no progress), 3 (stalled).
     ``metered``: measure contention (simulator.contention.meter_step) by the items' type ids ``ftype``."""
@@ -1019,9 +1031,19 @@ def _run_kernel(
     big = np.iinfo(np.int64).max
     # item indices in int32 (27 million items at 8192 GPUs: 4 bytes less per item and array)
     # timers: (time, seq) -> item; an item has at most one timer at a time
-    ht = np.zeros(max(n, 1))
-    hs = np.zeros(max(n, 1), np.int64)
-    hi = np.zeros(max(n, 1), np.int32)
+    # work lists start small and double when full (_room): at 8192 GPUs, sized per item, they
+    # were 1.2 GB (27 million items) where a few thousand entries are in use at a time
+    n0 = 0
+    ntasks = 0
+    for i in range(n):
+        if missing[i] == 0:
+            n0 += 1
+        if kind[i] == TASK:
+            ntasks += 1
+    w0 = max(n0, work, 1)
+    ht = np.zeros(w0)
+    hs = np.zeros(w0, np.int64)
+    hi = np.zeros(w0, np.int32)
     hsize = 0
     seq = 0
     # device FIFO queues as linked lists
@@ -1040,7 +1062,8 @@ def _run_kernel(
     gcount = np.zeros(gate_size.shape[0], np.int32)
     gsplit = np.zeros(gate_size.shape[0], np.bool_)
     kids_left = children.copy()
-    subready = np.zeros(max(n, 1) if has_gates else 1, np.int32)
+    nsubs = n - gate_sub[0] if has_gates else 0  # sub-flows (items gate_sub[0]..)
+    subready = np.zeros(max(nsubs, 1), np.int32)
     nsub = 0
     any_rule = False
     any_queued = False
@@ -1074,13 +1097,13 @@ def _run_kernel(
     lcount = np.zeros(nlinks, np.int64)
     link_load = np.zeros(nlinks)
     # work lists
-    held = np.zeros(max(n, 1), np.int32)
-    held2 = np.zeros(max(n, 1), np.int32)
+    held = np.zeros(w0, np.int32)
+    held2 = np.zeros(w0, np.int32)
     nheld = 0
-    readyl = np.zeros(max(n, 1), np.int32)
-    started = np.zeros(max(n, 1), np.int32)
-    local = np.zeros(max(n, 1), np.int32)
-    waits = np.zeros(max(n, 1), np.int32)
+    readyl = np.zeros(w0, np.int32)
+    started = np.zeros(w0, np.int32)
+    local = np.zeros(w0, np.int32)
+    waits = np.zeros(max(ntasks, 1), np.int32)  # tasks started in one settling: at most all
     touched = np.zeros(max(ndev, 1), np.int64)
     done = 0
     events = 0
@@ -1154,7 +1177,8 @@ def _run_kernel(
                 if metered:
                     meter_step(
                         link_cap, flow_links, nhops, sprio, scap, rates, act, nact, finished, nfin, sftype, dirty,
-                        scont, t - now, m_hit, m_total, m_load, m_mask, m_top,
+                        scont, t - now, m_hit, m_total, m_load, m_mask, m_top, m_nhit, m_ntot,
+                        m_classes,
                     )  # fmt: skip
                 dirty = nfin > 0
             steps += 1
@@ -1190,6 +1214,7 @@ def _run_kernel(
             end_t[i] = now
             done += 1
             while True:  # i's dependents; then, if i was its original's last sub-flow, the original's
+                readyl = _room(readyl, nready + dep_ptr[i + 1] - dep_ptr[i])
                 for e in range(dep_ptr[i], dep_ptr[i + 1]):
                     j = dep_idx[e]
                     missing[j] -= 1
@@ -1211,6 +1236,11 @@ def _run_kernel(
         # ------------------------------------------------ Dispatcher._settle(now, ready, freed)
         if nready > 1:
             readyl[:nready] = np.sort(readyl[:nready])
+        held = _room(held, nheld + nready)
+        held2 = _room(held2, nheld + nready)
+        # flows started in this settling: the held ones, the sub-flows ready, those of gates split
+        started = _room(started, nheld + nready + nsub + nsubs)
+        local = _room(local, nheld + nready + nsub + nsubs)
         for x in range(nready):
             i = readyl[x]
             ready_t[i] = now
@@ -1325,6 +1355,9 @@ def _run_kernel(
             stats[0], stats[1], stats[2] = events, steps, done
             return 3
         # ------------------------------------------------ its actions, in order (Simulation._do)
+        if hsize + nstarted + nwaits + nlocal > ht.shape[0]:
+            need = hsize + nstarted + nwaits + nlocal
+            ht, hs, hi = _room(ht, need), _room(hs, need), _room(hi, need)
         for x in range(nstarted):
             i = started[x]
             r = route[i]

@@ -220,7 +220,7 @@ class NumbaNetwork:
             meter_step(
                 self.link_cap, self.flow_links, self.nhops, self.prio, self.cap, self.rates, self.act, n,
                 self.finished, nfin, self.ftype, recompute, self.contended, t - now, m.hit, m.total, m.load, m.mask,
-                m.top,
+                m.top, m.nhit, m.ntot, m.classes,
             )  # fmt: skip
         self.dirty = nfin > 0
         self._fresh = False
