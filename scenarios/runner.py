@@ -8,9 +8,11 @@ A scenario is YAML (``railbed run scenario.yaml``)::
       generator: hybrid_parallel
       args: {dp: 4, pp: 2, microbatches: 2, gradient: 16MB, activation: 4MB, fwd: 1ms, bwd: 2ms}
     # job: {file: saved-job.json}      # ... or a saved job (replay)
-    schedulers:                        # names, or {name, args, label}: one scheduler, several settings
+    schedulers:                        # names, or {name, args, label, job}: one scheduler, several settings
       - fifo
       - {name: small-first, args: {limit: 2}, label: small-first-2}
+      # - {name: fifo, label: metis, job: {partitioner: metis}}   # a variant: this run's job takes these
+      #                                  # generator arguments over job.args (a system whose data differs)
     policy: dscp-priority              # tc policy (tc_policies.plan.POLICIES): dscp-priority | fifo
     scale: 400                         # k; default: chosen for this machine
     latency: auto                      # auto | netem | agents
@@ -95,17 +97,22 @@ class Scenario:
     capture: Any = None  # emulator.capture.CaptureSpec
     loads: list[float] | None = None  # offered loads (the generator's ``load``), one run per scheduler each
     jobs: list[Job] | None = None  # the job at each load
+    variants: dict[str, Job] | None = None  # run label -> its own job (a scheduler entry's ``job`` overrides)
     arrays: tuple[str, dict] | None = None  # (generator, args) of a job too large for a Job: built as arrays
 
     def points(self, specs: list[SchedulerSpec]) -> list[tuple[SchedulerSpec, Job]]:
         """(scheduler, job) of every run: each scheduler on the job, or at each load (``label@load``)."""
         if not self.loads:
-            return [(spec, self.job) for spec in specs]
+            return [(spec, self.job_of(spec)) for spec in specs]
         return [
             (SchedulerSpec(spec.name, spec.args, f"{spec.run_label}@{load:g}"), job)
             for load, job in zip(self.loads, self.jobs or [])
             for spec in specs
         ]
+
+    def job_of(self, spec: SchedulerSpec) -> Job:
+        """The job ``spec``'s run takes: its variant's when its entry overrides job arguments."""
+        return (self.variants or {}).get(spec.run_label, self.job)
 
     @classmethod
     def load(cls, path: str | Path, arrays: bool = False) -> Scenario:
@@ -132,6 +139,7 @@ class Scenario:
         big = bool(arrays) and not loads and _array_job(data["job"], always=arrays == "always")
         job = jobs[0] if jobs else None if big else _job(data["job"], base)
         specs = _scheduler_specs(data["schedulers"])
+        variants = _variants(specs, data["job"], base, bool(loads) or big)
         policy = _choice(data.get("policy", "dscp-priority"), "policy", tuple(POLICIES))
         latency = _choice(data.get("latency", "auto"), "latency", ("auto", "netem", "agents"))
         return cls(
@@ -150,6 +158,7 @@ class Scenario:
             capture=_capture(data.get("capture"), cluster),
             loads=loads,
             jobs=jobs,
+            variants=variants,
             arrays=(data["job"]["generator"], data["job"].get("args") or {}) if big else None,
         )
 
@@ -186,6 +195,30 @@ def _job(value: Any, base: Path) -> Job:
         except SpecError as exc:
             raise SpecError(f"job.{exc.field}" if exc.field != "job" else "job.file", exc.message) from None
     return generate(value["generator"], value.get("args"), "job")
+
+
+def _variants(specs: list[SchedulerSpec], job: Any, base: Path, refused: bool) -> dict[str, Job] | None:
+    """Run label -> its job, for the scheduler entries that override job arguments (``job:``): the
+    scenario's generator with those arguments over ``job.args``. Not with ``loads`` or a job built
+    as arrays (``refused``), nor with a saved job (a file has no arguments)."""
+    out = {}
+    for i, spec in enumerate(specs):
+        if not spec.job:
+            continue
+        where = f"schedulers[{i}].job"
+        if refused:
+            raise SpecError(where, "job overrides cannot be combined with loads or a job built as arrays")
+        if not isinstance(job, dict) or "generator" not in job:
+            raise SpecError(where, "job overrides need a generated job (job: {generator, args}), not a file")
+        args = job.get("args") or {}
+        if not isinstance(args, dict):
+            raise SpecError("job.args", f"expected a mapping of argument to value, got {describe(args)}")
+        try:
+            out[spec.run_label] = generate(job["generator"], {**args, **spec.job}, "job")
+        except SpecError as exc:
+            field = exc.field.replace("job.args.", f"{where}.", 1) if exc.field.startswith("job.args.") else exc.field
+            raise SpecError(field, exc.message) from None
+    return out or None
 
 
 def _array_job(value: Any, always: bool = False) -> bool:
@@ -336,13 +369,15 @@ def preflight(
     if sc.job is not None:
         check_pins(sc.job, sc.cluster)
     for i, spec in enumerate(specs if sc.job is not None else ()):
-        sched, name = make(spec, f"schedulers[{i}]"), spec.run_label
+        sched, name, job = make(spec, f"schedulers[{i}]"), spec.run_label, sc.job_of(spec)
+        if job is not sc.job:
+            check_pins(job, sc.cluster)
         try:
-            sched.check(sc.job, sc.cluster)
+            sched.check(job, sc.cluster)
         except SpecError as exc:
             raise SpecError(f"job.{exc.field}", f"{exc.message} (read by {name})") from None
         try:
-            check_placement(sc.job, sc.cluster, sched.place(sc.job.public(), sc.cluster))
+            check_placement(job, sc.cluster, sched.place(job.public(), sc.cluster))
         except SchedulerError as exc:
             raise SpecError(f"schedulers[{i}]", f"{name} cannot place this job: {exc}") from None
     _check_out(out_dir)
@@ -371,6 +406,9 @@ def results_dir(sc: Scenario, out_dir: Path, write_inputs: bool = True):
         (out_dir / "cluster.yaml").write_text(yaml.safe_dump(sc.cluster.to_dict(), sort_keys=False))
         if sc.job is not None:  # a job built as arrays is its scenario's generator and args (scenario.yaml)
             sc.job.save(out_dir / "job.json")
+        for label, job in (sc.variants or {}).items():  # a run's own job: <label>/job.json
+            (out_dir / label).mkdir(exist_ok=True)
+            job.save(out_dir / label / "job.json")
     try:
         yield out_dir
     except BaseException as exc:
@@ -586,7 +624,7 @@ def crosscheck_scenario(
     checks = []
     with results_dir(sc, out_dir, write_inputs=False):
         for spec, result in zip(_selected(sc, schedulers), emulated):
-            simulated = _simulate(sc, spec, "numba", echo)
+            simulated = _simulate(sc, spec, "numba", echo, sc.job_of(spec))
             simulated.save(out_dir / spec.run_label / "simulated.json")
             checks.append(compare(result, simulated))
         text = "\n\n".join(c.report() for c in checks)

@@ -218,6 +218,8 @@ scheduler_entry = st.one_of(
         {
             "name": field(st.sampled_from(["fifo", "small-first"])),
             "args": field(st.dictionaries(st.text(max_size=6), scalars, max_size=2)),
+            "label": field(st.sampled_from(["v1", "v2", "", "a/b", 3])),
+            "job": field(st.one_of(st.dictionaries(st.sampled_from(["n", "size", "x"]), scalars, max_size=2), anything)),
         }
     ),
 )

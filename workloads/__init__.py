@@ -18,6 +18,7 @@ from railbed.job import Job
 from railbed.safeload import describe, key_name
 from railbed.units import parse_duration, parse_size
 from workloads.gnn import gnn_training
+from workloads.gnn_cagnet import gnn_cagnet
 from workloads.gnn_fullgraph import gnn_fullgraph
 from workloads.llm import hybrid_parallel
 from workloads.moe import item_estimate as _moe_items
@@ -31,6 +32,7 @@ GENERATORS: dict[str, Callable[..., Job]] = {
     "all_to_all": all_to_all,
     "gnn_training": gnn_training,
     "gnn_fullgraph": gnn_fullgraph,
+    "gnn_cagnet": gnn_cagnet,
     "moe_training": moe_training,
     "requests": requests,
 }
@@ -69,7 +71,14 @@ def _fullgraph_items(gpus=8, layers=2, epochs=1, **_) -> int:
     return epochs * (2 * layers * gpus + 2 * max(0, layers - 1) * gpus * gpus)
 
 
+def _cagnet_items(gpus=8, layers=2, epochs=6, **_) -> int:
+    """gnn_cagnet's items at most: per epoch and layer, forward and backward, p stages of p - 1
+    flows and p SpMMs, p dense products, and a ring all-reduce of 2 (p - 1) p flows."""
+    return epochs * layers * (2 * gpus * (2 * gpus - 1) + 2 * gpus + 2 * (gpus - 1) * gpus)
+
+
 SIZE_HINTS: dict[str, Callable[..., int]] = {
+    "gnn_cagnet": _cagnet_items,
     "gnn_fullgraph": _fullgraph_items,
     "hybrid_parallel": _hybrid_items,
     "all_to_all": _a2a_items,
