@@ -20,6 +20,7 @@ from railbed.units import parse_duration, parse_size
 from workloads.gnn import gnn_training
 from workloads.gnn_cagnet import gnn_cagnet
 from workloads.gnn_fullgraph import gnn_fullgraph
+from workloads.gnn_hybrid import gnn_hybrid
 from workloads.llm import hybrid_parallel
 from workloads.moe import item_estimate as _moe_items
 from workloads.moe import moe_arrays, moe_training
@@ -33,6 +34,7 @@ GENERATORS: dict[str, Callable[..., Job]] = {
     "gnn_training": gnn_training,
     "gnn_fullgraph": gnn_fullgraph,
     "gnn_cagnet": gnn_cagnet,
+    "gnn_hybrid": gnn_hybrid,
     "moe_training": moe_training,
     "requests": requests,
 }
@@ -77,7 +79,19 @@ def _cagnet_items(gpus=8, layers=2, epochs=6, **_) -> int:
     return epochs * layers * (2 * gpus * (2 * gpus - 1) + 2 * gpus + 2 * (gpus - 1) * gpus)
 
 
+def _hybrid_items(dataset="ogbn-products", workers=16, layers=2, epochs=1, bin_size=5000, scale=0.02, **_) -> int:
+    """gnn_hybrid's items, roughly from above: per epoch and layer, forward and backward, a load and a
+    compute per bin and a flow per (bin, other worker); ring all-reduces of 2 (w - 1) w flows."""
+    from workloads.graphs import DATASETS, dataset_shape
+
+    ds = DATASETS.get({"products": "ogbn-products"}.get(dataset, dataset))
+    nodes = dataset_shape(ds, scale)[0] if ds is not None and isinstance(scale, (int, float)) and scale > 0 else 0
+    bins = nodes // max(1, bin_size) + workers if isinstance(bin_size, int) else workers
+    return epochs * layers * (4 * bins + 2 * bins * (workers - 1) + 2 * (workers - 1) * workers)
+
+
 SIZE_HINTS: dict[str, Callable[..., int]] = {
+    "gnn_hybrid": _hybrid_items,
     "gnn_cagnet": _cagnet_items,
     "gnn_fullgraph": _fullgraph_items,
     "hybrid_parallel": _hybrid_items,
