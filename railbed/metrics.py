@@ -50,6 +50,40 @@ def coflow_completion_times(result: RunResult) -> dict[str, float]:
     return {c: last[c] - first[c] for c in first if c not in unfinished}
 
 
+def receiver_comm(result: RunResult) -> dict[int, float]:
+    """Destination server -> the summed completion times of the coflows whose flows all go to it
+    (a server's own fetches: AdaGL's ``T_i`` of eq. 5, Table I's "communication time"); coflows
+    with several destinations (collectives) are left out."""
+    first: dict[str, float] = {}
+    last: dict[str, float] = {}
+    dest: dict[str, set] = {}
+    for r in result.items.values():
+        coflow = r.attrs.get("coflow")
+        if r.kind != "flow" or coflow is None or r.parent is not None or r.end is None:
+            continue
+        arrived = r.ready if r.ready is not None else r.start
+        if arrived is None:
+            continue
+        c = str(coflow)
+        first[c] = min(first.get(c, math.inf), arrived)
+        last[c] = max(last.get(c, -math.inf), r.end)
+        dest.setdefault(c, set()).add(r.dst_server)
+    out: dict[int, float] = {}
+    for c, servers in dest.items():
+        if len(servers) == 1 and None not in servers:
+            (s,) = servers
+            out[s] = out.get(s, 0.0) + last[c] - first[c]
+    return out
+
+
+def remote_bytes(result: RunResult) -> float:
+    """Bytes of the job's flows (not sub-flows) whose source and destination are on different servers."""
+    return float(
+        sum(r.size or 0 for r in result.items.values()
+            if r.kind == "flow" and r.parent is None and r.server is not None and r.server != r.dst_server)
+    )  # fmt: skip
+
+
 def request_latencies(result: RunResult) -> list[float]:
     """LEO's requests (``workloads.requests``): per request the end of its last message minus
     its arrival (the end of its ``a<i>`` task), in request order."""
@@ -121,6 +155,8 @@ METRICS: dict[str, Callable[[RunResult], float]] = {
     "cct_mean": lambda r: _mean(coflow_completion_times(r).values()),
     "cct_sum": lambda r: sum(coflow_completion_times(r).values()),
     "flows": lambda r: float(len(r.flow_completion_times())),
+    "receiver_comm_max": lambda r: max(receiver_comm(r).values(), default=0.0),
+    "remote_bytes": remote_bytes,
     "request_p50": lambda r: percentile(request_latencies(r), 50),
     "request_p99": lambda r: percentile(request_latencies(r), 99),
     "request_throughput": request_throughput,

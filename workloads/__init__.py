@@ -19,6 +19,7 @@ from railbed.safeload import describe, key_name
 from railbed.units import parse_duration, parse_size
 from workloads.gnn import gnn_training
 from workloads.gnn_cagnet import gnn_cagnet
+from workloads.gnn_epoch import gnn_epoch
 from workloads.gnn_fullgraph import gnn_fullgraph
 from workloads.gnn_hybrid import gnn_hybrid
 from workloads.llm import hybrid_parallel
@@ -35,6 +36,7 @@ GENERATORS: dict[str, Callable[..., Job]] = {
     "gnn_fullgraph": gnn_fullgraph,
     "gnn_cagnet": gnn_cagnet,
     "gnn_hybrid": gnn_hybrid,
+    "gnn_epoch": gnn_epoch,
     "moe_training": moe_training,
     "requests": requests,
 }

@@ -33,7 +33,12 @@ Hybrid parallelism (§4.2.1)
     for all required intermediate results"); ``sequential``: neither (load
     and compute in turn, a layer's flows after the whole layer, the next
     layer after all its inputs: "the same manner as [64, 87]'s
-    bin-packing"). ``barrier``: the full-graph baselines (NeutronStar,
+    bin-packing"). ``resident`` (``auto``): whether a worker's part stays on
+    the GPU, so that bins need no loads: ``auto`` when every part fits in
+    half of the GPU's 24 GB (:func:`part_bytes`; bins are swapped "to
+    relieve resource constraints", §4.6.2, when "individual graph
+    partitions may still be larger than the GPU memory of a worker",
+    §4.4.2), ``yes``, ``no``. ``barrier``: the full-graph baselines (NeutronStar,
     BNS-GCN: §4.6.2, "both systems require loading every subgraph in each
     assigned worker"): the whole part resident on the GPU (no loads), one
     compute per layer, one flow per worker pair, and a layer-wise barrier:
@@ -89,6 +94,7 @@ FLOAT_BYTES = 4
 GPU_FLOPS = 35.58e12  # RTX 3090 FP32
 GPU_BYTES = 936e9  # RTX 3090 GDDR6X
 PCIE_BYTES = 15.75e9  # PCIe 3.0 x16
+GPU_MEMORY = 24e9  # RTX 3090
 PIPELINES = ("g3", "inter", "intra", "sequential", "barrier")
 MAX_WORKERS = 64
 
@@ -103,6 +109,14 @@ class Layout:
     stats: object
     readers_ptr: np.ndarray  # transposed reads: the bins that read bin b
     readers: np.ndarray
+
+
+def part_bytes(lay: Layout, w: int, dims: list[int]) -> float:
+    """GPU memory a worker's whole part needs (ours): its bins' edge pairs (16 bytes each), the input
+    rows it reads and every layer's output rows of its nodes, float32."""
+    st, bins = lay.stats, slice(int(lay.first[w]), int(lay.first[w + 1]))
+    rows = dims[0] * st.inputs[bins].sum() + sum(dims[1:]) * st.nodes[bins].sum()
+    return 16.0 * st.edges[bins].sum() + FLOAT_BYTES * rows
 
 
 def _check(name: str, value, low, kinds=(int,)) -> None:
@@ -149,6 +163,7 @@ def gnn_hybrid(
     partitioner: str = "g3",
     pipeline: str = "g3",
     bin_size: int = 5000,
+    resident: str = "auto",
     efficiency: float = 0.3,
     scale: float = 0.02,
     mixing: float = 0.13,
@@ -169,34 +184,39 @@ def gnn_hybrid(
     ok = isinstance(efficiency, (int, float)) and not isinstance(efficiency, bool) and math.isfinite(efficiency)
     if not ok or not 0 < efficiency <= 1:
         raise SpecError("efficiency", f"must be in (0, 1], got {efficiency!r}")
+    if resident not in ("auto", "yes", "no"):
+        raise SpecError("resident", f"'auto', 'yes' or 'no', got {resident!r}")
     graph, part, lay = layout(ds.name, workers, partitioner, pipeline, bin_size, float(scale), float(mixing), int(seed))
     dims = [ds.features] + [hidden] * (layers - 1) + [ds.classes]
+    fits = max(part_bytes(lay, w, dims) for w in range(workers)) <= GPU_MEMORY / 2
+    keep = pipeline == "barrier" or resident == "yes" or (resident == "auto" and fits)
     job = Job(name or f"hybrid-{ds.name}-{workers}w-{partitioner}-{pipeline}")
     for w in range(workers):
         job.endpoint(f"w{w}", Location(w, "gpu0", 0), "worker")
         job.endpoint(f"x{w}", Location(w, "cpu", 0), "copy-engine")
-    build = _Build(job, lay, dims, pipeline, float(efficiency), workers)
+    build = _Build(job, lay, dims, pipeline, float(efficiency), workers, keep)
     after: dict[int, list[str]] = {w: [] for w in range(workers)}
     for e in range(epochs):
         after = build.epoch(e, after)
     first = job.flows[0] if job.flows else None
     if first is not None:
         first.tags["hybrid"] = {"dataset": ds.name, "nodes": graph.n, "entries": graph.entries, "bins": len(lay.owner),
-                                "partitioner": partitioner, "pipeline": pipeline, "dims": dims}  # fmt: skip
+                                "partitioner": partitioner, "pipeline": pipeline, "dims": dims,
+                                "resident": keep}  # fmt: skip
     return job.validate()
 
 
 class _Build:
     """The items of a ``gnn_hybrid`` job, epoch by epoch (module docstring)."""
 
-    def __init__(self, job: Job, lay: Layout, dims: list[int], pipeline: str, eff: float, workers: int) -> None:
+    def __init__(self, job: Job, lay: Layout, dims: list[int], pipeline: str, eff: float, workers: int, keep: bool):
         self.job, self.lay, self.dims, self.pipe, self.eff, self.W = job, lay, dims, pipeline, eff, workers
         self.L = len(dims) - 1
         st = lay.stats
         self.B = len(lay.owner)
         self.eager = pipeline in ("g3", "inter")
-        self.copy_engine = pipeline in ("g3", "intra")
-        self.resident = pipeline == "barrier"
+        self.resident = keep
+        self.copy_engine = pipeline in ("g3", "intra") and not keep
         self.reads = [st.reads[st.reads_ptr[b] : st.reads_ptr[b + 1]] for b in range(self.B)]
         self.readers = [lay.readers[lay.readers_ptr[b] : lay.readers_ptr[b + 1]] for b in range(self.B)]
 
@@ -220,8 +240,8 @@ class _Build:
         w = int(self.lay.owner[b])
         it = {"iteration": self._e, "layer": self._layer}
         comp = f"{pre}.c{b}"
-        if self.resident:
-            return self.job.task(comp, f"w{w}", factor * self.compute_s(b, a, out), inputs + before, **it)
+        if self.resident:  # the part stays on the GPU: no load
+            return self.job.task(comp, f"w{w}", factor * self.compute_s(b, a, out), inputs, **it)
         loader = f"x{w}" if self.copy_engine else f"w{w}"
         load = self.job.task(f"{pre}.l{b}", loader, self.load_s(b, a), inputs + before, **it)
         return self.job.task(comp, f"w{w}", factor * self.compute_s(b, a, out), [load], **it)
