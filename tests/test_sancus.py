@@ -129,3 +129,13 @@ def test_the_ring_carries_every_block_and_the_skip_saves_its_bytes():
     assert c_full == pytest.approx(_comm(full, "cagnet")[0])  # deterministic
     c_direct, _ = _comm(full, "fifo")  # the root's link carries every copy without the ring
     assert c_direct > 1.5 * c_full
+
+
+def test_the_docs_share_table_is_generated():
+    from pathlib import Path
+
+    from scenarios.sancus.shares import share_table
+
+    text = (Path(__file__).resolve().parent.parent / "docs" / "sancus.md").read_text()
+    block = text.split("<!-- shares:begin -->\n", 1)[1].split("<!-- shares:end -->", 1)[0]
+    assert block.strip() == share_table().strip()

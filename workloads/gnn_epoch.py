@@ -24,6 +24,20 @@ server's GPU; ``kv<i>``: its feature store on the CPU)
     Sampling runs on the real generated graph with the fan-out sampler of
     :mod:`workloads.gnn_graph` (uniform node-wise: GraphSAGE's).
 
+Samplers (``sampler``; :mod:`workloads.samplers`, seed 004 §3.4)
+    ``neighbor`` (node-wise fan-out, DGS's "Random"), ``fastgcn`` and
+    ``ladies`` (layer-wise: ``fanout[h]`` nodes per layer, LADIES's
+    ``samp_num``), ``dgs`` (the node-wise sample with DGS's surrogate masks:
+    ``remote_keep`` of the remote nodes kept, remote features at
+    ``feature_keep``). Their synchronisation flows, each a dense probability
+    tensor of ``4 N`` bytes from every other server to the batch's server:
+    FastGCN once before the epoch ("pre-computes and synchronizes the
+    probability tensor before training", §3.4.1), LADIES before every layer
+    of every batch, DGS before every ``t_ex``-th batch of a server (§3.4.1:
+    "one-time update every T_ex = 30 iterations versus the layer-size x
+    updates per iteration in LADIES"; DGS's own tensors cover the remote
+    nodes and the features, fewer than ``N``: an upper bound, ours).
+
 Heterogeneous servers (AdaGL §III, §V-A)
     ``capacity`` gives each server's ``P_i`` (AdaGL's heterogeneous testbed:
     "two nodes have 6GB GPU memory, and the other two nodes have 12GB":
@@ -58,6 +72,10 @@ HARDWARE = {  # public figures: FP32 peak, memory bandwidth, host link (bytes/s)
     "titan-xp": Hardware(12, 76.8e9, 12.15e12, 547.7e9, 15.75e9),  # seed 003's GPUs, PCIe 3.0 x16
     "v100": Hardware(20, 76.8e9, 15.7e12, 900e9, 15.75e9),  # seed 004 ch. 3's GPUs
     "1080ti": Hardware(8, 76.8e9, 11.34e12, 484e9, 15.75e9),  # seed 000's testbed (gnn_compute.TESTBED)
+    # CPU training: the trainer's "GPU" is the machine's cores (AVX-512 FP32 peak, both sockets' memory),
+    # and its "host link" the memory itself
+    "m5n-cpu": Hardware(96, 281e9, 7.68e12, 281e9, 281e9),  # seed 001 §5.1: m5n.24xlarge, 2 x 24 cores 2.5 GHz
+    "xeon-8260": Hardware(96, 281e9, 7.37e12, 281e9, 281e9),  # seed 001 §5.2: 2 x Xeon 8260, 24 cores 2.4 GHz
 }
 MAX_SERVERS = 64
 
@@ -88,13 +106,16 @@ def gnn_epoch(
     efficiency: float = 0.3,
     epochs: int = 1,
     batches: int | None = None,
+    sampler: str = "neighbor",
+    remote_keep: float = 0.5,
+    feature_keep: float = 0.85,
+    t_ex: int = 30,
     scale: float = 0.1,
     mixing: float = 0.13,
     seed: int = 0,
     name: str | None = None,
 ) -> Job:
     """Owner-compute mini-batch training on ``servers`` servers (module docstring)."""
-    from workloads.gnn_graph import Sampler
     from workloads.graphs import dataset as dataset_of
 
     ds = dataset_of(dataset)
@@ -112,8 +133,15 @@ def gnn_epoch(
     ok = isinstance(efficiency, (int, float)) and not isinstance(efficiency, bool) and math.isfinite(efficiency)
     if not ok or not 0 < efficiency <= 1:
         raise SpecError("efficiency", f"must be in (0, 1], got {efficiency!r}")
+    if sampler not in SAMPLERS:
+        raise SpecError("sampler", f"unknown sampler {sampler!r} (known: {', '.join(SAMPLERS)})")
+    for key, value in (("remote_keep", remote_keep), ("feature_keep", feature_keep)):
+        ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+        if not ok or not 0 <= value <= 1:
+            raise SpecError(key, f"must be in [0, 1], got {value!r}")
+    _positive("t_ex", t_ex)
     graph, part = allocation(ds.name, servers, partitioner, cap, scale, mixing, seed)
-    sampler = Sampler(graph.indptr, graph.indices, part, servers)
+    draw = _drawer(graph, part, servers, sampler, fan, remote_keep)
     rng = np.random.default_rng(seed + 11)
     shapes = dims(ds.features, hidden, len(fan), ds.classes)
     speed = np.ones(servers) if cap is None else np.asarray(cap, float) / max(cap)
@@ -123,6 +151,7 @@ def gnn_epoch(
         job.endpoint(f"t{i}", Location(i, "gpu0", 0), "worker")
         job.endpoint(f"kv{i}", Location(i, "cpu", 0), "store")
     job.capacity["cpu"] = 1 << 20  # a store serves every request at once (its cores are not modelled)
+    tensor = FLOAT_BYTES * graph.n  # a dense probability tensor over the graph's nodes
     model = FLOAT_BYTES * sum(2 * a * b + b for a, b in shapes)
     last: dict[str, list[str]] = {f"t{i}": [] for i in range(servers)}
     stats = {"fetched": 0, "local": 0, "batches": 0}
@@ -132,10 +161,19 @@ def gnn_epoch(
             order = rng.permutation(mine)
             chunks = [order[k : k + batch] for k in range(0, len(order), batch)][: batches or None]
             prev = last[f"t{i}"]
+            if sampler == "fastgcn" and e == 0:  # the probabilities, once before training
+                prev = _sync(job, f"e{e}.s{i}.q", i, servers, tensor, prev, e)
             for k, seeds in enumerate(chunks):
-                nodes, edges, hop_nodes, hop_edges = sampler.counts(seeds, fan, int(rng.integers(1 << 62)))
-                fetch = FLOAT_BYTES * ds.features * nodes + EDGE_BYTES * edges
+                nodes, edges, hop_nodes, hop_edges = draw(seeds, i, rng)
+                feat = FLOAT_BYTES * ds.features * nodes
+                if sampler == "dgs":  # remote nodes send feature_keep of their features
+                    feat = np.where(np.arange(servers) != i, feat * feature_keep, feat)
+                fetch = np.rint(feat + EDGE_BYTES * edges)
                 cid = f"e{e}.s{i}.b{k}"
+                for h in range(len(fan) if sampler == "ladies" else 0):  # a tensor before every layer's draw
+                    prev = _sync(job, f"{cid}.y{h}", i, servers, tensor, prev, e)
+                if sampler == "dgs" and k % t_ex == 0:
+                    prev = _sync(job, f"{cid}.y", i, servers, tensor, prev, e)
                 flows = [
                     job.flow(f"{cid}.p{p}", f"kv{p}", f"t{i}", int(fetch[p]), prev, coflow=cid,
                              coflow_type="graph-data", iteration=e)
@@ -157,6 +195,36 @@ def gnn_epoch(
                                "remote_bytes": stats["fetched"], "local_bytes": stats["local"],
                                "batches": stats["batches"]}  # fmt: skip
     return job.validate()
+
+
+SAMPLERS = ("neighbor", "fastgcn", "ladies", "dgs")
+
+
+def _drawer(graph, part, servers: int, sampler: str, fan: list[int], remote_keep: float):
+    """``draw(seeds, home, rng)`` -> (nodes, edges per part, nodes, edges per hop) of one batch."""
+    from workloads.gnn_graph import Sampler
+    from workloads.samplers import LayerSampler, dgs_counts
+
+    if sampler in ("fastgcn", "ladies"):
+        layer = LayerSampler(graph.indptr, graph.indices, part, servers, sampler)
+        return lambda seeds, home, rng: layer.counts(seeds, [rng.random(k) for k in fan])
+    node = Sampler(graph.indptr, graph.indices, part, servers)
+    if sampler == "neighbor":
+        return lambda seeds, home, rng: node.counts(seeds, fan, int(rng.integers(1 << 62)))
+
+    def dgs(seeds, home, rng):
+        nodes, edges, hop_nodes, hop_edges = node.counts(seeds, fan, int(rng.integers(1 << 62)))
+        return (*dgs_counts(nodes, edges, home, remote_keep), hop_nodes, hop_edges)
+
+    return dgs
+
+
+def _sync(job: Job, cid: str, i: int, servers: int, nbytes: int, prev: list[str], e: int) -> list[str]:
+    """A probability tensor from every other server to server ``i`` (coflow ``cid``), after ``prev``."""
+    return [
+        job.flow(f"{cid}.p{p}", f"kv{p}", f"t{i}", nbytes, prev, coflow=cid, coflow_type="probability", iteration=e)
+        for p in range(servers) if p != i
+    ]  # fmt: skip
 
 
 def _capacity(capacity, servers: int) -> list[float] | None:
