@@ -54,9 +54,20 @@ def receiver_comm(result: RunResult) -> dict[int, float]:
     """Destination server -> the summed completion times of the coflows whose flows all go to it
     (a server's own fetches: AdaGL's ``T_i`` of eq. 5, Table I's "communication time"); coflows
     with several destinations (collectives) are left out."""
+    out: dict[int, float] = {}
+    for s, t, _flows, _bytes in _receiver_coflows(result):
+        out[s] = out.get(s, 0.0) + t
+    return out
+
+
+def _receiver_coflows(result: RunResult) -> list[tuple[int, float, int, int]]:
+    """(destination server, completion time, flows, bytes) of every finished coflow whose flows
+    all go to one server (see :func:`receiver_comm`)."""
     first: dict[str, float] = {}
     last: dict[str, float] = {}
     dest: dict[str, set] = {}
+    flows: dict[str, int] = {}
+    size: dict[str, int] = {}
     for r in result.items.values():
         coflow = r.attrs.get("coflow")
         if r.kind != "flow" or coflow is None or r.parent is not None or r.end is None:
@@ -68,12 +79,50 @@ def receiver_comm(result: RunResult) -> dict[int, float]:
         first[c] = min(first.get(c, math.inf), arrived)
         last[c] = max(last.get(c, -math.inf), r.end)
         dest.setdefault(c, set()).add(r.dst_server)
-    out: dict[int, float] = {}
-    for c, servers in dest.items():
-        if len(servers) == 1 and None not in servers:
-            (s,) = servers
-            out[s] = out.get(s, 0.0) + last[c] - first[c]
-    return out
+        flows[c] = flows.get(c, 0) + 1
+        size[c] = size.get(c, 0) + (r.size or 0)
+    return [
+        (next(iter(dest[c])), last[c] - first[c], flows[c], size[c])
+        for c in first
+        if len(dest[c]) == 1 and None not in dest[c]
+    ]
+
+
+def alpha_beta_error(result: RunResult) -> float:
+    """How well the alpha-beta model of AdaGL's eq. (5), ``t = alpha r + beta n``, predicts each
+    server's summed fetch time: per server, alpha and beta are fitted (least squares) on the other
+    servers' coflows into one server (``r`` its flows, ``n`` its bytes, ``t`` its completion time),
+    and the server's total is predicted; the mean absolute relative error over servers (NaN with
+    fewer than two servers)."""
+    rows = _receiver_coflows(result)
+    servers = sorted({s for s, *_ in rows})
+    if len(servers) < 2:
+        return math.nan
+    errors = []
+    for s in servers:
+        train = [(f, b, t) for d, t, f, b in rows if d != s]
+        test = [(f, b, t) for d, t, f, b in rows if d == s]
+        a = [[f, b] for f, b, _ in train]
+        y = [t for *_, t in train]
+        (alpha, beta) = _lstsq2(a, y)
+        measured = sum(t for *_, t in test)
+        predicted = sum(alpha * f + beta * b for f, b, _ in test)
+        if measured > 0:
+            errors.append(abs(predicted - measured) / measured)
+    return sum(errors) / len(errors) if errors else math.nan
+
+
+def _lstsq2(a: list[list[float]], y: list[float]) -> tuple[float, float]:
+    """Least squares of ``y ~ a @ (x0, x1)`` (normal equations; 0 where singular)."""
+    s00 = sum(r[0] * r[0] for r in a)
+    s01 = sum(r[0] * r[1] for r in a)
+    s11 = sum(r[1] * r[1] for r in a)
+    t0 = sum(r[0] * v for r, v in zip(a, y))
+    t1 = sum(r[1] * v for r, v in zip(a, y))
+    det = s00 * s11 - s01 * s01
+    if abs(det) <= 1e-12 * max(1.0, s00 * s11):
+        return (0.0, t1 / s11 if s11 else 0.0)
+    return ((t0 * s11 - t1 * s01) / det, (s00 * t1 - s01 * t0) / det)
 
 
 def remote_bytes(result: RunResult) -> float:
@@ -157,6 +206,7 @@ METRICS: dict[str, Callable[[RunResult], float]] = {
     "flows": lambda r: float(len(r.flow_completion_times())),
     "receiver_comm_max": lambda r: max(receiver_comm(r).values(), default=0.0),
     "remote_bytes": remote_bytes,
+    "alpha_beta_error": alpha_beta_error,
     "request_p50": lambda r: percentile(request_latencies(r), 50),
     "request_p99": lambda r: percentile(request_latencies(r), 99),
     "request_throughput": request_throughput,
