@@ -16,8 +16,9 @@ Locality-aware iterative re-partitioning (§4.3.2, Alg. 2): :func:`swap_refine`
     move of ``v`` changes ``cnt`` of ``v``'s neighbours only (``O(d_v)``).
     "We also stop the process if cyclic swapping": when a pair of nodes is
     swapped a second time (in either direction). Where the paper is silent:
-    ties go to the lowest node id; ``max_swaps`` (default ``n``) bounds the
-    loop, and the result says whether it converged.
+    ties go to the lowest node id; ``max_swaps`` (default ``n``; the ``g3``
+    partitioner uses 20,000) bounds the loop, and the result says whether
+    it converged.
     Numba kernel :func:`swap_refine`, plain twin :func:`swap_refine_reference`
     (recounts ``|V_p^remote|`` from scratch at every step), equal results.
 
