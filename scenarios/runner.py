@@ -30,9 +30,9 @@ flow-level simulator (:func:`simulate_scenario`, no root) and ``railbed
 crosscheck`` on both (:func:`crosscheck_scenario`). The results directory gets ``scenario.yaml``, ``cluster.yaml``,
 ``job.json`` (replayable), ``<label>/result.json`` and
 ``<label>/summary.txt`` per run (a scheduler's label is its name unless the
-scenario gives one; ``<label>/job.json`` for a run with its own job), ``comparison.txt`` and ``index.json`` (makespan per
-run), ``provenance.json`` (code, command, machine, k, package versions,
-seeds: ``railbed/provenance.py``) and, unless ``--no-plots``, the standard
+scenario gives one; ``<label>/job.json`` for a run with its own job),
+``comparison.txt`` and ``index.json`` (makespan per run), ``provenance.json``
+(code, command, machine, k, package versions, seeds: ``railbed/provenance.py``) and, unless ``--no-plots``, the standard
 figures in ``figures/`` (``railbed/plots.py``) and each run's
 ``trace.json``, ``flows.csv``, ``tasks.csv`` and ``links.csv``
 (``railbed/export.py``). A scenario with ``loads`` (LEO's request streams)

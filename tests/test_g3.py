@@ -116,8 +116,8 @@ def _load_deps(job, name):
 
 
 def test_eager_bins_wait_for_their_own_inputs_only():
-    g3 = gnn_hybrid(**SMALL, pipeline="g3", partitioner="metis")
-    intra = gnn_hybrid(**SMALL, pipeline="intra", partitioner="metis")
+    g3 = gnn_hybrid(**SMALL, pipeline="g3", partitioner="metis", resident="no")
+    intra = gnn_hybrid(**SMALL, pipeline="intra", partitioner="metis", resident="no")
     loads = [i for i in g3.items if i.startswith("e0.f2.l")]
     assert loads
     smaller = 0
@@ -128,10 +128,17 @@ def test_eager_bins_wait_for_their_own_inputs_only():
         smaller += len(inputs) < len({d for d in all_ if not d.startswith("e0.f2.")})
     assert smaller > 0  # and strictly smaller for some bin
     assert g3.items["e0.f1.l0"].endpoint == "x0" and intra.items["e0.f1.l0"].endpoint == "x0"
-    seq = gnn_hybrid(**SMALL, pipeline="sequential", partitioner="metis")
+    seq = gnn_hybrid(**SMALL, pipeline="sequential", partitioner="metis", resident="no")
     assert seq.items["e0.f1.l0"].endpoint == "w0"  # load and compute share the GPU
     flow = next(f for f in seq.flows if f.coflow == "e0.x1")
     assert all(d.startswith("e0.f1.c") for d in flow.deps) and len(flow.deps) > 1  # after the whole layer
+
+
+def test_resident_parts_have_no_loads_and_bins_still_wait_for_their_inputs():
+    res = gnn_hybrid(**SMALL, pipeline="g3", partitioner="metis")  # auto: this small part fits
+    assert res.flows[0].tags["hybrid"]["resident"] and not [i for i in res.items if ".l" in i.split(".")[-1]]
+    comp = [i for i in res.items if i.startswith("e0.f2.c")]
+    assert comp and all(d.startswith(("e0.f1.c", "e0.x1.")) for c in comp for d in res.items[c].deps)
 
 
 def test_barrier_waits_for_the_whole_exchange_and_sizes_follow_the_cut():
