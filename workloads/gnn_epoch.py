@@ -86,10 +86,13 @@ def _positive(name: str, value, low=1, kinds=(int,)) -> None:
 
 
 def allocation(dataset: str, servers: int, partitioner: str, capacity, scale: float, mixing: float, seed: int):
-    """(graph, node -> server) of one configuration."""
+    """(graph, node -> server) of one configuration; partitions that do not read capacities are
+    cached like the graph (:func:`workloads.partition.dataset_partition`)."""
     from workloads.graphs import dataset_graph
-    from workloads.partition import partition
+    from workloads.partition import CAPACITY_AWARE, dataset_partition, partition
 
+    if capacity is None or partitioner not in CAPACITY_AWARE:
+        return dataset_partition(dataset, servers, partitioner, scale, mixing, seed)
     graph = dataset_graph(dataset, scale, mixing, seed)
     return graph, partition(partitioner, graph, servers, seed, capacity=capacity)
 
