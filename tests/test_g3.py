@@ -148,3 +148,5 @@ def test_barrier_waits_for_the_whole_exchange_and_sizes_follow_the_cut():
     assert not [i for i in bar.items if ".l" in i.split(".")[-1]]  # resident: no loads
     sent = lambda job: sum(f.size for f in job.flows if f.coflow_type == "graph-data")  # noqa: E731
     assert sent(gnn_hybrid(**SMALL, pipeline="barrier", partitioner="hash")) > 2 * sent(bar)
+    gat = gnn_hybrid(**SMALL, pipeline="barrier", partitioner="metis", model="gat")
+    assert sent(gat) == 8 * sent(bar)  # eight heads' outputs concatenated: eight times the rows' bytes

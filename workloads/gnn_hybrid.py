@@ -65,6 +65,9 @@ Datasets and model
     partition API), so layer 1 reads them locally and the epoch exchanges
     only hidden embeddings and their gradients.
 
+``model``: ``sage`` (GraphSAGE-mean) or ``gat`` (8 heads, §4.6, their outputs
+concatenated: a hidden layer is ``8 hidden`` wide, and so are its exchanged rows).
+
 Compute (per node and per edge; the thesis gives the hardware, §4.6)
     RTX 3090 (35.58 TFLOP/s FP32, 936 GB/s; public figures) behind PCIe
     3.0 x16 (15.75 GB/s: the Xeon Gold 5218R's lanes), all at
@@ -73,7 +76,9 @@ Compute (per node and per edge; the thesis gives the hardware, §4.6)
     load ``16 E + 4 a u`` bytes over PCIe (the block's edge pairs and input
     rows); compute ``4 (E a + n a)`` bytes of gathers and sums at GPU
     memory speed plus ``4 n a b`` FLOPs (self and neighbour weights);
-    backward twice the forward compute, the same load. The barrier
+    backward twice the forward compute, the same load. GAT: every input row
+    projected (``2 u a b`` FLOPs), per edge an attention score per head and
+    the weighted row (``4 E (b + 2 heads)`` bytes). The barrier
     baselines compute the whole part as one bin without loads.
 """
 
@@ -96,6 +101,8 @@ GPU_BYTES = 936e9  # RTX 3090 GDDR6X
 PCIE_BYTES = 15.75e9  # PCIe 3.0 x16
 GPU_MEMORY = 24e9  # RTX 3090
 PIPELINES = ("g3", "inter", "intra", "sequential", "barrier")
+MODELS = ("sage", "gat")
+GAT_HEADS = 8  # §4.6: "For GAT, we use 8 attention heads"
 MAX_WORKERS = 64
 
 
@@ -164,6 +171,7 @@ def gnn_hybrid(
     pipeline: str = "g3",
     bin_size: int = 5000,
     resident: str = "auto",
+    model: str = "sage",
     efficiency: float = 0.3,
     scale: float = 0.02,
     mixing: float = 0.13,
@@ -187,14 +195,17 @@ def gnn_hybrid(
     if resident not in ("auto", "yes", "no"):
         raise SpecError("resident", f"'auto', 'yes' or 'no', got {resident!r}")
     graph, part, lay = layout(ds.name, workers, partitioner, pipeline, bin_size, float(scale), float(mixing), int(seed))
-    dims = [ds.features] + [hidden] * (layers - 1) + [ds.classes]
+    if model not in MODELS:
+        raise SpecError("model", f"unknown model {model!r} (known: {', '.join(MODELS)})")
+    width = hidden * (GAT_HEADS if model == "gat" else 1)  # GAT concatenates its heads' outputs
+    dims = [ds.features] + [width] * (layers - 1) + [ds.classes]
     fits = max(part_bytes(lay, w, dims) for w in range(workers)) <= GPU_MEMORY / 2
     keep = pipeline == "barrier" or resident == "yes" or (resident == "auto" and fits)
     job = Job(name or f"hybrid-{ds.name}-{workers}w-{partitioner}-{pipeline}")
     for w in range(workers):
         job.endpoint(f"w{w}", Location(w, "gpu0", 0), "worker")
         job.endpoint(f"x{w}", Location(w, "cpu", 0), "copy-engine")
-    build = _Build(job, lay, dims, pipeline, float(efficiency), workers, keep)
+    build = _Build(job, lay, dims, pipeline, float(efficiency), workers, keep, model)
     after: dict[int, list[str]] = {w: [] for w in range(workers)}
     for e in range(epochs):
         after = build.epoch(e, after)
@@ -209,7 +220,10 @@ def gnn_hybrid(
 class _Build:
     """The items of a ``gnn_hybrid`` job, epoch by epoch (module docstring)."""
 
-    def __init__(self, job: Job, lay: Layout, dims: list[int], pipeline: str, eff: float, workers: int, keep: bool):
+    def __init__(
+        self, job: Job, lay: Layout, dims: list[int], pipeline: str, eff: float, workers: int, keep: bool, model: str
+    ):
+        self.model = model
         self.job, self.lay, self.dims, self.pipe, self.eff, self.W = job, lay, dims, pipeline, eff, workers
         self.L = len(dims) - 1
         st = lay.stats
@@ -227,8 +241,13 @@ class _Build:
 
     def compute_s(self, b: int, a: int, out: int) -> float:
         st = self.lay.stats
-        moved = FLOAT_BYTES * (st.edges[b] * a + st.nodes[b] * a)
-        return moved / (GPU_BYTES * self.eff) + 4.0 * st.nodes[b] * a * out / (GPU_FLOPS * self.eff)
+        if self.model == "gat":  # project every input row, then per edge an attention score and a weighted row
+            moved = FLOAT_BYTES * (st.edges[b] * out + 2 * GAT_HEADS * st.edges[b] + st.nodes[b] * out)
+            flops = 2.0 * st.inputs[b] * a * out + st.edges[b] * (2 * out + 4 * GAT_HEADS)
+        else:  # GraphSAGE-mean: gather and average the neighbours' rows, self and neighbour weights
+            moved = FLOAT_BYTES * (st.edges[b] * a + st.nodes[b] * a)
+            flops = 4.0 * st.nodes[b] * a * out
+        return moved / (GPU_BYTES * self.eff) + flops / (GPU_FLOPS * self.eff)
 
     # ----------------------------------------------------------- structure
     def bins_of(self, w: int) -> range:
@@ -333,7 +352,7 @@ class _Build:
                 grads = self._flows(f"e{e}.y{layer - 1}", prev, FLOAT_BYTES * dims[layer - 1], False)
             ws = [f"w{w}" for w in range(self.W)]
             last = {f"w{w}": [prev[b] for b in self.bins_of(w)] for w in range(self.W)}
-            weights = FLOAT_BYTES * (2 * dims[layer - 1] * dims[layer] + dims[layer])
+            weights = FLOAT_BYTES * (2 * dims[layer - 1] * dims[layer] + dims[layer])  # GAT's fewer: an upper bound
             ends = ring_allreduce(self.job, ws, weights, last, f"e{e}.ar{layer}", coflow=f"e{e}.ar{layer}",
                                   coflow_type="DP", iteration=e, layer=layer)  # fmt: skip
             for w in range(self.W):
