@@ -33,12 +33,15 @@ Hybrid parallelism (§4.2.1)
     for all required intermediate results"); ``sequential``: neither (load
     and compute in turn, a layer's flows after the whole layer, the next
     layer after all its inputs: "the same manner as [64, 87]'s
-    bin-packing"). ``resident`` (``auto``): whether a worker's part stays on
-    the GPU, so that bins need no loads: ``auto`` when every part fits in
-    half of the GPU's 24 GB (:func:`part_bytes`; bins are swapped "to
-    relieve resource constraints", §4.6.2, when "individual graph
-    partitions may still be larger than the GPU memory of a worker",
-    §4.4.2), ``yes``, ``no``. ``barrier``: the full-graph baselines (NeutronStar,
+    bin-packing"). ``resident`` (``no``): whether a worker's part stays on
+    the GPU, so that bins need no loads. ``no`` by default: "the subgraph
+    and its node embeddings will be transferred from host memory to GPU
+    memory" is a stage of every bin's lifespan (§4.4.1), and G3's workers
+    build every bin on the host (§4.5.2, "wrap the bin's nodes and their
+    incident edges into DGLBlock format"); ``auto`` (ours, the other
+    reading: bins are swapped "to relieve resource constraints", §4.6.2)
+    keeps parts that fit in half of the GPU's 24 GB (:func:`part_bytes`);
+    ``yes``. ``barrier``: the full-graph baselines (NeutronStar,
     BNS-GCN: §4.6.2, "both systems require loading every subgraph in each
     assigned worker"): the whole part resident on the GPU (no loads), one
     compute per layer, one flow per worker pair, and a layer-wise barrier:
@@ -73,8 +76,9 @@ Compute (per node and per edge; the thesis gives the hardware, §4.6)
     3.0 x16 (15.75 GB/s: the Xeon Gold 5218R's lanes), all at
     ``efficiency`` of peak (0.3, swept). A layer over a bin of ``n`` nodes,
     ``E`` neighbour entries and ``u`` distinct inputs, ``a -> b`` features:
-    load ``16 E + 4 a u`` bytes over PCIe (the block's edge pairs and input
-    rows); compute ``4 (E a + n a)`` bytes of gathers and sums at GPU
+    load ``16 E + 4 a u + 4 b n`` bytes over PCIe (the block's edge pairs
+    and input rows in, the outputs back: "the output will be transferred out
+    from GPU", §4.4.1); compute ``4 (E a + n a)`` bytes of gathers and sums at GPU
     memory speed plus ``4 n a b`` FLOPs (self and neighbour weights);
     backward twice the forward compute, the same load. GAT: every input row
     projected (``2 u a b`` FLOPs), per edge an attention score per head and
@@ -170,7 +174,7 @@ def gnn_hybrid(
     partitioner: str = "g3",
     pipeline: str = "g3",
     bin_size: int = 5000,
-    resident: str = "auto",
+    resident: str = "no",
     model: str = "sage",
     efficiency: float = 0.3,
     scale: float = 0.02,
@@ -235,9 +239,10 @@ class _Build:
         self.readers = [lay.readers[lay.readers_ptr[b] : lay.readers_ptr[b + 1]] for b in range(self.B)]
 
     # ----------------------------------------------------------- costs
-    def load_s(self, b: int, a: int) -> float:
+    def load_s(self, b: int, a: int, out: int) -> float:
         st = self.lay.stats
-        return (16 * st.edges[b] + FLOAT_BYTES * a * st.inputs[b]) / (PCIE_BYTES * self.eff)
+        moved = 16 * st.edges[b] + FLOAT_BYTES * (a * st.inputs[b] + out * st.nodes[b])
+        return moved / (PCIE_BYTES * self.eff)
 
     def compute_s(self, b: int, a: int, out: int) -> float:
         st = self.lay.stats
@@ -262,7 +267,7 @@ class _Build:
         if self.resident:  # the part stays on the GPU: no load
             return self.job.task(comp, f"w{w}", factor * self.compute_s(b, a, out), inputs, **it)
         loader = f"x{w}" if self.copy_engine else f"w{w}"
-        load = self.job.task(f"{pre}.l{b}", loader, self.load_s(b, a), inputs + before, **it)
+        load = self.job.task(f"{pre}.l{b}", loader, self.load_s(b, a, out), inputs + before, **it)
         return self.job.task(comp, f"w{w}", factor * self.compute_s(b, a, out), [load], **it)
 
     def _layer_pass(self, pre: str, a: int, out: int, inputs_of, factor: float, order) -> dict[int, str]:
