@@ -312,7 +312,7 @@ class Dispatcher:
             scale,
             items=self.records,
             events=list(self.events),
-            notes=list(self.notes),
+            notes=[*self.notes, *self.scheduler.notes()],
         )
         ends = [r.end for r in self.records.values() if r.end is not None]
         res.makespan = max(ends) if ends else 0.0

@@ -316,6 +316,11 @@ class Scheduler:
         reads that is out of range, say) by raising :class:`railbed.errors.SpecError`
         naming the field (``items.<id>.tags.dscp``). Default: accept everything."""
 
+    def notes(self) -> list[str]:
+        """At the end of the run: lines for the result's notes (what the scheduler decided before
+        or during the run and why, e.g. a placement search's trace). Default: none."""
+        return []
+
 
 _DECISION_HOOKS = ("on_ready", "on_flows_changed", "on_done", "choose_path")
 

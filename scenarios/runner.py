@@ -476,6 +476,7 @@ def _simulate(
         run = simulate_compact(job or sc.job, scheduler, sc.cluster, policy=sc.policy)
         result = run.to_run_result(job or sc.job, spec.run_label)
         result.cluster = sc.cluster.name
+        result.notes += scheduler.notes()
         return result
     return simulate(job or sc.job, make(spec), sc.cluster, policy=sc.policy, engine=engine, progress=echo)
 

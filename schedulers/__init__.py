@@ -21,7 +21,7 @@ from railbed.errors import SpecError
 from railbed.scheduler import HOLD, Decision, RunView, Scheduler
 from schedulers.cagnet import SCHEDULERS as _CAGNET
 from schedulers.dgcl import SCHEDULERS as _DGCL
-from schedulers.dgtp import Dgtp, DgtpOes, DgtpPlace, DistDgl, Mrtf, OmCoflow
+from schedulers.dgtp import Dgtp, DgtpLiteral, DgtpOes, DgtpPlace, DistDgl, DistDglPrefetch, Mrtf, OmCoflow
 from schedulers.example import SmallFirst
 from schedulers.fifo import Fifo
 from schedulers.hermod import SCHEDULERS as _HERMOD
@@ -33,9 +33,11 @@ REGISTRY: dict[str, type[Scheduler]] = {
     "tag-priority": TagPriority,
     "small-first": SmallFirst,
     "dgtp": Dgtp,
+    "dgtp-literal": DgtpLiteral,
     "dgtp-oes": DgtpOes,
     "dgtp-place": DgtpPlace,
     "distdgl": DistDgl,
+    "distdgl-prefetch": DistDglPrefetch,
     "omcoflow": OmCoflow,
     "mrtf": Mrtf,
 }

@@ -1,53 +1,84 @@
 """DGTP (seed 000) and its baselines as thin schedulers over :mod:`schedulers.dgtp_alg`.
 
-=============  ===================================  =============================
-scheduler      placement                            flow rates
-=============  ===================================  =============================
-``dgtp``       IFS then ETP (§V, Alg. 2)            OES (Alg. 1)
-``dgtp-oes``   DistDGL's                            OES
-``dgtp-place`` IFS then ETP                         fair sharing (no caps)
-``distdgl``    owner-compute (seed 001 §4.1)        fair sharing
-``omcoflow``   DGTP's (§VI-B: "the same placements  OMCoflow's weights
-               as computed by DGTP")
-``mrtf``       DGTP's                               minimum remaining time first
-=============  ===================================  =============================
+====================  ==================================  ===================  =============
+scheduler             placement                           flow rates           pipelining
+====================  ==================================  ===================  =============
+``dgtp``              ETP with the deviations below,       OES (Alg. 1)         unbounded
+                      from DistDGL's placement
+``dgtp-literal``      IFS then Alg. 2 as written (§V)     OES                  unbounded
+``dgtp-oes``          DistDGL's                           OES                  unbounded
+``dgtp-place``        ``dgtp``'s                          fair sharing         unbounded
+``distdgl``           owner-compute (seed 001 §4.1)       fair sharing         none (depth 0)
+``distdgl-prefetch``  owner-compute                       fair sharing         one mini-batch
+``omcoflow``          ``dgtp``'s (§VI-B: "the same        OMCoflow's weights   unbounded
+                      placements as computed by DGTP")
+``mrtf``              ``dgtp``'s                          min. remaining time  unbounded
+====================  ==================================  ===================  =============
 
 Every scheduler starts a task as soon as it is ready (tasks wait only for
 their dependencies and a device slot), as §VI-B says of the baselines and
-Alg. 1 (line 7) of OES.
+Alg. 1 (line 7) of OES, except where its pipelining bound holds it.
 
-The job is a ``gnn_training`` job (:mod:`workloads.gnn`) or any job with the
-same roles: ``store`` endpoints pinned one per machine, ``sampler``,
-``worker`` and ``ps`` endpoints with demands, and a size profile
-(``tags["profile"]``) on the first flow of every (source, destination, kind)
-whose sizes are revealed on ready. :meth:`check` refuses other jobs.
+Pipelining (``depth``; :func:`pipeline_waits`)
+    DGTP's formulation (§III-B) bounds a sampler only by its own previous
+    iteration (eqs. 10-11), and DGTP claims to "pipeline mini-batch
+    training across training iterations" (§II-C) where DistDGL "does not
+    pipeline GNN training across iterations" (§II-B). So ``dgtp``'s job
+    runs unbounded (``depth = -1``). ``distdgl`` is the DGTP paper's
+    baseline as that paper describes it: iteration ``n``'s sampling waits
+    for iteration ``n-1``'s parameters at its worker (``depth = 0``: a
+    store's work for ``n`` waits for update ``n-1``, a fetch for sampler
+    ``s`` for the pull to ``s``'s worker). DistDGL's own paper says its
+    trainers "overlap the sampling cost with mini-batch training" (seed 001
+    §4.1.4) by "fixed size prefetching" (seed 001 §1, [83]):
+    ``distdgl-prefetch`` lets sampling run one mini-batch ahead (``depth =
+    1``: iteration ``n`` waits for ``n-2``'s parameters). The DGTP paper's
+    numbers (-31.75 %, -22.95 %) are against its ``distdgl``. ``depth`` is
+    an argument of every scheduler here (the prefetch sensitivity).
 
 Machine bandwidth (B_in^m, B_out^m): the rate of the server's NIC 0, which
 every placed endpoint uses (model wire bit/s); every flow counted by OES
 crosses machines (same-server flows never enter the network).
 
 ETP's cost (§V-B): the makespan of ``eval_iterations`` (20, §VI-A)
-iterations of the job simulated under OES, sizes drawn from the profile
-(once per search, the same draw for every candidate, so candidates differ
-only by placement; the paper does not say whether it redraws).
+iterations of the job simulated under OES (with the scheduler's pipelining
+bound), sizes drawn from the profile (once per search, the same draw for
+every candidate, so candidates differ only by placement; the paper does not
+say whether it redraws).
 
-The unit of cost (``cost_unit``, seconds): the paper does not say what
-unit its β = 0.1 multiplies, and the chain's behaviour depends on it
-entirely. We chose milliseconds (``cost_unit = 1e-3``) because in seconds
-the chain is no MCMC at all: on ``scenarios/dgtp/sim-products.yaml`` it
-accepted 94 % of 10,000 moves (a random walk) and its best placement
-simulated 3.70 s, worse than DistDGL's placement (3.18 s) under the same
-OES; in milliseconds it accepted 3 % (292 moves, improvements and a few
-uphill ones, as §V-B describes) and found 2.47 s. We chose it from the
-chain's acceptance, before running any comparison the paper reports. In
-milliseconds the chain is close to greedy: on the testbed job
-(``scenarios/dgtp/testbed-products.yaml``) it accepted 39 of 10,000 moves,
-evaluated 446 distinct placements, and its best (2.78 s under OES) is
-worse than DistDGL's co-located placement (2.56 s under the same OES),
-which single-task moves from IFS's packed start did not reach.
-A placement search is done once per
-(job, cluster, arguments) in a process and shared (``omcoflow`` and ``mrtf``
-reuse ``dgtp``'s).
+The unit of cost (``cost_unit``): eq. 21 multiplies T'_Y by a penalty
+that is a sum of percentages, and eq. 23's β = 0.1 multiplies the cost,
+but the paper does not say in what unit T'_Y is. The chain's behaviour
+depends on it entirely (in seconds a 20-iteration testbed makespan of ~3 s
+gives exp(-0.1 x 0.3) ~ 1 for a 10 % worse move: a random walk; in
+milliseconds exp(-30): greedy descent). We choose **percent of the start's
+T'** (``cost_unit = "percent"``): β is one number for the testbed and for
+simulations whose makespans differ by orders of magnitude (§VI uses 0.1 for
+all), which it can only be if the cost is scale-free, and eq. 21 already
+prices violations in percent. At β = 0.1 a move 1 % worse is accepted with
+probability 0.90, 10 % worse with 0.37: the "tendency ... to jump out of
+local optima" §V-B describes. ``"s"`` and ``"ms"`` remain for comparison.
+Both ``dgtp`` and ``dgtp-literal`` use it (it is a reading, not a deviation).
+
+Deviations of ``dgtp`` from Alg. 2 (``dgtp-literal`` keeps Alg. 2 as written)
+    1. start (``start = "distdgl"``): DistDGL's data-aware placement instead
+       of IFS's packed one; IFS places tasks regardless of data and the
+       chain must first undo it (Alg. 2 line 1 uses IFS only for a feasible
+       start; DistDGL's placement is feasible too).
+    2. swaps (``moves = "variant"``): half of the proposals exchange the
+       machines of two tasks (:func:`schedulers.dgtp_alg.propose_swap`): on
+       a packed cluster (the testbed uses 31 of 32 cores) no single task
+       can move without overfilling a machine, so single moves alone reach
+       better placements only through infeasible ones.
+    3. feasible-only proposals (with 2): moves and swaps that keep every
+       machine within its capacity (μ = 0 for moves), so no step is spent
+       on placements that cannot be returned.
+
+A placement search is done once per (job, cluster, arguments) in a process
+and shared (``dgtp-place``, ``omcoflow`` and ``mrtf`` reuse ``dgtp``'s).
+Each DGTP-placed run's notes give the search's counters and its trace
+(step and best T' at every improvement); every scheduler here notes the
+job's graph, partitioner and home-store share (``Scheduler.notes``).
 """
 
 from __future__ import annotations
@@ -56,7 +87,7 @@ import hashlib
 import json
 import random
 import time
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from railbed.dispatch import server_resources
 from railbed.errors import SpecError
@@ -226,10 +257,41 @@ def _homes(job: Job, cluster: ClusterSpec) -> dict[str, int]:
     return {s: m for s, (_, m) in best.items()}
 
 
-def profile_job(job: Job, iterations: int, seed: int = 0) -> Job:
-    """The job's first ``iterations`` iterations with hidden sizes drawn from the profile (§V-B)."""
+def pipeline_waits(job: Job, depth: int) -> dict[str, tuple[str, ...]]:
+    """Item id -> what it waits for under pipelining ``depth`` (see "Pipelining"): a store's task
+    of iteration ``n`` waits for the PS's update of ``n - 1 - depth``, a fetch into sampler ``s``
+    for the pull of ``n - 1 - depth`` to ``s``'s worker; nothing for ``depth < 0`` (unbounded)."""
+    if depth < 0:
+        return {}
+    worker_of = {f.src: f.dst for f in job.flows if _role(job, f.src) == "sampler" and _role(job, f.dst) == "worker"}
+    pull: dict[tuple[str, int], str] = {}
+    update: dict[int, str] = {}
+    for item in job.items.values():
+        if isinstance(item, Flow) and _role(job, item.src) == "ps":
+            pull[item.dst, item.iteration] = item.id
+        elif not isinstance(item, Flow) and _role(job, item.endpoint) == "ps":
+            update[item.iteration] = item.id
+    out: dict[str, tuple[str, ...]] = {}
+    for item in job.items.values():
+        n = item.iteration - 1 - depth
+        if n < 0:
+            continue
+        if isinstance(item, Flow) and _role(job, item.src) == "store":
+            waits = (pull.get((worker_of.get(item.dst, ""), n)),)
+        elif not isinstance(item, Flow) and _role(job, item.endpoint) == "store":
+            waits = (update.get(n),)
+        else:
+            continue
+        out[item.id] = tuple(w for w in waits if w is not None)
+    return out
+
+
+def profile_job(job: Job, iterations: int, seed: int = 0, depth: int = -1) -> Job:
+    """The job's first ``iterations`` iterations with hidden sizes drawn from the profile (§V-B),
+    and the waits of pipelining ``depth`` as dependencies."""
     rng = random.Random(seed)
     profiles = size_profiles(job)
+    waits = pipeline_waits(job, depth)
     out = Job(f"{job.name}-profile", job.capacity, job.default_capacity)
     out.endpoints = dict(job.endpoints)
     for item in job.items.values():
@@ -238,34 +300,53 @@ def profile_job(job: Job, iterations: int, seed: int = 0) -> Job:
         if isinstance(item, Flow):
             size = item.size if item.size is not None else rng.choice(profiles[_pair(item)])
             item = replace(item, size=int(size), reveal="upfront", tags={})
+        if waits.get(item.id):
+            item = replace(item, deps=(*item.deps, *waits[item.id]))
         out.items[item.id] = item
     return out.validate()
 
 
-def dgtp_assignment(
-    job: Job, cluster: ClusterSpec, beta: float, mu: float, steps: int, seed: int, eval_iterations: int,
-    cost_unit: float = 1e-3,
-) -> tuple[dict[str, int], dict]:  # fmt: skip
-    """IFS, then ETP with OES-simulated costs; shared by every scheduler asking with the same key."""
-    key = _search_key(job, cluster, (beta, mu, steps, seed, eval_iterations, cost_unit))
+@dataclass(frozen=True)
+class SearchArgs:
+    """Everything a placement search depends on besides the job and the cluster."""
+
+    beta: float = 0.1
+    mu: float = 1.0
+    steps: int = 10_000
+    seed: int = 0
+    eval_iterations: int = 20
+    cost_unit: str = "percent"
+    start: str = "distdgl"
+    moves: str = "variant"
+    depth: int = -1
+
+
+COST_UNITS = {"s": 1.0, "ms": 1e-3}  # and "percent": of the start's T'
+STARTS = ("ifs", "distdgl")
+MOVES = ("literal", "variant")
+
+
+def dgtp_assignment(job: Job, cluster: ClusterSpec, args: SearchArgs) -> tuple[dict[str, int], dict]:
+    """The start, then ETP with OES-simulated costs; shared by every scheduler asking with the same key."""
+    key = _search_key(job, cluster, args)
     if key not in _SEARCHES:
-        _SEARCHES[key] = _search(job, cluster, beta, mu, steps, seed, eval_iterations, cost_unit)
+        _SEARCHES[key] = _search(job, cluster, args)
     return _SEARCHES[key]
 
 
-def _search_key(job: Job, cluster: ClusterSpec, args: tuple) -> str:
-    text = json.dumps([job.to_dict(), repr(cluster), args], sort_keys=True, default=str)
+def _search_key(job: Job, cluster: ClusterSpec, args: SearchArgs) -> str:
+    text = json.dumps([job.to_dict(), repr(cluster), repr(args)], sort_keys=True, default=str)
     return hashlib.sha1(text.encode()).hexdigest()
 
 
-def simulated_makespan(job: Job, cluster: ClusterSpec, eval_iterations: int, seed: int):
+def simulated_makespan(job: Job, cluster: ClusterSpec, eval_iterations: int, seed: int, depth: int = -1):
     """T'_Y as a function of a placement vector (machine per :func:`_movable` endpoint): the full
     simulator running ``eval_iterations`` profiled iterations under OES, without resource limits
     (ETP visits over-full placements, eq. 22; the penalty prices them)."""
     from simulator import simulate
 
     names = _movable(job)
-    sample = profile_job(job, eval_iterations, seed)
+    sample = profile_job(job, eval_iterations, seed, depth)
     roomy = unlimited(cluster)
 
     def makespan(y: tuple[int, ...]) -> float:
@@ -275,7 +356,7 @@ def simulated_makespan(job: Job, cluster: ClusterSpec, eval_iterations: int, see
     return makespan
 
 
-def fast_makespan(job: Job, cluster: ClusterSpec, eval_iterations: int, seed: int):
+def fast_makespan(job: Job, cluster: ClusterSpec, eval_iterations: int, seed: int, depth: int = -1):
     """The same T'_Y from :mod:`schedulers.dgtp_eval`'s numba event loop, or ``None`` where that
     loop's assumptions do not hold (a fabric other than one switch, latency, flows that do not
     depend on their previous-iteration counterparts)."""
@@ -283,7 +364,7 @@ def fast_makespan(job: Job, cluster: ClusterSpec, eval_iterations: int, seed: in
 
     if cluster.fabric.kind != "single_switch" or cluster.fabric.latency > 0:
         return None
-    sample = profile_job(job, eval_iterations, seed)
+    sample = profile_job(job, eval_iterations, seed, depth)
     prev = previous_flows(sample)
     if any(p not in sample.items[f].deps for f, p in prev.items()):
         return None
@@ -292,49 +373,104 @@ def fast_makespan(job: Job, cluster: ClusterSpec, eval_iterations: int, seed: in
     return lambda y: compiled.makespan(placement_from(job, cluster, dict(zip(names, y))))
 
 
-def evaluators(job: Job, cluster: ClusterSpec, eval_iterations: int, seed: int) -> dict:
+def evaluators(job: Job, cluster: ClusterSpec, eval_iterations: int, seed: int, depth: int = -1) -> dict:
     """Every way railbed has to compute ETP's T'_Y (the benchmark compares them)."""
-    out = {"simulate": simulated_makespan(job, cluster, eval_iterations, seed)}
-    fast = fast_makespan(job, cluster, eval_iterations, seed)
+    out = {"simulate": simulated_makespan(job, cluster, eval_iterations, seed, depth)}
+    fast = fast_makespan(job, cluster, eval_iterations, seed, depth)
     if fast is not None:
         out["fast"] = fast
     return out
 
 
-def _search(job, cluster, beta, mu, steps, seed, eval_iterations, cost_unit) -> tuple[dict[str, int], dict]:
+def start_assignment(job: Job, cluster: ClusterSpec, start: str, seed: int) -> dict[str, int]:
+    return ifs_assignment(job, cluster, seed) if start == "ifs" else distdgl_assignment(job, cluster)
+
+
+def _search(job: Job, cluster: ClusterSpec, a: SearchArgs) -> tuple[dict[str, int], dict]:
     names = _movable(job)
-    start = ifs_assignment(job, cluster, seed)
-    fast = fast_makespan(job, cluster, eval_iterations, seed)
-    seconds = fast if fast is not None else simulated_makespan(job, cluster, eval_iterations, seed)
+    start = start_assignment(job, cluster, a.start, a.seed)
+    fast = fast_makespan(job, cluster, a.eval_iterations, a.seed, a.depth)
+    seconds = fast or simulated_makespan(job, cluster, a.eval_iterations, a.seed, a.depth)
     t0 = time.perf_counter()
+    y0 = tuple(start[n] for n in names)
+    unit = COST_UNITS.get(a.cost_unit) or seconds(y0) / 100.0
     demands = [dict(job.endpoints[n].demands) for n in names]
+    capacity = _capacity(cluster)
+    propose = None
+    if a.moves == "variant":
+        propose = lambda y, rng: alg.propose_variant(y, demands, capacity, rng)  # noqa: E731
     best, best_t, stats = alg.etp(
-        [start[n] for n in names],
-        demands,
-        _capacity(cluster),
-        lambda y: seconds(y) / cost_unit,
-        beta,
-        mu,
-        steps,
-        random.Random(seed),
+        y0, demands, capacity, lambda y: seconds(y) / unit, a.beta, a.mu, a.steps, random.Random(a.seed), propose
     )
-    stats["seconds"] = time.perf_counter() - t0
-    stats["makespan"] = best_t * cost_unit
+    stats["seconds"] = round(time.perf_counter() - t0, 3)
+    stats["makespan"] = best_t * unit
+    stats["start_makespan"] = stats["trace"][0][1] * unit
+    stats["trace"] = [(step, round(t * unit, 6)) for step, t in stats["trace"]]
     stats["evaluator"] = "fast" if fast is not None else "simulate"
     return dict(zip(names, best)), stats
 
 
+def search_notes(stats: dict, args: SearchArgs) -> list[str]:
+    """The search's counters and trace as run notes."""
+    if not stats:
+        return []
+    trace = ", ".join(f"{step}: {1e3 * t:.1f}" for step, t in stats["trace"])
+    return [
+        f"ETP ({args.moves} moves from {args.start}, cost in {args.cost_unit}, beta {args.beta}): "
+        f"{stats['steps']} steps, {stats['accepted']} accepted ({stats['uphill']} uphill), {stats['stuck']} "
+        f"without a proposal, {stats['evaluations']} placements evaluated ({stats['evaluator']}) in "
+        f"{stats['seconds']:.1f} s; T' of {args.eval_iterations} profiled iterations "
+        f"{1e3 * stats['start_makespan']:.1f} ms at the start, {1e3 * stats['makespan']:.1f} ms best",
+        f"ETP trace (step: best T' ms): {trace}",
+    ]
+
+
+def graph_notes(job: Job) -> list[str]:
+    """The job's graph as ``gnn_training`` recorded it (first fetch's ``tags["graph"]``)."""
+    for f in job.flows:
+        g = f.tags.get("graph")
+        if g:
+            return [
+                f"graph: {g.get('dataset')} at scale {g.get('scale')} ({g.get('nodes')} nodes, {g.get('entries')} "
+                f"entries, mixing {g.get('mixing')}), {g.get('partitioner')} partitions, edge cut "
+                f"{g.get('edge_cut')}, home-store share of fetched bytes {g.get('home_share')}"
+            ]
+    return []
+
+
 # ------------------------------------------------------------ rate rules
-class Oes(Scheduler):
+class _Gnn(Scheduler):
+    """What every scheduler here shares: the job check, pipelining ``depth`` (held items), notes."""
+
+    depth = -1
+
+    def check(self, job, cluster):
+        check_gnn_job(job)
+
+    def prepare(self, job: Job) -> None:
+        self._prev = previous_flows(job)
+        self._waits = pipeline_waits(job, self.depth)
+        self._graph = graph_notes(job)
+
+    def held_by_depth(self, item, view: RunView) -> bool:
+        return any(w not in view.done for w in getattr(self, "_waits", {}).get(item.id, ()))
+
+    def on_ready(self, item, view: RunView):
+        return HOLD if self.held_by_depth(item, view) else Decision()
+
+    def notes(self) -> list[str]:
+        return [*getattr(self, "_graph", []), f"pipelining depth {self.depth} (-1: unbounded)"]
+
+
+class Oes(_Gnn):
     """Alg. 1 at run time over a placement chosen by a subclass: F_pend (hold a flow while its
     previous-iteration counterpart is unfinished) and OES rates for every active flow."""
 
     name = "oes"
 
-    def prepare(self, job: Job) -> None:
-        self._prev = previous_flows(job)
-
     def on_ready(self, item, view: RunView):
+        if self.held_by_depth(item, view):
+            return HOLD
         if isinstance(item, Flow):
             prev = getattr(self, "_prev", {}).get(item.id)  # None: no previous-iteration counterpart
             if prev is not None and alg.pending(_pair(item), item.iteration, lambda _k, _n: prev not in view.done):
@@ -362,31 +498,43 @@ class FixedOes(Oes):
 
 
 # ETP runs before the clock starts (in pre-flight too): 10x the paper's settings at most. The
-# fast evaluator makes about 1200 steps/s on the testbed job (bench/bench_dgtp.py), so the
+# fast evaluator makes 10,000 steps on the testbed job in seconds (bench/bench_dgtp.py), so the
 # largest search takes minutes, not the hours an unbounded count could.
 MAX_STEPS = 100_000
 MAX_EVAL_ITERATIONS = 200
 
 
-def _check_args(beta: float, mu: float, iterations: int, eval_iterations: int, cost_unit: float, seed: int = 0) -> None:
-    if not cost_unit > 0:
-        raise SpecError("cost_unit", f"must be > 0 seconds, got {cost_unit!r}")
-    if not beta > 0:
-        raise SpecError("beta", f"must be > 0 (§V-B), got {beta!r}")
-    if not mu >= 0:
-        raise SpecError("mu", f"must be >= 0 (eq. 22), got {mu!r}")
-    if not 0 <= iterations <= MAX_STEPS:
-        raise SpecError("iterations", f"must be in 0..{MAX_STEPS} (the paper: 10000), got {iterations!r}")
-    if not 1 <= eval_iterations <= MAX_EVAL_ITERATIONS:
+def _check_depth(depth: int) -> None:
+    if depth < -1:
+        raise SpecError("depth", f"must be -1 (unbounded) or a number of mini-batches >= 0, got {depth!r}")
+
+
+def _check_args(a: SearchArgs) -> None:
+    if a.cost_unit not in COST_UNITS and a.cost_unit != "percent":
+        raise SpecError("cost_unit", f"must be one of percent, {', '.join(COST_UNITS)}; got {a.cost_unit!r}")
+    if a.start not in STARTS:
+        raise SpecError("start", f"must be one of {', '.join(STARTS)}; got {a.start!r}")
+    if a.moves not in MOVES:
+        raise SpecError("moves", f"must be one of {', '.join(MOVES)}; got {a.moves!r}")
+    if not a.beta > 0:
+        raise SpecError("beta", f"must be > 0 (§V-B), got {a.beta!r}")
+    if not a.mu >= 0:
+        raise SpecError("mu", f"must be >= 0 (eq. 22), got {a.mu!r}")
+    if not 0 <= a.steps <= MAX_STEPS:
+        raise SpecError("iterations", f"must be in 0..{MAX_STEPS} (the paper: 10000), got {a.steps!r}")
+    if not 1 <= a.eval_iterations <= MAX_EVAL_ITERATIONS:
         raise SpecError(
-            "eval_iterations", f"must be in 1..{MAX_EVAL_ITERATIONS} (the paper: 20), got {eval_iterations!r}"
+            "eval_iterations", f"must be in 1..{MAX_EVAL_ITERATIONS} (the paper: 20), got {a.eval_iterations!r}"
         )
-    if seed < 0:
-        raise SpecError("seed", f"must be >= 0, got {seed!r}")
+    if a.seed < 0:
+        raise SpecError("seed", f"must be >= 0, got {a.seed!r}")
+    _check_depth(a.depth)
 
 
-class _DgtpPlacement:
-    """IFS + ETP placement (shared by dgtp, dgtp-place, omcoflow, mrtf)."""
+class _DgtpPlacement(_Gnn):
+    """ETP's placement (shared by dgtp, dgtp-literal, dgtp-place, omcoflow, mrtf)."""
+
+    START, MOVES = "distdgl", "variant"
 
     def __init__(
         self,
@@ -395,47 +543,68 @@ class _DgtpPlacement:
         iterations: int = 10_000,
         seed: int = 0,
         eval_iterations: int = 20,
-        cost_unit: float = 1e-3,
+        cost_unit: str = "percent",
+        depth: int = -1,
+        start: str = "",
+        moves: str = "",
     ) -> None:
-        _check_args(beta, mu, iterations, eval_iterations, cost_unit, seed)
-        self.beta, self.mu, self.iterations, self.seed = beta, mu, iterations, seed
-        self.eval_iterations, self.cost_unit = eval_iterations, cost_unit
+        self.args = SearchArgs(
+            beta, mu, iterations, seed, eval_iterations, cost_unit, start or self.START, moves or self.MOVES, depth
+        )
+        _check_args(self.args)
+        self.depth = depth
         self.search: dict = {}
 
-    def check(self, job, cluster):
-        check_gnn_job(job)
-
     def place(self, job, cluster):
-        machine_of, self.search = dgtp_assignment(
-            job, cluster, self.beta, self.mu, self.iterations, self.seed, self.eval_iterations, self.cost_unit
-        )
-        if hasattr(self, "prepare"):
-            self.prepare(job)
+        machine_of, self.search = dgtp_assignment(job, cluster, self.args)
+        self.prepare(job)
         return placement_from(job, cluster, machine_of)
+
+    def notes(self) -> list[str]:
+        return [*super().notes(), *search_notes(self.search, self.args)]
 
 
 class Dgtp(_DgtpPlacement, Oes):
-    """DGTP (Alg. 3): ETP's placement, then OES."""
+    """DGTP (Alg. 3): ETP's placement (with the documented deviations), then OES."""
 
     name = "dgtp"
 
 
-class DgtpPlace(_DgtpPlacement, Scheduler):
+class DgtpLiteral(_DgtpPlacement, Oes):
+    """DGTP with Alg. 2 as written: IFS's start, single-task moves over M_avail under (1 + μ) C."""
+
+    name = "dgtp-literal"
+    START, MOVES = "ifs", "literal"
+
+
+class DgtpPlace(_DgtpPlacement):
     """Ablation: DGTP's placement with fair sharing."""
 
     name = "dgtp-place"
 
 
-class DistDgl(Scheduler):
-    """DistDGL's owner-compute placement, fair sharing (§VI-A's baseline)."""
+class DistDgl(_Gnn):
+    """DistDGL's owner-compute placement, fair sharing, synchronous across iterations (``depth`` 0:
+    the DGTP paper's baseline, §II-B and §VI-A)."""
 
     name = "distdgl"
 
-    def check(self, job, cluster):
-        check_gnn_job(job)
+    def __init__(self, depth: int = 0) -> None:
+        _check_depth(depth)
+        self.depth = depth
 
     def place(self, job, cluster):
+        self.prepare(job)
         return placement_from(job, cluster, distdgl_assignment(job, cluster))
+
+
+class DistDglPrefetch(DistDgl):
+    """DistDGL as its own paper describes it: sampling one mini-batch ahead (seed 001 §4.1.4)."""
+
+    name = "distdgl-prefetch"
+
+    def __init__(self, depth: int = 1) -> None:
+        super().__init__(depth)
 
 
 class DgtpOes(Oes):
@@ -443,8 +612,9 @@ class DgtpOes(Oes):
 
     name = "dgtp-oes"
 
-    def check(self, job, cluster):
-        check_gnn_job(job)
+    def __init__(self, depth: int = -1) -> None:
+        _check_depth(depth)
+        self.depth = depth
 
     def place(self, job, cluster):
         self.prepare(job)
@@ -455,7 +625,7 @@ def _remaining_bits(view: RunView, ids: list[str]) -> list[float]:
     return [8.0 * (view.active[i].remaining or 0) for i in ids]
 
 
-class OmCoflow(_DgtpPlacement, Scheduler):
+class OmCoflow(_DgtpPlacement):
     """OMCoflow (§VI-B): a coflow is the flows into one task (the ``coflow`` attribute of
     ``gnn_training``); rates by :func:`schedulers.dgtp_alg.omcoflow_rates`."""
 
@@ -469,7 +639,7 @@ class OmCoflow(_DgtpPlacement, Scheduler):
         return dict(zip(ids, alg.omcoflow_rates(pairs, _remaining_bits(view, ids), coflows, b, b)))
 
 
-class Mrtf(_DgtpPlacement, Scheduler):
+class Mrtf(_DgtpPlacement):
     """Minimum remaining time first (§VI-B) by rate caps: :func:`schedulers.dgtp_alg.mrtf_rates`."""
 
     name = "mrtf"

@@ -154,6 +154,59 @@ def available(
     return out
 
 
+def propose_move(
+    y: tuple[int, ...], demands: Sequence[Resources], capacity: Sequence[Resources], mu: float, rng: random.Random
+) -> tuple[int, ...] | None:
+    """Alg. 2, lines 4-7: a task uniformly, a machine of its M_avail uniformly; ``None`` when the
+    task's M_avail is empty (the paper does not say; the step still counts)."""
+    j = rng.randrange(len(y))
+    choices = available(j, y, demands, capacity, mu)
+    if not choices:
+        return None
+    return y[:j] + (rng.choice(choices),) + y[j + 1 :]
+
+
+def propose_swap(
+    y: tuple[int, ...], demands: Sequence[Resources], capacity: Sequence[Resources], rng: random.Random
+) -> tuple[int, ...] | None:
+    """Deviation (``dgtp``): two tasks on different machines exchange machines, drawn uniformly among
+    the pairs with the first task fixed whose exchange keeps both machines within capacity
+    (feasible-only); ``None`` if there is none."""
+    j = rng.randrange(len(y))
+    used = usage(y, demands, len(capacity))
+    ok = [k for k in range(len(y)) if y[k] != y[j] and _swap_fits(j, k, y, used, demands, capacity)]
+    if not ok:
+        return None
+    k = rng.choice(ok)
+    out = list(y)
+    out[j], out[k] = y[k], y[j]
+    return tuple(out)
+
+
+def _swap_fits(j: int, k: int, y, used, demands, capacity) -> bool:
+    for a, b in ((j, k), (k, j)):  # machine y[b] loses b, gains a
+        m = y[b]
+        for r, cap in capacity[m].items():
+            if used[m].get(r, 0.0) - demands[b].get(r, 0.0) + demands[a].get(r, 0.0) > cap * (1 + 1e-12):
+                return False
+    return True
+
+
+def propose_variant(
+    y: tuple[int, ...], demands: Sequence[Resources], capacity: Sequence[Resources], rng: random.Random
+) -> tuple[int, ...] | None:
+    """Deviation (``dgtp``): feasible-only proposals, half single-task moves (M_avail at μ = 0, the
+    original capacities) and half swaps (:func:`propose_swap`); the other kind if one has none."""
+    kinds = [lambda: propose_move(y, demands, capacity, 0.0, rng), lambda: propose_swap(y, demands, capacity, rng)]
+    if rng.random() < 0.5:
+        kinds.reverse()
+    for propose in kinds:
+        y_new = propose()
+        if y_new is not None:
+            return y_new
+    return None
+
+
 def etp(
     initial: Sequence[int],
     demands: Sequence[Resources],
@@ -163,50 +216,49 @@ def etp(
     mu: float = 1.0,
     steps: int = 10_000,
     rng: random.Random | None = None,
-) -> tuple[tuple[int, ...], float, dict[str, int]]:
-    """Alg. 2: the MCMC search from ``initial`` (IFS's placement, feasible). Returns (best
-    feasible placement seen, its simulated makespan T'_Y, counters).
+    propose: Callable | None = None,
+) -> tuple[tuple[int, ...], float, dict]:
+    """Alg. 2: the MCMC search from ``initial`` (feasible). Returns (best feasible placement seen,
+    its simulated makespan T'_Y, counters and the trace of improvements).
 
-    Each step picks a task uniformly, a machine of its M_avail uniformly,
-    and accepts the move with :func:`acceptance` of the costs (eq. 21);
-    an accepted placement with no violation and a smaller T' becomes the
-    best (lines 12-14). A task with an empty M_avail leaves the state as it
-    is (the paper does not say; the step still counts). ``makespan`` is
+    Each step proposes a placement (``propose(y, rng)``; Alg. 2's
+    :func:`propose_move` with ``mu`` by default) and accepts it with
+    :func:`acceptance` of the costs (eq. 21); an accepted placement with no
+    violation and a smaller T' becomes the best (lines 12-14). A step with
+    no proposal leaves the state as it is ("stuck"). ``makespan`` is
     evaluated once per distinct placement (memoised; a revisit costs
-    nothing)."""
+    nothing), in whatever unit the caller chose (the unit sets what β
+    means). ``trace`` lists (step, best T') at every improvement."""
     rng = rng or random.Random(0)
     machines = len(capacity)
+    if propose is None:
+        propose = lambda y, r: propose_move(y, demands, capacity, mu, r)  # noqa: E731
     memo: dict[tuple[int, ...], float] = {}
 
-    def evaluate(y: tuple[int, ...]) -> float:
+    def cost_of(y: tuple[int, ...]) -> tuple[float, float, float]:
         if y not in memo:
             memo[y] = makespan(y)
-        return memo[y]
-
-    def cost_of(y: tuple[int, ...]) -> tuple[float, float, float]:
-        t = evaluate(y)
         pen = violation(usage(y, demands, machines), capacity)
-        return cost(t, pen), t, pen
+        return cost(memo[y], pen), memo[y], pen
 
     y = tuple(initial)
     c_now, best_t, _ = cost_of(y)
     best = y
-    stats = {"steps": 0, "accepted": 0, "stuck": 0}
-    for _ in range(steps):
+    stats: dict = {"steps": 0, "accepted": 0, "uphill": 0, "stuck": 0, "trace": [(0, best_t)]}
+    for step in range(1, steps + 1):
         stats["steps"] += 1
-        j = rng.randrange(len(y))
-        choices = available(j, y, demands, capacity, mu)
-        if not choices:
+        y_new = propose(y, rng)
+        if y_new is None:
             stats["stuck"] += 1
             continue
-        m = rng.choice(choices)
-        y_new = y[:j] + (m,) + y[j + 1 :]
         c_new, t_new, pen_new = cost_of(y_new)
         if rng.random() <= acceptance(c_now, c_new, beta):
             stats["accepted"] += 1
+            stats["uphill"] += c_new > c_now
             y, c_now = y_new, c_new
             if pen_new == 0 and t_new < best_t:
                 best, best_t = y, t_new
+                stats["trace"].append((step, best_t))
     stats["evaluations"] = len(memo)
     return best, best_t, stats
 

@@ -28,7 +28,7 @@ from workloads.gnn_graph import Sampler, partition_of, power_law_graph, sample_c
 
 ROOT = Path(__file__).resolve().parent.parent
 TESTBED = ClusterSpec.load(ROOT / "examples" / "dgtp-testbed.yaml")
-SMALL = {"max_edges": 20_000, "batch": 40, "iterations": 3, "profile": 5}
+SMALL = {"scale": 0.005, "batch": 40, "iterations": 3, "profile": 5}
 
 
 @pytest.fixture(scope="module")
@@ -46,8 +46,8 @@ def test_sampler_agrees_with_its_twin_on_random_graphs():
     for trial in range(6):
         n, parts = 300 + 200 * trial, 1 + trial % 4
         indptr, indices = power_law_graph(n, 4 + 3 * trial, parts, seed=trial)
-        part = partition_of(n, parts)
-        sampler = Sampler(indptr, indices, parts)
+        part = partition_of(n, parts) if trial % 2 else np.random.default_rng(trial).integers(0, parts, n)
+        sampler = Sampler(indptr, indices, part, parts)
         rng = np.random.default_rng(trial)
         for k in range(3):
             seeds = rng.integers(0, n, 1 + 20 * k)
@@ -62,11 +62,15 @@ def test_sampler_edge_cases():
     indptr, indices = _csr([[], [0, 2], [2, 3, 4, 0], [1], [4]])
     part = partition_of(5, 2)
     for seeds, fanouts in (([0], [3]), ([1, 1, 2], [5, 1]), ([4], [2, 2]), ([3, 2], [1, 1, 1])):
-        got = Sampler(indptr, indices, 2).counts(seeds, fanouts, 3)
+        got = Sampler(indptr, indices, None, 2).counts(seeds, fanouts, 3)
         want = sample_counts_reference(indptr, indices, part, 2, seeds, fanouts, 3)
         assert all((a == b).all() for a, b in zip(got, want))
-    nodes, edges = sample_counts_reference(indptr, indices, part, 2, [1], [5], 0)
+    nodes, edges, hop_nodes, hop_edges = sample_counts_reference(indptr, indices, part, 2, [1], [5], 0)
     assert edges.sum() == 2 and nodes.sum() == 3  # all of 1's neighbours, each once: {1, 0, 2}
+    assert hop_nodes.tolist() == [1, 2] and hop_edges.tolist() == [2]
+    chain = _csr([[1], [2], [3], []])  # 0 -> 1 -> 2 -> 3, 3 has no neighbours
+    _, _, hop_nodes, hop_edges = sample_counts_reference(*chain, partition_of(4, 2), 2, [0], [2, 2, 2, 2], 0)
+    assert hop_nodes.tolist() == [1, 1, 1, 1, 0] and hop_edges.tolist() == [1, 1, 1, 0]
 
 
 def test_generated_graph_has_the_asked_shape():
@@ -283,10 +287,11 @@ def test_dgtp_refuses_a_job_without_roles():
 # ----------------------------------------------------------- arguments
 @pytest.mark.parametrize(
     "args, field",
-    [({"beta": 0}, "beta"), ({"beta": -1.0}, "beta"), ({"mu": -0.5}, "mu"), ({"cost_unit": 0}, "cost_unit")],
-)
+    [({"beta": 0}, "beta"), ({"beta": -1.0}, "beta"), ({"mu": -0.5}, "mu"), ({"cost_unit": "hours"}, "cost_unit"),
+     ({"start": "random"}, "start"), ({"moves": "jumps"}, "moves"), ({"depth": -2}, "depth")],
+)  # fmt: skip
 def test_bad_dgtp_arguments(args, field):
-    for name in ("dgtp", "dgtp-place", "omcoflow", "mrtf"):
+    for name in ("dgtp", "dgtp-literal", "dgtp-place", "omcoflow", "mrtf"):
         with pytest.raises(SpecError) as err:
             make(SchedulerSpec(name, args), "schedulers[0]")
         assert err.value.field == f"schedulers[0].args.{field}"
@@ -296,7 +301,7 @@ def test_bad_dgtp_argument_exits_2(tmp_path):
     path = tmp_path / "s.yaml"
     path.write_text(
         "cluster: ../dgtp-testbed.yaml\n".replace("../dgtp-testbed.yaml", str(ROOT / "examples" / "dgtp-testbed.yaml"))
-        + "job: {generator: gnn_training, args: {max_edges: 20000, batch: 40, iterations: 1, profile: 2}}\n"
+        + "job: {generator: gnn_training, args: {scale: 0.005, batch: 40, iterations: 1, profile: 2}}\n"
         + "schedulers: [distdgl, {name: dgtp, args: {mu: -1}}]\n"
     )
     proc = subprocess.run(
@@ -332,3 +337,132 @@ def test_fast_evaluation_declines_what_it_does_not_model(job):
         {"servers": [{"count": 4, "gpus": 2, "nic_rate": 8e9}], "fabric": {"type": "single_switch", "latency": 1e-5}}
     )
     assert d.fast_makespan(job.public(), leafy, 2, 0) is None
+
+
+# ----------------------------------------------------------- the graph behind the job
+def test_job_records_its_graph_partition_and_home_share(job):
+    g = job.items["i0.fetch.g0.s0_0"].tags["graph"]
+    assert g["partitioner"] == "metis" and g["dataset"] == "ogbn-products" and 0 < g["home_share"] < 1
+    assert 0 < g["edge_cut"] < 0.5 and g["scale"] == 0.005
+    hashed = generate("gnn_training", {**SMALL, "dataset": "products", "partitioner": "hash"})
+    h = hashed.items["i0.fetch.g0.s0_0"].tags["graph"]
+    assert h["edge_cut"] > 2 * g["edge_cut"] and h["home_share"] < g["home_share"]
+    stores = {job.items[f"i{n}.store.g0"].duration for n in range(3)}
+    assert len(stores) == 3 and all(d > 0 for d in stores)  # from what each iteration sampled
+
+
+@pytest.mark.parametrize(
+    "args, field",
+    [({"partitioner": "spectral"}, "partitioner"), ({"efficiency": 0}, "efficiency"), ({"scale": 2.0}, "scale"),
+     ({"dataset": "cora"}, "dataset")],
+)  # fmt: skip
+def test_bad_job_arguments_name_the_field(args, field):
+    with pytest.raises(SpecError) as err:
+        generate("gnn_training", {**SMALL, **args})
+    assert err.value.field == f"job.args.{field}"
+
+
+# ----------------------------------------------------------- pipelining (depth)
+def test_pipeline_waits_on_the_generated_job(job):
+    from schedulers.dgtp import pipeline_waits
+
+    assert pipeline_waits(job, -1) == {}
+    sync = pipeline_waits(job, 0)
+    assert sync["i2.fetch.g1.s3_0"] == ("i1.pull.w3",) and sync["i1.store.g0"] == ("i0.update",)
+    assert "i0.fetch.g1.s3_0" not in sync and "i2.sample.s3_0" not in sync and "i2.mb.s3_0" not in sync
+    ahead = pipeline_waits(job, 1)
+    assert ahead["i2.fetch.g1.s3_0"] == ("i0.pull.w3",) and ahead["i2.store.g2"] == ("i0.update",)
+    assert "i1.fetch.g1.s3_0" not in ahead
+
+
+def _pipeline_job(fetch: int, t: dict) -> Job:
+    """One store (server 0), its sampler, worker and PS on server 1: only the fetch crosses machines."""
+    job = Job("pipe")
+    job.capacity["cpu"] = 1 << 20
+    job.endpoint("g0", Location(0, "cpu", 0), "store")
+    job.endpoint("s0_0", Location(1, "cpu", 0), "sampler")
+    job.endpoint("w0", Location(1, "gpu0", 0), "worker")
+    job.endpoint("ps", Location(1, "cpu", 0), "ps")
+    for n in range(3):
+        prev = (lambda x, n=n: [f"i{n - 1}.{x}"]) if n else (lambda x: [])
+        job.task(f"i{n}.store.g0", "g0", t["store"], prev("store.g0"), iteration=n)
+        job.flow(f"i{n}.fetch.g0.s0_0", "g0", "s0_0", fetch, [f"i{n}.store.g0", *prev("fetch.g0.s0_0")], iteration=n)
+        job.task(f"i{n}.sample.s0_0", "s0_0", t["sample"], [f"i{n}.fetch.g0.s0_0", *prev("sample.s0_0")], iteration=n)
+        job.flow(f"i{n}.mb.s0_0", "s0_0", "w0", 1000, [f"i{n}.sample.s0_0", *prev("mb.s0_0")], iteration=n)
+        job.task(f"i{n}.train.w0", "w0", t["train"], [f"i{n}.mb.s0_0", *prev("train.w0"), *prev("pull.w0")],
+                 iteration=n)  # fmt: skip
+        job.flow(f"i{n}.push.w0", "w0", "ps", 1000, [f"i{n}.train.w0", *prev("push.w0")], iteration=n)
+        job.task(f"i{n}.update", "ps", t["update"], [f"i{n}.push.w0", *prev("update")], iteration=n)
+        job.flow(f"i{n}.pull.w0", "ps", "w0", 1000, [f"i{n}.update", *prev("pull.w0")], iteration=n)
+    return job.validate()
+
+
+def test_synchronous_and_prefetch_makespans_by_hand():
+    """Store 8 ms, fetch TF (about 10 ms), sample 2, train 3, update 0.5; three iterations.
+    Synchronous (depth 0): every iteration waits for the last one's parameters, 3 (8 + TF + 5.5).
+    Prefetch (depth 1): store 2 waits for update 0 (at 8 + TF + 5.5), so fetch 2 starts at
+    2 x 8 + TF + 5.5 (after fetch 1 at 8 + 2 TF); the run ends TF + 5.5 later. Unbounded: stores
+    run back to back, fetches one after another from 8 ms: 8 + 3 TF + 5.5."""
+    from schedulers.dgtp import DistDgl
+
+    class Pinned(DistDgl):
+        def place(self, job, cluster):
+            self.prepare(job)
+            return Placement({e: ep.pin for e, ep in job.endpoints.items()})
+
+    rate = 8e9
+    cl = ClusterSpec.from_dict({"servers": [{"count": 2, "gpus": 1, "nic_rate": rate}],
+                                "fabric": {"type": "single_switch"}})  # fmt: skip
+    t = {"store": 8e-3, "sample": 2e-3, "train": 3e-3, "update": 0.5e-3}
+    job = _pipeline_job(10_000_000, t)
+    tf = 8 * wire_bytes(10_000_000) / rate
+    rest = t["sample"] + t["train"] + t["update"]
+    got = {d: simulate(job, Pinned(d), cl).makespan for d in (0, 1, -1)}
+    assert got[0] == pytest.approx(3 * (t["store"] + tf + rest), rel=1e-9)
+    assert got[1] == pytest.approx(max(2 * t["store"] + tf + rest, t["store"] + 2 * tf) + tf + rest, rel=1e-9)
+    assert got[-1] == pytest.approx(t["store"] + 3 * tf + rest, rel=1e-9)
+    assert got[0] > got[1] > got[-1]
+
+
+def test_every_baseline_notes_the_home_share_and_dgtp_its_search(job):
+    res = simulate(job, make(SchedulerSpec("distdgl")), TESTBED)
+    assert any("home-store share of fetched bytes" in n for n in res.notes)
+    assert any(n.startswith("pipelining depth 0") for n in res.notes)
+    res = simulate(job, make(SchedulerSpec("dgtp", {"iterations": 30})), TESTBED)
+    assert any(n.startswith("ETP (variant moves from distdgl, cost in percent") for n in res.notes)
+    assert any(n.startswith("ETP trace (step: best T' ms): 0: ") for n in res.notes)
+
+
+# ----------------------------------------------------------- ETP: Alg. 2 as written against the variant
+def test_the_variants_swaps_reach_what_alg_2_cannot():
+    """Two full machines (2 cores each), a 2-core task on each, μ = 0.5: moving either task would
+    put 4 cores where (1 + μ) 2 = 3 fit, so every M_avail is empty and Alg. 2 never leaves its start
+    (every step is stuck); the variant's swap reaches the better placement in its first steps."""
+    capacity = [{"cpu": 2}, {"cpu": 2}]
+    demands = [{"cpu": 2}, {"cpu": 2}]
+
+    def makespan(y):
+        return 1.0 if y == (1, 0) else 2.0
+
+    start = (0, 1)
+    assert all(alg.available(j, start, demands, capacity, 0.5) == [] for j in (0, 1))
+    best, t, stats = alg.etp(start, demands, capacity, makespan, 0.1, 0.5, 200, random.Random(1))
+    assert best == start and t == 2.0 and stats["stuck"] == 200 and stats["accepted"] == 0
+    variant = lambda y, rng: alg.propose_variant(y, demands, capacity, rng)  # noqa: E731
+    best, t, stats = alg.etp(start, demands, capacity, makespan, 0.1, 0.5, 200, random.Random(1), variant)
+    assert best == (1, 0) and t == 1.0 and stats["trace"][-1][1] == 1.0
+
+
+def test_swaps_keep_every_machine_within_capacity():
+    rng = random.Random(4)
+    kinds = [{"cpu": 2, "mem": 7}, {"cpu": 1, "mem": 3, "gpu": 1}, {"cpu": 1, "mem": 5}]
+    for _ in range(200):
+        capacity = [{"cpu": 8, "mem": 48, "gpu": 2} for _ in range(4)]
+        demands = [rng.choice(kinds) for _ in range(12)]
+        y = tuple(rng.randrange(4) for _ in demands)
+        if alg.violation(alg.usage(y, demands, 4), capacity) > 0:
+            continue
+        new = alg.propose_variant(y, demands, capacity, rng)
+        if new is not None:
+            assert alg.violation(alg.usage(new, demands, 4), capacity) == 0
+            assert sorted(new) == sorted(y) or sum(a != b for a, b in zip(new, y)) == 1

@@ -148,7 +148,7 @@ EXTREMES = [-1, 0, 1, 3, 2**31, 2**63, 10**12, 1e-300, 1e300, -0.0, math.nan, ma
 SCENARIOS = {
     "schedulers.dgtp": (
         ROOT / "scenarios/dgtp/testbed-products.yaml",
-        {"job.args.iterations": 1, "job.args.max_edges": 20000, "job.args.profile": 3},
+        {"job.args.iterations": 1, "job.args.scale": 0.005, "job.args.profile": 3},
         {"iterations": 50, "eval_iterations": 2},
     ),
     "schedulers.dgcl": (ROOT / "scenarios/dgcl/testbed-dgx1x2-web-google.yaml", {}, {}),

@@ -41,7 +41,7 @@ GENERATORS: dict[str, Callable[..., Job]] = {
     "requests": requests,
 }
 SIZE_ARGS = {"activation", "gradient", "size"}
-TIME_ARGS = {"fwd", "bwd", "compute", "t_store", "t_sample", "t_train", "t_update"}
+TIME_ARGS = {"fwd", "bwd", "compute"}
 
 
 MAX_ITEMS = 5_000_000  # the 8192-GPU benchmark job has 2.3 million items (about 3 GB in memory)

@@ -38,9 +38,10 @@ The graph
     out-degrees, a fraction ``locality`` of each vertex's edges inside its
     own block of ``gpus`` contiguous blocks, Chung-Lu inside a block) with
     Table 4's vertex count and mean degree (edges / vertices, as Table 4's
-    "Avg. Degree" is). Partitioned ``contiguous`` (the generator's blocks)
-    or ``metis`` (pymetis, METIS's k-way on the symmetrised graph, as DGCL
-    §3 partitions). The paper gives no edge cut; ``locality`` (0.8 by
+    "Avg. Degree" is). Partitioned by any partitioner of
+    :data:`workloads.partition.PARTITIONERS`: ``contiguous`` (the
+    generator's blocks), ``metis`` (as DGCL §3 partitions), ``hash``,
+    ``metis-mc``. The paper gives no edge cut; ``locality`` (0.8 by
     default, DGTP's choice) sets how much community structure the graph
     has, and so how much METIS can keep local. ``near`` (None: uniform)
     nests the far edges: a fraction ``near`` of them stay among the GPUs of
@@ -78,12 +79,13 @@ from hwmodels.dgcl import Requirements
 from railbed.errors import SpecError
 from railbed.job import Job, Location
 from workloads.gnn_graph import power_law_graph
+from workloads.graphs import Graph
+from workloads.partition import PARTITIONERS, partition
 
 FLOAT_BYTES = 4
 MAX_GPUS = 32
 MAX_EDGES = 20_000_000
 SOCKET_GPUS = 4  # GPUs under one CPU socket in the DGX-1 and the PCIe box (``near``'s groups)
-PARTITIONERS = ("contiguous", "metis")
 
 
 @dataclass(frozen=True)
@@ -118,29 +120,8 @@ def partitioned_graph(
     """(indptr, indices, part of every vertex, scale): the generated graph and its partition."""
     n, degree, scale = graph_shape(dataset, max_edges)
     indptr, indices = power_law_graph(n, degree, gpus, seed, locality=locality, near=near, group=SOCKET_GPUS)
-    if partitioner == "contiguous":
-        part = (np.arange(n, dtype=np.int64) * gpus // n).astype(np.int64)
-    elif partitioner == "metis":
-        part = _metis(indptr, indices, gpus, seed)
-    else:
-        raise SpecError("partitioner", f"unknown partitioner {partitioner!r} (known: {', '.join(PARTITIONERS)})")
+    part = partition(partitioner, Graph(indptr, indices, None, None, None, 0), gpus, seed).astype(np.int64)
     return indptr, indices, part, scale
-
-
-def _metis(indptr: np.ndarray, indices: np.ndarray, parts: int, seed: int) -> np.ndarray:
-    """METIS k-way (pymetis) on the symmetrised graph without self-loops or repeated edges."""
-    import pymetis
-
-    n = len(indptr) - 1
-    src = np.repeat(np.arange(n, dtype=np.int64), np.diff(indptr))
-    dst = np.asarray(indices, dtype=np.int64)
-    keep = src != dst
-    key = np.unique(np.concatenate([src[keep] * n + dst[keep], dst[keep] * n + src[keep]]))
-    xadj = np.zeros(n + 1, dtype=np.int64)
-    np.cumsum(np.bincount(key // n, minlength=n), out=xadj[1:])
-    opts = pymetis.Options(seed=seed)
-    _, membership = pymetis.part_graph(parts, pymetis.CSRAdjacency(xadj, key % n), options=opts)
-    return np.asarray(membership, dtype=np.int64)
 
 
 def requirements(graph: dict) -> Requirements:

@@ -32,7 +32,9 @@ The sampler (:func:`sample_counts`, numba, twin :func:`sample_counts_reference`)
     both implementations, so they agree exactly. It counts, per partition,
     the distinct nodes touched (whose features the partition's store sends)
     and the edges sampled from the partition's nodes (the structure it
-    sends).
+    sends), and per hop the new nodes and the sampled edges (the GNN's
+    layer sizes). Partitions are any node -> part array
+    (:mod:`workloads.partition`).
 """
 
 from __future__ import annotations
@@ -113,11 +115,14 @@ def _splitmix(state: int) -> tuple[int, int]:
 
 def sample_counts_reference(
     indptr: np.ndarray, indices: np.ndarray, part: np.ndarray, parts: int, seeds, fanouts, rng_seed: int
-) -> tuple[np.ndarray, np.ndarray]:
-    """(distinct nodes per partition, sampled edges per partition): the obviously correct twin."""
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(distinct nodes per partition, sampled edges per partition, new nodes per hop (``len(fanouts)
+    + 1``: the seeds first), sampled edges per hop): the obviously correct twin."""
     state = rng_seed & MASK
     nodes = np.zeros(parts, dtype=np.int64)
     edges = np.zeros(parts, dtype=np.int64)
+    hop_nodes = np.zeros(len(fanouts) + 1, dtype=np.int64)
+    hop_edges = np.zeros(len(fanouts), dtype=np.int64)
     seen: set[int] = set()
     frontier: list[int] = []
     for v in seeds:
@@ -125,7 +130,8 @@ def sample_counts_reference(
             seen.add(int(v))
             frontier.append(int(v))
             nodes[part[v]] += 1
-    for k in fanouts:
+    hop_nodes[0] = len(frontier)
+    for h, k in enumerate(fanouts):
         nxt: list[int] = []
         for v in frontier:
             lo, deg = int(indptr[v]), int(indptr[v + 1] - indptr[v])
@@ -136,6 +142,7 @@ def sample_counts_reference(
                 t = r % (j + 1)
                 chosen.append(j if t in chosen else t)
             edges[part[v]] += take
+            hop_edges[h] += take
             for pos in chosen:
                 w = int(indices[lo + pos])
                 if w not in seen:
@@ -143,7 +150,8 @@ def sample_counts_reference(
                     nxt.append(w)
                     nodes[part[w]] += 1
         frontier = nxt
-    return nodes, edges
+        hop_nodes[h + 1] = len(nxt)
+    return nodes, edges, hop_nodes, hop_edges
 
 
 @njit(cache=True)
@@ -161,6 +169,8 @@ def _sample_kernel(indptr, indices, part, parts, seeds, fanouts, rng_seed, mark,
     state = np.uint64(rng_seed)
     nodes = np.zeros(parts, dtype=np.int64)
     edges = np.zeros(parts, dtype=np.int64)
+    hop_nodes = np.zeros(len(fanouts) + 1, dtype=np.int64)
+    hop_edges = np.zeros(len(fanouts), dtype=np.int64)
     frontier = np.empty(len(seeds), dtype=np.int64)
     nf = 0
     for v in seeds:
@@ -169,6 +179,7 @@ def _sample_kernel(indptr, indices, part, parts, seeds, fanouts, rng_seed, mark,
             frontier[nf] = v
             nf += 1
             nodes[part[v]] += 1
+    hop_nodes[0] = nf
     chosen = np.empty(max(1, fanouts.max()), dtype=np.int64)
     for h in range(len(fanouts)):
         k = fanouts[h]
@@ -191,6 +202,7 @@ def _sample_kernel(indptr, indices, part, parts, seeds, fanouts, rng_seed, mark,
                 chosen[c] = j if dup else t
                 c += 1
             edges[part[v]] += take
+            hop_edges[h] += take
             for q in range(c):
                 w = indices[lo + chosen[q]]
                 if mark[w] != stamp:
@@ -200,20 +212,24 @@ def _sample_kernel(indptr, indices, part, parts, seeds, fanouts, rng_seed, mark,
                     nodes[part[w]] += 1
         frontier = nxt
         nf = nn
-    return nodes, edges
+        hop_nodes[h + 1] = nn
+    return nodes, edges, hop_nodes, hop_edges
 
 
 class Sampler:
-    """The numba sampler over one graph; keeps its seen-marks array between calls."""
+    """The numba sampler over one graph and a node -> partition array (``part``; contiguous ranges
+    when ``None``); keeps its seen-marks array between calls."""
 
-    def __init__(self, indptr: np.ndarray, indices: np.ndarray, parts: int) -> None:
+    def __init__(self, indptr: np.ndarray, indices: np.ndarray, part: np.ndarray | None, parts: int) -> None:
         self.indptr, self.indices, self.parts = indptr, indices, parts
-        self.part = partition_of(len(indptr) - 1, parts)
-        self.mark = np.zeros(len(indptr) - 1, dtype=np.int64)
+        n = len(indptr) - 1
+        self.part = partition_of(n, parts) if part is None else np.asarray(part, dtype=np.int32)
+        self.mark = np.zeros(n, dtype=np.int64)
         self.stamp = 0
 
-    def counts(self, seeds, fanouts, rng_seed: int) -> tuple[np.ndarray, np.ndarray]:
-        """(distinct nodes per partition, sampled edges per partition); same as the reference."""
+    def counts(self, seeds, fanouts, rng_seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """(distinct nodes per partition, sampled edges per partition, new nodes per hop, sampled
+        edges per hop); the same as the reference."""
         self.stamp += 1
         return _sample_kernel(
             self.indptr,
@@ -228,6 +244,6 @@ class Sampler:
         )
 
 
-def sample_counts(indptr, indices, parts, seeds, fanouts, rng_seed: int) -> tuple[np.ndarray, np.ndarray]:
+def sample_counts(indptr, indices, part, parts, seeds, fanouts, rng_seed: int):
     """One call of the numba sampler (see :class:`Sampler` to sample many batches on one graph)."""
-    return Sampler(indptr, indices, parts).counts(seeds, fanouts, rng_seed)
+    return Sampler(indptr, indices, part, parts).counts(seeds, fanouts, rng_seed)
