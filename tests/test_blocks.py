@@ -71,3 +71,14 @@ def test_partitioners_tell_a_community_graph_apart():
     assert load_imbalance(got["hash"], 4, capacity=cap) < 0.02  # hashed into capacity shares
     assert load_imbalance(got["metis"], 4, capacity=cap) > 0.3  # equal parts: METIS ignores capacity
     assert len({tuple(remote_vertices(g, p, 4)) for p in got.values()}) == len(got)
+
+
+def test_the_partition_table_prints_every_partitioner():
+    from scenarios.partitions import table
+
+    text = table("ogbn-arxiv", 4, 0.02, [6, 6, 12, 12])
+    rows = [line for line in text.splitlines() if line.startswith("| ") and not line.startswith("| partitioner")]
+    names = [r.split("|")[1].strip() for r in rows]
+    assert set(names) == set(partition.__globals__["PARTITIONERS"])
+    cuts = {r.split("|")[1].strip(): float(r.split("|")[3]) for r in rows}
+    assert len(set(cuts.values())) >= len(cuts) - 1  # the methods give different partitions
