@@ -7,6 +7,12 @@ not fix. When broadcasts take time in proportion to their bytes (one
 server, nothing else on the links: what ``tests/test_sancus.py`` checks),
 this share is the communication ratio Table 5 reports; the measured rows
 of ``railbed reproduce sancus`` sit beside it.
+
+``python -m scenarios.sancus.shares RESULTS_DIR ...`` prints, for results
+directories of the Table 5 scenarios, each variant's communication over
+CAGNET's and CAGNET's computation over its communication (Table 5 gives
+0.365, 0.093 and 0.437 for its three configurations: a consistency check of
+the compute model, not a calibration).
 """
 
 from __future__ import annotations
@@ -36,5 +42,24 @@ def share_table() -> str:
     return "\n".join(lines)
 
 
+def measured(directory) -> str:
+    """Each run's communication (the summed coflow times) over CAGNET's, and CAGNET's compute over
+    its communication (the makespan minus the communication: stages are bulk synchronous)."""
+    from pathlib import Path
+
+    from railbed.metrics import metric
+    from railbed.results import RunResult
+
+    d = Path(directory)
+    runs = {p.parent.name: RunResult.load(p) for p in sorted(d.glob("*/result.json"))}
+    base = runs["cagnet"]
+    comm = metric(base, "cct_sum")
+    lines = [f"{d.name}: CAGNET compute / communication {(base.makespan - comm) / comm:.3f}"]
+    lines += [f"  {label}: communication over CAGNET's {metric(r, 'cct_sum') / comm:.3f}" for label, r in runs.items()]
+    return "\n".join(lines)
+
+
 if __name__ == "__main__":
-    print(share_table())
+    import sys
+
+    print("\n".join(measured(d) for d in sys.argv[1:]) if len(sys.argv) > 1 else share_table())
