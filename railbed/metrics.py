@@ -125,6 +125,15 @@ def _lstsq2(a: list[list[float]], y: list[float]) -> tuple[float, float]:
     return ((t0 * s11 - t1 * s01) / det, (s00 * t1 - s01 * t0) / det)
 
 
+def nodes_per_second(result: RunResult) -> float:
+    """Training throughput: the nodes the run's finished items trained (their ``tags["trained"]``: a
+    mini-batch's seeds, a full-graph bin's nodes in the output layer) per model second of makespan."""
+    trained = sum(
+        r.attrs.get("tags", {}).get("trained", 0) for r in result.items.values() if r.end is not None
+    )  # fmt: skip
+    return trained / result.makespan if result.makespan > 0 else math.nan
+
+
 def remote_bytes(result: RunResult) -> float:
     """Bytes of the job's flows (not sub-flows) whose source and destination are on different servers."""
     return float(
@@ -207,6 +216,7 @@ METRICS: dict[str, Callable[[RunResult], float]] = {
     "receiver_comm_max": lambda r: max(receiver_comm(r).values(), default=0.0),
     "remote_bytes": remote_bytes,
     "alpha_beta_error": alpha_beta_error,
+    "nodes_per_second": nodes_per_second,
     "request_p50": lambda r: percentile(request_latencies(r), 50),
     "request_p99": lambda r: percentile(request_latencies(r), 99),
     "request_throughput": request_throughput,

@@ -12,7 +12,8 @@ A scenario is YAML (``railbed run scenario.yaml``)::
       - fifo
       - {name: small-first, args: {limit: 2}, label: small-first-2}
       # - {name: fifo, label: metis, job: {partitioner: metis}}   # a variant: this run's job takes these
-      #                                  # generator arguments over job.args (a system whose data differs)
+      #                                  # generator arguments over job.args (a system whose data differs),
+      #                                  # or {generator: NAME, args: {...}}: a job of its own
     policy: dscp-priority              # tc policy (tc_policies.plan.POLICIES): dscp-priority | fifo
     scale: 400                         # k; default: chosen for this machine
     latency: auto                      # auto | netem | agents
@@ -198,9 +199,10 @@ def _job(value: Any, base: Path) -> Job:
 
 
 def _variants(specs: list[SchedulerSpec], job: Any, base: Path, refused: bool) -> dict[str, Job] | None:
-    """Run label -> its job, for the scheduler entries that override job arguments (``job:``): the
-    scenario's generator with those arguments over ``job.args``. Not with ``loads`` or a job built
-    as arrays (``refused``), nor with a saved job (a file has no arguments)."""
+    """Run label -> its job, for the scheduler entries with a ``job:``: arguments over the
+    scenario's ``job.args`` (``{partitioner: metis}``), or a whole generated job of its own
+    (``{generator: NAME, args: {...}}``: another system's job on the same cluster). Not with
+    ``loads`` or a job built as arrays (``refused``); overrides need the scenario's job generated."""
     out = {}
     for i, spec in enumerate(specs):
         if not spec.job:
@@ -208,15 +210,23 @@ def _variants(specs: list[SchedulerSpec], job: Any, base: Path, refused: bool) -
         where = f"schedulers[{i}].job"
         if refused:
             raise SpecError(where, "job overrides cannot be combined with loads or a job built as arrays")
-        if not isinstance(job, dict) or "generator" not in job:
-            raise SpecError(where, "job overrides need a generated job (job: {generator, args}), not a file")
-        args = job.get("args") or {}
-        if not isinstance(args, dict):
-            raise SpecError("job.args", f"expected a mapping of argument to value, got {describe(args)}")
+        if "generator" in spec.job:
+            unknown = set(spec.job) - {"generator", "args"}
+            if unknown:
+                raise SpecError(f"{where}.{sorted(unknown)[0]}", "unknown key (known: generator, args)")
+            name, args, prefix = spec.job["generator"], spec.job.get("args") or {}, f"{where}.args."
+        else:
+            if not isinstance(job, dict) or "generator" not in job:
+                raise SpecError(where, "job overrides need a generated job (job: {generator, args}), not a file")
+            base_args = job.get("args") or {}
+            if not isinstance(base_args, dict):
+                raise SpecError("job.args", f"expected a mapping of argument to value, got {describe(base_args)}")
+            name, args, prefix = job["generator"], {**base_args, **spec.job}, f"{where}."
         try:
-            out[spec.run_label] = generate(job["generator"], {**args, **spec.job}, "job")
+            out[spec.run_label] = generate(name, args, "job")
         except SpecError as exc:
-            field = exc.field.replace("job.args.", f"{where}.", 1) if exc.field.startswith("job.args.") else exc.field
+            field = exc.field.replace("job.args.", prefix, 1) if exc.field.startswith("job.args.") else exc.field
+            field = field.replace("job.generator", f"{where}.generator", 1)
             raise SpecError(field, exc.message) from None
     return out or None
 

@@ -43,3 +43,11 @@ def test_alpha_beta_error_is_zero_on_alpha_beta_data_and_not_otherwise():
                                    dst_server=late.dst_server, size=late.size, attrs=late.attrs)  # fmt: skip
     assert alpha_beta_error(run) > 0.01
     assert math.isnan(alpha_beta_error(_run([("a", 0, [(1, 5)], 0.0)])))
+
+
+def test_nodes_per_second_counts_trained_tags_over_the_makespan():
+    r = RunResult("simulator", "j", "fifo", "c", makespan=2.0)
+    r.items["a"] = ItemRecord("a", "task", 0, 0, 1, attrs={"tags": {"trained": 300}})
+    r.items["b"] = ItemRecord("b", "task", 0, 1, 2, attrs={"tags": {"trained": 100}})
+    r.items["c"] = ItemRecord("c", "task", 0, 0, 2)
+    assert metric(r, "nodes_per_second") == pytest.approx(200.0)

@@ -29,6 +29,21 @@ def test_a_variant_runs_its_own_job_and_the_others_the_scenarios(tmp_path):
     assert RunResult.load(tmp_path / "out" / "big" / "result.json").makespan == runs[1].makespan
 
 
+def test_a_variant_may_bring_a_job_of_its_own():
+    sc = scenario(["fifo", {"name": "fifo", "label": "other", "job": {"generator": "all_to_all", "args": {"n": 3}}}])
+    job = sc.job_of(sc.schedulers[1])
+    assert len(job.endpoints) == 3 and len(sc.job.endpoints) == 4
+    with pytest.raises(SpecError) as exc:
+        scenario([{"name": "fifo", "job": {"generator": "all_to_all", "args": {"n": 0}}}])
+    assert exc.value.field == "schedulers[0].job.args.n"
+    with pytest.raises(SpecError) as exc:
+        scenario([{"name": "fifo", "job": {"generator": "nope"}}])
+    assert exc.value.field == "schedulers[0].job.generator"
+    with pytest.raises(SpecError) as exc:
+        scenario([{"name": "fifo", "job": {"generator": "all_to_all", "n": 3}}])
+    assert exc.value.field == "schedulers[0].job.n"
+
+
 def test_bad_overrides_name_the_entry(tmp_path):
     with pytest.raises(SpecError) as exc:
         scenario(["fifo", {"name": "fifo", "label": "x", "job": {"bogus": 1}}])

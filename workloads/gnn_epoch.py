@@ -72,6 +72,7 @@ HARDWARE = {  # public figures: FP32 peak, memory bandwidth, host link (bytes/s)
     "titan-xp": Hardware(12, 76.8e9, 12.15e12, 547.7e9, 15.75e9),  # seed 003's GPUs, PCIe 3.0 x16
     "v100": Hardware(20, 76.8e9, 15.7e12, 900e9, 15.75e9),  # seed 004 ch. 3's GPUs
     "1080ti": Hardware(8, 76.8e9, 11.34e12, 484e9, 15.75e9),  # seed 000's testbed (gnn_compute.TESTBED)
+    "rtx3090": Hardware(40, 76.8e9, 35.58e12, 936e9, 15.75e9),  # seed 004 ch. 4's GPUs behind PCIe 3.0
     # CPU training: the trainer's "GPU" is the machine's cores (AVX-512 FP32 peak, both sockets' memory),
     # and its "host link" the memory itself
     "m5n-cpu": Hardware(96, 281e9, 7.68e12, 281e9, 281e9),  # seed 001 §5.1: m5n.24xlarge, 2 x 24 cores 2.5 GHz
@@ -184,7 +185,7 @@ def gnn_epoch(
                 ]  # fmt: skip
                 b = Batch(nodes, edges, hop_nodes, hop_edges)
                 t = worker_seconds([b], float(fetch.sum()), shapes, efficiency, hw) / speed[i]
-                prev = [job.task(f"{cid}.t", f"t{i}", t, flows + prev, iteration=e)]
+                prev = [job.task(f"{cid}.t", f"t{i}", t, flows + prev, iteration=e, tags={"trained": len(seeds)})]
                 stats["fetched"] += int(fetch.sum() - fetch[i])
                 stats["local"] += int(fetch[i])
                 stats["batches"] += 1

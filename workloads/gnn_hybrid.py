@@ -260,14 +260,18 @@ class _Build:
 
     def _bin(self, pre: str, b: int, a: int, out: int, inputs: list[str], before: list[str], factor: float) -> str:
         """A bin's load and compute; returns the compute's id. ``before``: what the load also waits
-        for (the GPU memory of two bins, the previous bin in sequence)."""
+        for (the GPU memory of two bins, the previous bin in sequence). The output layer's forward
+        computes carry ``tags["trained"]``: the nodes an epoch trains (metric ``nodes_per_second``)."""
         w = int(self.lay.owner[b])
         it = {"iteration": self._e, "layer": self._layer}
+        if factor == 1.0 and self._layer == self.L:
+            it["tags"] = {"trained": int(self.lay.stats.nodes[b])}
         comp = f"{pre}.c{b}"
         if self.resident:  # the part stays on the GPU: no load
             return self.job.task(comp, f"w{w}", factor * self.compute_s(b, a, out), inputs, **it)
         loader = f"x{w}" if self.copy_engine else f"w{w}"
-        load = self.job.task(f"{pre}.l{b}", loader, self.load_s(b, a, out), inputs + before, **it)
+        plain = {k: v for k, v in it.items() if k != "tags"}
+        load = self.job.task(f"{pre}.l{b}", loader, self.load_s(b, a, out), inputs + before, **plain)
         return self.job.task(comp, f"w{w}", factor * self.compute_s(b, a, out), [load], **it)
 
     def _layer_pass(self, pre: str, a: int, out: int, inputs_of, factor: float, order) -> dict[int, str]:
