@@ -123,6 +123,30 @@ def kernel_ratio(flows: int, links: int, repeat: int) -> tuple[float, float]:
     return (t1 - t0) / repeat, (t2 - t1) / repeat
 
 
+def contention_ratio(flows: int, links: int, repeat: int) -> tuple[float, float]:
+    """(reference seconds, numba seconds) per contention-flag computation (simulator/contention.py)
+    on a random instance at its max-min rates."""
+    from simulator.contention import contended, step_reference
+    from simulator.maxmin import maxmin
+
+    rng = random.Random(7)
+    capacity = [rng.choice([100e9, 400e9]) for _ in range(links)]
+    paths = [rng.sample(range(links), 4) for _ in range(flows)]
+    prio = [rng.choice([0, 5]) for _ in range(flows)]
+    cap = [float("inf")] * flows
+    ftype = [rng.randrange(3) for _ in range(flows)]
+    rates = maxmin(capacity, paths, prio, cap)
+    contended(capacity, paths, prio, cap, rates, ftype)  # compile / load from cache
+    t0 = time.perf_counter()
+    for _ in range(repeat):
+        step_reference(capacity, paths, prio, cap, rates, ftype)
+    t1 = time.perf_counter()
+    for _ in range(repeat):
+        contended(capacity, paths, prio, cap, rates, ftype)
+    t2 = time.perf_counter()
+    return (t1 - t0) / repeat, (t2 - t1) / repeat
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sizes", type=int, nargs="*", default=[128, 1024, 8192])
@@ -170,6 +194,12 @@ def main() -> int:
         ref, fast = kernel_ratio(flows, max(8, flows // 2), repeat=3 if flows > 1000 else 10)
         print(
             f"  max-min alone, {flows} flows: reference {1e3 * ref:.2f} ms, "
+            f"numba {1e3 * fast:.3f} ms ({ref / fast:.0f}x)"
+        )
+    for flows in (100, 1000):
+        ref, fast = contention_ratio(flows, max(8, flows // 2), repeat=3)
+        print(
+            f"  contention flags alone, {flows} flows: reference {1e3 * ref:.2f} ms, "
             f"numba {1e3 * fast:.3f} ms ({ref / fast:.0f}x)"
         )
     if args.json:

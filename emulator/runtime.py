@@ -41,6 +41,7 @@ from emulator.loadtest import _env, python_argv
 from emulator.nodes import RTO_MIN, SYN_TIMEOUT
 from emulator.state import STATE_DIR, RunState
 from emulator.testbed import Testbed
+from railbed.analysis import of_dispatcher
 from railbed.dispatch import Action, Dispatcher, SetDscp, SetRate, StartFlow, StartWait
 from railbed.errors import RunFailed
 from railbed.job import Flow, Job
@@ -86,6 +87,7 @@ def run(
     faults: Faults | None = None,
     on_agents: Callable[[dict[int, int]], None] | None = None,
     flow_progress: float = 0.01,
+    analysis: bool = False,
 ) -> RunResult:
     """Run ``job`` under ``scheduler`` on the started testbed ``tb``.
 
@@ -96,22 +98,28 @@ def run(
     :class:`RunFailed`. ``on_agents``: called with ``{server: agent pid}``
     once the agents are up (tests use it to kill one). ``flow_progress``:
     model seconds between the receivers' reports of each flow's bytes (what
-    schedulers read as ``ActiveFlow.delivered``; 0: never).
+    schedulers read as ``ActiveFlow.delivered``; 0: never). ``analysis``: fill
+    ``result.analysis`` (:mod:`railbed.analysis`: the network-free run without agents, the
+    critical path, coflow overlap, and contention estimated from tc counters and records).
     """
-    r = _Run(job, scheduler, tb, trace, progress, progress_every, timeout, sample_interval, faults, flow_progress)
+    r = _Run(
+        job, scheduler, tb, trace, progress, progress_every, timeout, sample_interval, faults, flow_progress, analysis
+    )
     return r.go(strict, on_agents)
 
 
 class _Run:
     def __init__(
-        self, job, scheduler, tb, trace, progress, progress_every, timeout, sample_interval, faults, flow_progress
-    ):
+        self, job, scheduler, tb, trace, progress, progress_every, timeout, sample_interval, faults, flow_progress,
+        analysis=False,
+    ):  # fmt: skip
         if tb.net is None:
             raise RuntimeError("the testbed is not running (use it as a context manager)")
         self.tb = tb
         self.k = tb.scale.k
         self.job = job
-        self.dispatcher = Dispatcher(job, scheduler, tb.spec, tb.topology)
+        self.dispatcher = Dispatcher(job, scheduler, tb.spec, tb.topology, snapshot=analysis)
+        self.analysis = analysis
         self.trace = trace
         self.progress = progress
         self.progress_every = progress_every
@@ -190,6 +198,8 @@ class _Run:
                 "were already queued in their sockets and left at the flow's last pace"
             )
         self._fidelity(result, sampler)
+        if self.analysis:
+            result.analysis = of_dispatcher(self.dispatcher, result)  # contention: estimated from tc counters
         if strict and not result.fidelity.get("ok", True):
             raise RunFailed("fidelity broken: " + "; ".join(result.fidelity["problems"]))
         return result

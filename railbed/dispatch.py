@@ -204,14 +204,31 @@ def _demand_problem(demands, server: Server, used: dict[str, float]) -> str | No
 class Dispatcher:
     """See the module docstring. ``now`` arguments are model seconds."""
 
-    def __init__(self, job: Job, scheduler: Scheduler, cluster: ClusterSpec, topology: Topology | None = None):
+    def __init__(
+        self,
+        job: Job,
+        scheduler: Scheduler,
+        cluster: ClusterSpec,
+        topology: Topology | None = None,
+        placement: Placement | None = None,
+        snapshot: bool = False,
+    ):
+        """``placement``: use it instead of asking ``place`` (the network-free run reuses its
+        run's placement, :func:`railbed.analysis.network_free_makespan`). ``snapshot``: keep a
+        copy of the scheduler as ``place`` left it (``placed_scheduler``), for that run."""
         self.job = job.validate()
         self.scheduler = scheduler
         self.cluster = cluster
         self.topology = topology if topology is not None else Topology(cluster)
-        placement = scheduler.place(job.public(), cluster)
+        public = job.public()
+        if placement is None:
+            placement = scheduler.place(public, cluster)
         check_placement(job, cluster, placement)
         self.placement = placement
+        self.placed_scheduler: Scheduler | None = None
+        self.snapshot_problem: str | None = None  # why there is no copy, when one was asked for
+        if snapshot:
+            self.placed_scheduler, self.snapshot_problem = _snapshot(scheduler, public, job, cluster, placement)
         # the job's items; a copy with the sub-flows once a scheduler splits (a copy of millions
         # of ids costs memory and cache at 8192 GPUs, bench/bench_dispatch.py)
         self.items: dict[str, Item] = job.items
@@ -807,6 +824,24 @@ class Dispatcher:
                     self.records[fid].remarked = True
                     out.append(SetDscp(fid, change.dscp))
         return out
+
+
+def _snapshot(scheduler: Scheduler, *shared) -> tuple[Scheduler | None, str | None]:
+    """A deep copy of ``scheduler`` that shares ``shared`` objects (the jobs, their items, the
+    cluster, the placement: read-only during a run, and millions of items at 8192 GPUs), or
+    ``None`` and why it cannot be copied."""
+    import copy
+
+    memo: dict[int, object] = {}
+    for obj in shared:
+        memo[id(obj)] = obj
+        if isinstance(obj, Job):
+            memo[id(obj.items)] = obj.items  # a dict the scheduler may keep; its items are frozen
+            memo.update((id(it), it) for it in obj.items.values())
+    try:
+        return copy.deepcopy(scheduler, memo), None
+    except Exception as exc:  # noqa: BLE001 - any object a scheduler holds may refuse to be copied
+        return None, f"{scheduler.name} cannot be copied after place ({type(exc).__name__}: {exc})"
 
 
 def run_label(scheduler: Scheduler) -> str:

@@ -14,6 +14,12 @@ RESULTS_DIR``), written to ``RESULTS_DIR/figures/``:
 ``timeline-<run>.png``   Gantt chart per device and NIC: tasks on their
                          device, flows on their source NIC, coloured by
                          coflow type (or DSCP; ``--color-by dscp``)
+``critical-<run>.png``   the critical path on the timeline: the lanes it
+                         crosses, its items coloured by kind and coflow
+                         type and joined in time order, the others grey
+                         (``RunResult.analysis``, ``railbed/analysis.py``)
+``overlap-<run>.png``    heat map of the share of the makespan each pair of
+                         coflow types is active on a common port (Fig. 5.2)
 ``links-<run>.png``      utilisation over time of the busiest links
                          (``RunResult.link_series``: tc counter samples or
                          the simulator's rates)
@@ -160,6 +166,115 @@ def timeline(result: RunResult, base: Path, name: str = "", color_by: str = "cof
     return draw_timeline(
         rows, base.with_suffix(".png"), f"timeline: {name or result.scheduler}, {result.backend}{more}"
     )
+
+
+# ----------------------------------------------------------- critical path
+CRITICAL_HEADER = ["lane", "id", "kind", "start_s", "end_s", "on_path", "category"]
+
+
+def critical_rows(result: RunResult, max_lanes: int = MAX_LANES) -> Rows:
+    """The items of the lanes (devices, source NICs) the critical path crosses, in the first
+    ``max_lanes`` of them: ``on_path`` 1 for the path's items (in path order first), with
+    their ``category`` (``compute`` or the coflow type); empty without an analysis."""
+    path = (result.analysis.get("critical_path") or {}).get("items") or []
+    on = {i: k for k, i in enumerate(path) if i in result.items}
+    lanes: dict[tuple, str] = {}
+    for i in on:
+        key, name = _lane(result.items[i])
+        lanes.setdefault(key, name)
+    keep = set(sorted(lanes)[:max_lanes])
+    rows = []
+    for r in result.items.values():
+        if r.start is None or r.end is None or r.server is None or r.parent is not None:
+            continue
+        key, name = _lane(r)
+        if key in keep:
+            category = "compute" if r.kind == "task" else r.attrs.get("coflow_type") or "other"
+            rows.append([name, r.id, r.kind, r.start, r.end, int(r.id in on), category])
+    rows.sort(key=lambda row: (-row[5], on.get(row[1], 0), row[3], row[1]))
+    return rows
+
+
+def draw_critical(rows: Rows, png: Path, title: str) -> Path:
+    lanes = sorted(dict.fromkeys(row[0] for row in rows), key=lambda name: _lane_key(name))
+    y = {lane: k for k, lane in enumerate(lanes)}
+    unit, factor = time_unit(max((row[4] for row in rows), default=1.0))
+    fig, ax = _figure(9.0, 1.4 + 0.28 * max(1, len(lanes)))
+    for row in rows:
+        if not row[5]:
+            ax.broken_barh([(row[3] * factor, (row[4] - row[3]) * factor)], (y[row[0]] - 0.4, 0.8), facecolors="0.88")
+    cats = list(dict.fromkeys(row[6] for row in rows if row[5]))
+    colors = {"compute": "0.45"} | {c: f"C{i % 10}" for i, c in enumerate(x for x in cats if x != "compute")}
+    path = [row for row in rows if row[5]]
+    for row in path:
+        ax.broken_barh([(row[3] * factor, (row[4] - row[3]) * factor)], (y[row[0]] - 0.4, 0.8),
+                       facecolors=colors[row[6]], edgecolor="black", linewidth=0.6)  # fmt: skip
+    xs = [v for row in path for v in (row[3] * factor, row[4] * factor)]
+    ys = [y[row[0]] for row in path for _ in (0, 1)]
+    ax.plot(xs, ys, color="black", lw=0.7)
+    for c in cats:
+        ax.bar(0, 0, color=colors[c], label=c)
+    ax.set_yticks(range(len(lanes)), lanes, fontsize=7)
+    ax.set_ylim(len(lanes) - 0.5, -0.5)
+    ax.set_xlabel(f"time ({unit}, model)")
+    ax.set_ylabel("device / source NIC")
+    ax.set_title(title, fontsize=10)
+    if cats:
+        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    return _save(fig, png)
+
+
+def _lane_key(name: str) -> tuple:
+    """Sort lanes as :func:`_lane` does, from their names (``h<s> <device>``, ``h<s> nic<n>``)."""
+    host, _, rest = name.partition(" ")
+    server = int(host[1:]) if host[1:].isdigit() else 0
+    if rest.startswith("nic") and rest[3:].isdigit():
+        return (server, 1, int(rest[3:]), "")
+    return (server, 0, len(rest), rest)
+
+
+def critical_path(result: RunResult, base: Path, name: str = "") -> Path | None:
+    rows = critical_rows(result)
+    if not rows:
+        return None
+    write_csv(base.with_suffix(".csv"), CRITICAL_HEADER, rows)
+    a = result.analysis
+    cp = a["critical_path"]
+    parts = ", ".join(f"{k} {100 * v / cp['length']:.0f}%" for k, v in cp["time"].items() if v > 0)
+    bound = f"; max speedup {a['max_speedup']:.3g}x" if a.get("max_speedup") else ""
+    title = f"critical path: {name or result.scheduler}, {result.backend} ({parts}{bound})"
+    return draw_critical(rows, base.with_suffix(".png"), title)
+
+
+# ----------------------------------------------------------------- overlap
+def overlap_rows(result: RunResult) -> Rows:
+    """``[type a, type b, share]`` for every ordered pair of the analysis's coflow types."""
+    ov = result.analysis.get("overlap") or {}
+    return [[a, b, ov["share"][a][b]] for a in ov.get("types", []) for b in ov["types"]]
+
+
+def draw_overlap(rows: Rows, png: Path, title: str) -> Path:
+    types = list(dict.fromkeys(row[0] for row in rows))
+    grid = [[100 * next(row[2] for row in rows if row[0] == a and row[1] == b) for b in types] for a in types]
+    fig, ax = _figure(1.6 + 0.9 * len(types), 1.2 + 0.8 * len(types))
+    im = ax.imshow(grid, cmap="Blues", vmin=0, vmax=100.0)  # one scale for every run: 0-100 % of the makespan
+    for i in range(len(types)):
+        for j in range(len(types)):
+            dark = grid[i][j] > 0.6 * im.norm.vmax
+            ax.text(j, i, f"{grid[i][j]:.1f}", ha="center", va="center", fontsize=8, color="white" if dark else "black")
+    ax.set_xticks(range(len(types)), types, fontsize=8)
+    ax.set_yticks(range(len(types)), types, fontsize=8)
+    ax.set_title(title, fontsize=9)
+    fig.colorbar(im, ax=ax, label="% of the makespan")
+    return _save(fig, png)
+
+
+def overlap_heatmap(result: RunResult, base: Path, name: str = "") -> Path | None:
+    rows = overlap_rows(result)
+    if not rows:
+        return None
+    write_csv(base.with_suffix(".csv"), ["type_a", "type_b", "share"], rows)
+    return draw_overlap(rows, base.with_suffix(".png"), f"coflow overlap on a port: {name or result.scheduler}")
 
 
 # --------------------------------------------------------------------- CDFs
@@ -402,6 +517,8 @@ def plot_results(results_dir: Path, color_by: str = "coflow_type") -> list[Path]
         if name in swept:
             continue
         made.append(timeline(result, out / f"timeline-{safe_name(name)}", name, color_by))
+        made.append(critical_path(result, out / f"critical-{safe_name(name)}", name))
+        made.append(overlap_heatmap(result, out / f"overlap-{safe_name(name)}", name))
         made.append(link_utilisation(result, out / f"links-{safe_name(name)}", name))
     if swept:
         made += load_figures(swept, out)

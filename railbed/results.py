@@ -20,6 +20,11 @@ for the emulator and the simulator so the two can be compared line by line
                share of the port's configured rate it carried in each
                interval (emulator: between tc counter samples; simulator:
                the fluid rates, binned; see ``simulator/series.py``).
+``analysis``   whether the network matters in this run: the network-free
+               makespan and ``max_speedup``, the critical path and the
+               share of it spent on communication, coflow overlap per
+               port, contention (``railbed/analysis.py``,
+               ``docs/analysis.md``); empty when the run was made without.
 """
 
 from __future__ import annotations
@@ -83,6 +88,7 @@ class RunResult:
     traces: dict[str, list[tuple[float, int]]] = field(default_factory=dict)
     wall_seconds: float = 0.0
     link_series: dict[str, list[tuple[float, float, float]]] = field(default_factory=dict)
+    analysis: dict[str, Any] = field(default_factory=dict)
 
     # ----------------------------------------------------------- derived
     def flow_completion_times(self) -> dict[str, float]:
@@ -153,6 +159,9 @@ class RunResult:
                 f"  busiest link    {busiest[0]}: peak {100 * busiest[1].get('peak_util', 0):.0f}% of "
                 f"{format_rate(busiest[1].get('rate', 0))}"
             )
+        from railbed.analysis import summary_lines
+
+        lines += summary_lines(self.analysis)
         if self.fidelity:
             verdict = "ok" if self.fidelity.get("ok", True) else "BROKEN: " + "; ".join(self.fidelity["problems"])
             lines.append(f"  fidelity        {verdict}")

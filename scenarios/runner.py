@@ -483,12 +483,14 @@ def _simulate(
         from simulator.compact import simulate_compact
 
         scheduler = make(spec)
-        run = simulate_compact(job or sc.job, scheduler, sc.cluster, policy=sc.policy)
+        run = simulate_compact(job or sc.job, scheduler, sc.cluster, policy=sc.policy, analysis=True)
         result = run.to_run_result(job or sc.job, spec.run_label)
         result.cluster = sc.cluster.name
         result.notes += scheduler.notes()
         return result
-    return simulate(job or sc.job, make(spec), sc.cluster, policy=sc.policy, engine=engine, progress=echo)
+    return simulate(
+        job or sc.job, make(spec), sc.cluster, policy=sc.policy, engine=engine, progress=echo, analysis=True
+    )
 
 
 def run_scenario(
@@ -543,6 +545,7 @@ def _run_captured(
             timeout=sc.timeout,
             strict=sc.strict,
             flow_progress=sc.flow_progress,
+            analysis=True,
         )
     finally:
         if capture:
@@ -599,7 +602,7 @@ def _simulate_arrays(
             cj = compact_arrays(aj, make(spec), sc.cluster, policy=sc.policy)
             del aj
             t2 = time.perf_counter()
-            run = run_compact(cj)
+            run = run_compact(cj, analysis=True)
             result = run.summary_result(spec.run_label, sc.cluster.name)
             result.notes.append(
                 f"built in {t1 - t0:.1f} s, compacted in {t2 - t1:.1f} s, run in {run.wall_seconds:.1f} s"

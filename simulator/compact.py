@@ -78,6 +78,8 @@ from railbed.scheduler import Rule, Scheduler, Split, SubFlow
 from railbed.spec import ClusterSpec
 from railbed.topology import Topology
 from railbed.units import FRAME, MSS, wire_bytes
+from simulator.contention import TYPES, Meter, _step
+from simulator.contention import result as contention_result
 from simulator.fabric import Fabric, link_stats
 from simulator.network import _advance
 from simulator.run import dscp_classes
@@ -86,6 +88,7 @@ from workloads.arrays import ArrayJob, Ids, ids_of
 
 TASK, LOCAL, NET = 0, 1, 2  # kinds of item
 MAX_HOPS = 4
+MAX_ANALYSIS_ITEMS = 4_000_000  # jobs up to this get a critical path and overlap (about 1 KB per item at peak)
 
 
 @dataclass
@@ -132,6 +135,10 @@ class CompactJob:
     parent: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int32))  # int32: a sub-flow's original, -1
     children: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int32))  # sub-flows per original
     iteration: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int32))  # per item, for results (or empty)
+    # for the analysis (railbed/analysis.py): a flow's coflow type (index into types; -1 tasks), its coflow (-1)
+    ctype: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int16))
+    types: list[str] = field(default_factory=list)
+    coflow: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int32))
 
     @property
     def items(self) -> int:
@@ -157,6 +164,7 @@ class CompactResult:
     link_bits: np.ndarray
     link_peak: np.ndarray
     wall_seconds: float
+    analysis: dict = field(default_factory=dict)  # run_compact(analysis=True): railbed/analysis.py's fields
 
     def times(self) -> dict[str, tuple[float, float, float]]:
         """Item id -> (ready, start, end), the shape the tests compare with a RunResult's records."""
@@ -215,6 +223,7 @@ class CompactResult:
             f"simulator: {self.events} events in {self.steps} steps, {self.wall_seconds:.1f} s",
         ]
         res.wall_seconds = self.wall_seconds
+        res.analysis = self.analysis
         return res
 
     def to_run_result(self, job: Job, scheduler: str) -> RunResult:
@@ -268,6 +277,7 @@ class CompactResult:
             "sorted by time)"
         )
         res.wall_seconds = self.wall_seconds
+        res.analysis = self.analysis
         return res
 
 
@@ -377,7 +387,22 @@ def compact(job: Job, scheduler: Scheduler, cluster: ClusterSpec, policy: str | 
         fabric.capacity.copy(), list(fabric.names), int(nic_base[-1]), spine_of, placement,
         gate, gate_size, gate_sub, parent, children,
         np.array([getattr(it, "iteration", 0) or 0 for it in items], np.int32),
+        *_types_and_coflows(items),
     )  # fmt: skip
+
+
+def _types_and_coflows(items: list) -> tuple[np.ndarray, list[str], np.ndarray]:
+    """CompactJob's ``ctype``, ``types`` and ``coflow`` of a job's items (sub-flows included)."""
+    from railbed.analysis import UNTYPED, type_order
+
+    types = type_order(it.coflow_type or UNTYPED for it in items if isinstance(it, Flow))
+    tix = {t: k for k, t in enumerate(types)}
+    coflows: dict[str, int] = {}
+    ctype = np.array([tix[it.coflow_type or UNTYPED] if isinstance(it, Flow) else -1 for it in items], np.int16)
+    coflow = np.array(
+        [coflows.setdefault(it.coflow, len(coflows)) if it.coflow is not None else -1 for it in items], np.int32
+    )
+    return ctype, types, coflow
 
 
 def _checked_rule(scheduler: Scheduler, rule: Rule | None, what: str) -> Rule:
@@ -601,11 +626,24 @@ def compact_arrays(
         aj.name, ids, kind, device, duration, route, bits, prio, cap, key, bar, queued, nic, dscp, size,
         missing, dep_ptr, dep_idx, device_cap, route_links, route_hops, route_latency,
         fabric.capacity.copy(), list(fabric.names), total_nics, spine_of, placement, iteration=iteration,
+        **_array_types(aj, is_flow),
     )  # fmt: skip
     if gated.any():
         flows = {int(k): in_skeleton[int(k)] for k in members}
         _add_gates(cj, aj, flows, scheduler, placement, cluster, topology, fabric, classes, uniq, rank)
     return cj
+
+
+def _array_types(aj: ArrayJob, is_flow: np.ndarray) -> dict:
+    """CompactJob's ``ctype``, ``types`` and ``coflow`` from an ArrayJob's rule classes (a
+    class shares its coflow type) and its ``coflow`` column."""
+    from railbed.analysis import UNTYPED, type_order
+
+    names = [fields.get("coflow_type") or UNTYPED for _, fields in aj.reps]
+    types = type_order(names)
+    of_class = np.array([types.index(t) for t in names] or [0], np.int16)
+    ctype = np.where(is_flow, of_class[np.where(is_flow, aj.rclass, 0)], -1).astype(np.int16)
+    return {"ctype": ctype, "types": types, "coflow": np.asarray(aj.coflow, np.int32).copy()}
 
 
 def _place_skeleton(aj: ArrayJob, flows: dict[int, Flow], scheduler: Scheduler, cluster: ClusterSpec) -> Placement:
@@ -683,6 +721,7 @@ def _add_gates(cj, aj, flows, scheduler, placement, cluster, topology, fabric, c
         cap=np.array([math.inf if sub.rate is None else sub.rate for sub, _, _ in subs]), key=cj.key[orig],
         bar=np.zeros(m, np.int64), queued=np.zeros(m, np.bool_), nic=cj.nic[orig], spine=spine,
         missing=np.array([len(sub.deps) + 1 for sub, _, _ in subs], np.int32), iteration=cj.iteration[orig],
+        ctype=cj.ctype[orig], coflow=cj.coflow[orig],
     )  # fmt: skip
     for name, col in add.items():
         setattr(cj, name, np.concatenate([getattr(cj, name), col.astype(getattr(cj, name).dtype)]))
@@ -699,8 +738,11 @@ def _add_gates(cj, aj, flows, scheduler, placement, cluster, topology, fabric, c
     cj.ids = Ids(cj.ids.blob + b"".join(raw), np.concatenate([cj.ids.offsets, ends]))
 
 
-def run_compact(cj: CompactJob) -> CompactResult:
-    """Run a :class:`CompactJob` in ``_run_kernel`` (see the module docstring)."""
+def run_compact(cj: CompactJob, analysis: bool = False) -> CompactResult:
+    """Run a :class:`CompactJob` in ``_run_kernel`` (see the module docstring). ``analysis``:
+    measure contention during the run and fill :attr:`CompactResult.analysis` (the
+    network-free run, :func:`network_free_run`, and, for jobs up to
+    :data:`MAX_ANALYSIS_ITEMS`, the critical path and the coflow overlap)."""
     t0 = time.perf_counter()
     n = cj.items
     ready = np.full(n, np.nan)
@@ -709,11 +751,18 @@ def run_compact(cj: CompactJob) -> CompactResult:
     link_bits = np.zeros(len(cj.link_cap))
     link_peak = np.zeros(len(cj.link_cap))
     stats = np.zeros(5, np.int64)
+    meter = Meter(len(cj.link_cap))
+    ftype = np.zeros(1, np.int16)  # type ids, read only when metered
+    if analysis and len(cj.ctype):
+        ftype = np.minimum(np.maximum(cj.ctype, 0), TYPES - 1).astype(np.int16)
+    elif analysis:
+        ftype = np.zeros(n, np.int16)
     code = _run_kernel(
         cj.kind, cj.device, cj.duration, cj.route, cj.bits, cj.prio, cj.cap, cj.key, cj.bar, cj.queued, cj.nic,
         cj.missing.copy(), cj.dep_ptr, cj.dep_idx, cj.device_cap, cj.route_links, cj.route_hops, cj.route_latency,
         cj.link_cap, cj.nics, cj.gate, cj.gate_size, cj.gate_sub, cj.parent, cj.children, ready, start, end,
-        link_bits, link_peak, stats,
+        link_bits, link_peak, stats, analysis, ftype, meter.hit, meter.total, meter.load,
+        meter.mask, meter.top,
     )  # fmt: skip
     if code == 1:
         raise RuntimeError(f"compact engine: {n - stats[2]} items unfinished and nothing pending (a bug)")
@@ -722,9 +771,79 @@ def run_compact(cj: CompactJob) -> CompactResult:
     if code == 3:
         raise RuntimeError(f"compact engine: the scheduler's rules hold every ready item and nothing runs ({cj.name})")
     makespan = float(np.nanmax(end)) if n else 0.0
-    return CompactResult(
+    run = CompactResult(
         cj, ready, start, end, makespan, int(stats[0]), int(stats[1]), int(stats[3]), int(stats[4]), link_bits,
         link_peak, time.perf_counter() - t0,
+    )  # fmt: skip
+    if analysis:
+        run.analysis = _analysis(run, meter)
+        run.wall_seconds = time.perf_counter() - t0
+    return run
+
+
+def network_free_run(cj: CompactJob) -> CompactResult:
+    """The run of ``cj`` with communication taking 0 s: every flow zero bits and every route
+    zero latency (same-server flows already take 0 s here). The scheduler's rules still decide
+    (a flow holds while a better one is active on its NIC: that one ends in the same
+    instant), in the event order of :func:`railbed.analysis.network_free_makespan`, which
+    gives the same times for the same job (``tests/test_analysis.py``)."""
+    return run_compact(replace(cj, bits=np.zeros_like(cj.bits), route_latency=np.zeros_like(cj.route_latency)))
+
+
+def _analysis(run: CompactResult, meter: Meter) -> dict:
+    """:attr:`CompactResult.analysis` (:func:`run_compact`)."""
+    from railbed.analysis import analyse, failed
+
+    cj = run.job
+    notes = []
+    free = network_free_run(cj).makespan
+    types = {t: k for k, t in enumerate(cj.types)}
+    tl = None
+    if cj.items <= MAX_ANALYSIS_ITEMS:
+        tl = timeline_of_compact(run)
+    else:
+        notes.append(
+            f"critical path and overlap not computed: {cj.items:,} items (over {MAX_ANALYSIS_ITEMS:,}; their "
+            "arrays would not fit beside the run's)"
+        )
+    try:
+        return analyse(tl, run.makespan, free, contention_result(meter.hit, meter.total, types), notes)
+    except Exception as exc:  # noqa: BLE001 - the run's results stand without their analysis; say why
+        return failed(run.makespan, free, exc, notes)
+
+
+def timeline_of_compact(run: CompactResult):
+    """The :class:`railbed.analysis.Timeline` of a compact run (its arrays, dependencies from
+    the dependents' CSR, each network flow's egress ports from its route)."""
+    from railbed.analysis import Timeline
+
+    cj = run.job
+    n = cj.items
+    is_flow = cj.kind != TASK
+    ctype = cj.ctype.astype(np.int32) if len(cj.ctype) else np.where(is_flow, 0, -1).astype(np.int32)
+    types = list(cj.types) or ["other"]
+    coflow = cj.coflow.astype(np.int64) if len(cj.coflow) else np.full(n, -1, np.int64)
+    named = int(coflow.max()) + 1 if n else 0
+    coflow = np.where(is_flow & (coflow < 0), named + np.arange(n), coflow)  # a flow without a coflow: its own
+    parent = cj.parent.astype(np.int64) if len(cj.parent) else np.full(n, -1, np.int64)
+    coflow = np.where(parent >= 0, coflow[np.maximum(parent, 0)], coflow)  # a sub-flow: its original's
+    counts = np.diff(cj.dep_ptr)
+    owner = np.repeat(np.arange(n, dtype=np.int64), counts)
+    order = np.argsort(cj.dep_idx, kind="stable")
+    pred_idx = owner[order]
+    pred_ptr = np.zeros(n + 1, np.int64)
+    np.cumsum(np.bincount(cj.dep_idx, minlength=n), out=pred_ptr[1:])
+    routed = cj.route >= 0
+    hops = np.where(routed, cj.route_hops[np.maximum(cj.route, 0)], 0)
+    path_ptr = np.zeros(n + 1, np.int64)
+    np.cumsum(hops, out=path_ptr[1:])
+    rows = np.repeat(np.maximum(cj.route, 0), hops)
+    cols = np.arange(int(path_ptr[-1])) - np.repeat(path_ptr[:-1], hops)
+    path_idx = cj.route_links[rows, cols].astype(np.int64)
+    return Timeline(
+        cj.ids, is_flow, cj.kind == NET, run.ready, run.start, run.end, ctype, types, coflow,
+        np.where(is_flow, -1, cj.device).astype(np.int64), np.where(is_flow, cj.nic, -1).astype(np.int64), parent,
+        pred_ptr, pred_idx, path_ptr, path_idx, list(cj.link_names), cj.link_cap, cj.bits, cj.cap,
     )  # fmt: skip
 
 
@@ -737,10 +856,10 @@ def load_items(path) -> dict:
 
 
 def simulate_compact(
-    job: Job, scheduler: Scheduler, cluster: ClusterSpec, policy: str | Policy = "dscp-priority"
+    job: Job, scheduler: Scheduler, cluster: ClusterSpec, policy: str | Policy = "dscp-priority", analysis: bool = False
 ) -> CompactResult:
     """:func:`compact` then :func:`run_compact`."""
-    return run_compact(compact(job, scheduler, cluster, policy))
+    return run_compact(compact(job, scheduler, cluster, policy), analysis)
 
 
 # ---------------------------------------------------------------- kernel helpers
@@ -848,9 +967,10 @@ def _start_flow(i, now, kind, start_t, local, nlocal, started, nstarted, any_rul
 def _run_kernel(
     kind, device, duration, route, bits, prio, cap, key, bar, queued, nic, missing, dep_ptr, dep_idx, device_cap,
     route_links, route_hops, route_latency, link_cap, nnics, gate, gate_size, gate_sub, parent, children, ready_t,
-    start_t, end_t, link_bits, link_peak, stats,
+    start_t, end_t, link_bits, link_peak, stats, metered, ftype, m_hit, m_total, m_load, m_mask, m_top,
 ):  # fmt: skip  # pragma: no cover - numba
-    """The whole run (module docstring). Returns 0, or 1 (nothing pending), 2 (no progress), 3 (stalled)."""
+    """The whole run (module docstring). Returns 0, or 1 (nothing pending), 2 (no progress), 3 (stalled).
+    ``metered``: measure contention (simulator.contention._step) by the items' type ids ``ftype``."""
     n = kind.shape[0]
     ndev = device_cap.shape[0]
     nlinks = link_cap.shape[0]
@@ -901,6 +1021,8 @@ def _run_kernel(
     slot_item = np.full(slots, -1, np.int64)
     free = np.zeros(slots, np.int64)
     fin_items = np.zeros(slots, np.int64)
+    sftype = np.zeros(slots, np.int64)  # the contention meter: a slot's type id and whether it is contended
+    scont = np.zeros(slots, np.bool_)
     for k in range(slots):
         free[k] = slots - 1 - k
     nfree = slots
@@ -955,10 +1077,13 @@ def _run_kernel(
                         )
                     )  # fmt: skip
                     nfree = slots // 2
+                    sftype, scont = _grow1(sftype, 0), _grow1(scont, False)
                 nfree -= 1
                 sl = free[nfree]
                 _fill_slot(sl, i, route[i], flow_links, nhops, sprio, scap, rem, slot_item, route_links, route_hops,
                            prio, cap, bits)  # fmt: skip
+                if metered:
+                    sftype[sl] = ftype[i]
                 act[nact] = sl
                 nact += 1
                 dirty = True
@@ -984,6 +1109,11 @@ def _run_kernel(
                 if t == np.inf:
                     stats[0], stats[1], stats[2] = events, steps, done
                     return 2
+                if metered:
+                    _step(
+                        link_cap, flow_links, nhops, sprio, scap, rates, act, nact, finished, nfin, sftype, dirty,
+                        scont, t - now, m_hit, m_total, m_load, m_mask, m_top,
+                    )  # fmt: skip
                 dirty = nfin > 0
             steps += 1
             now = t
@@ -1168,10 +1298,13 @@ def _run_kernel(
                     )
                 )  # fmt: skip
                 nfree = slots // 2
+                sftype, scont = _grow1(sftype, 0), _grow1(scont, False)
             nfree -= 1
             sl = free[nfree]
             _fill_slot(sl, i, r, flow_links, nhops, sprio, scap, rem, slot_item, route_links, route_hops,
                        prio, cap, bits)  # fmt: skip
+            if metered:
+                sftype[sl] = ftype[i]
             act[nact] = sl
             nact += 1
             dirty = True

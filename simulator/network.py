@@ -18,6 +18,11 @@ together (a ring's steps end at once; float rounding must not split them).
 Rates are bit/s and sizes are bits on the wire: the caller converts payload
 with :func:`railbed.units.wire_bytes`, as the emulator's shaped links count
 frames.
+
+With ``meter=True`` both engines also measure contention
+(:mod:`simulator.contention`): each flow is added with its coflow type's id,
+and ``meter`` accumulates, per type, the seconds flows were active and were
+rate-limited by a link shared with another type.
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ import math
 import numpy as np
 from numba import njit
 
+from simulator.contention import Meter, _step, step_reference
 from simulator.maxmin import EPS, _maxmin, maxmin_reference
 
 
@@ -110,9 +116,10 @@ def _advance(
 class NumbaNetwork:
     """Flows in slot arrays; rates and time in numba (see the module docstring)."""
 
-    def __init__(self, capacity: np.ndarray, max_hops: int = 4, slots: int = 1024) -> None:
+    def __init__(self, capacity: np.ndarray, max_hops: int = 4, slots: int = 1024, meter: bool = False) -> None:
         self.link_cap = np.asarray(capacity, dtype=np.float64)
         nlinks = len(self.link_cap)
+        self.meter = Meter(nlinks) if meter else None
         self.left = np.zeros(nlinks)
         self.count = np.zeros(nlinks, dtype=np.int64)
         self.link_load = np.zeros(nlinks)
@@ -142,12 +149,14 @@ class NumbaNetwork:
         self.act = grow(get("act"), slots, np.int64)
         self.state = grow(get("state"), slots, np.int8)
         self.finished = grow(None, slots, np.int64)
+        self.ftype = grow(get("ftype"), slots, np.int64)
+        self.contended = grow(get("contended"), slots, np.bool_)
 
     @property
     def active(self) -> int:
         return self.n
 
-    def add(self, links: tuple[int, ...], prio: int, cap: float | None, bits: float) -> int:
+    def add(self, links: tuple[int, ...], prio: int, cap: float | None, bits: float, ftype: int = 0) -> int:
         if not self._free:
             old = len(self.rem)
             self._alloc(2 * old)
@@ -161,6 +170,7 @@ class NumbaNetwork:
         self.prio[slot] = prio
         self.cap[slot] = math.inf if cap is None else cap
         self.rem[slot] = bits
+        self.ftype[slot] = ftype
         self.act[self.n] = slot
         self.n += 1
         self.dirty = True
@@ -196,6 +206,7 @@ class NumbaNetwork:
     def advance(self, now: float, t_limit: float) -> tuple[float, list[int]]:
         if self.n == 0:
             return t_limit, []
+        recompute = self.dirty
         t, nfin, n = _advance(
             now, t_limit, self.dirty, self.link_cap, self.flow_links, self.nhops, self.prio, self.cap, self.rem,
             self.rates, self.act, self.n, self.left, self.count, self.state, self.link_load, self.link_bits,
@@ -203,6 +214,13 @@ class NumbaNetwork:
         )  # fmt: skip
         if t == math.inf:
             raise NoProgress(f"{self.n} active flows have no rate and nothing else is pending")
+        if self.meter is not None:
+            m = self.meter
+            _step(
+                self.link_cap, self.flow_links, self.nhops, self.prio, self.cap, self.rates, self.act, n,
+                self.finished, nfin, self.ftype, recompute, self.contended, t - now, m.hit, m.total, m.load, m.mask,
+                m.top,
+            )  # fmt: skip
         self.dirty = nfin > 0
         self._fresh = False
         self.n = n
@@ -214,8 +232,10 @@ class NumbaNetwork:
 class ReferenceNetwork:
     """The same engine with plain Python containers and :func:`maxmin_reference`."""
 
-    def __init__(self, capacity, max_hops: int = 4, slots: int = 0) -> None:
+    def __init__(self, capacity, max_hops: int = 4, slots: int = 0, meter: bool = False) -> None:
         self.capacity = [float(c) for c in capacity]
+        self.meter = Meter(len(self.capacity)) if meter else None
+        self._contended: dict[int, bool] = {}
         self.flows: dict[int, dict] = {}  # insertion order = the numba engine's ``act`` order
         self.link_bits = [0.0] * len(self.capacity)
         self.link_peak = [0.0] * len(self.capacity)
@@ -227,10 +247,12 @@ class ReferenceNetwork:
     def active(self) -> int:
         return len(self.flows)
 
-    def add(self, links: tuple[int, ...], prio: int, cap: float | None, bits: float) -> int:
+    def add(self, links: tuple[int, ...], prio: int, cap: float | None, bits: float, ftype: int = 0) -> int:
         slot = self._next
         self._next += 1
-        self.flows[slot] = {"links": tuple(links), "prio": prio, "cap": math.inf if cap is None else cap, "rem": bits}
+        self.flows[slot] = {
+            "links": tuple(links), "prio": prio, "cap": math.inf if cap is None else cap, "rem": bits, "type": ftype,
+        }  # fmt: skip
         self._dirty = True
         return slot
 
@@ -267,6 +289,12 @@ class ReferenceNetwork:
                 load[lk] = load.get(lk, 0.0) + self._rates[s]
         for lk, x in load.items():
             self.link_peak[lk] = max(self.link_peak[lk], x / self.capacity[lk])
+        if self.meter is not None:
+            flags = step_reference(
+                self.capacity, [f["links"] for f in fl], [f["prio"] for f in fl], [f["cap"] for f in fl],
+                [self._rates[s] for s in slots], [f["type"] for f in fl],
+            )  # fmt: skip
+            self._contended = dict(zip(slots, flags))
         self._dirty = False
 
     def advance(self, now: float, t_limit: float) -> tuple[float, list[int]]:
@@ -290,6 +318,8 @@ class ReferenceNetwork:
         else:
             reached, done = t_min, {s for s in self.flows if times[s] <= t_min * (1 + EPS)}
         for s, f in self.flows.items():
+            if self.meter is not None and reached > now:
+                self.meter.add(reached - now if self._contended[s] else 0.0, reached - now, f["type"])
             moved = max(f["rem"], 0.0) if s in done else self._rates[s] * (reached - now)
             f["rem"] = 0.0 if s in done else f["rem"] - moved
             for lk in f["links"]:

@@ -36,6 +36,7 @@ import time
 from collections.abc import Callable
 from itertools import count
 
+from railbed.analysis import of_dispatcher
 from railbed.dispatch import Dispatcher, SetDscp, SetRate, StartFlow, StartWait
 from railbed.errors import SpecError
 from railbed.job import Job
@@ -44,6 +45,8 @@ from railbed.scheduler import Scheduler
 from railbed.spec import ClusterSpec
 from railbed.topology import Topology
 from railbed.units import wire_bytes
+from simulator.contention import result as contention_result
+from simulator.contention import type_id
 from simulator.fabric import Fabric, Route
 from simulator.network import NumbaNetwork, ReferenceNetwork
 from simulator.series import LinkSeries
@@ -78,6 +81,7 @@ class Simulation:
         engine: str = "numba",
         progress: Callable[[str], None] | None = None,
         progress_every: float = 2.0,
+        analysis: bool = False,
     ) -> None:
         if engine not in ENGINES:
             raise SpecError("engine", f"unknown simulator engine {engine!r} (known: {', '.join(ENGINES)})")
@@ -85,8 +89,10 @@ class Simulation:
         self.classes = dscp_classes(policy)
         self.topology = Topology(cluster)
         self.fabric = Fabric(self.topology)
-        self.dispatcher = Dispatcher(job, scheduler, cluster, self.topology)
-        self.network = ENGINES[engine](self.fabric.capacity)
+        self.dispatcher = Dispatcher(job, scheduler, cluster, self.topology, snapshot=analysis)
+        self.network = ENGINES[engine](self.fabric.capacity, meter=analysis)
+        self.analysis = analysis
+        self._types: dict[str, int] = {}  # coflow type -> its id in the contention meter
         self.series = LinkSeries(self.fabric.names, self.fabric.capacity)
         self.progress = progress
         self.progress_every = progress_every
@@ -156,6 +162,9 @@ class Simulation:
         result.link_series = self.series.result(result.makespan)
         result.notes.append(MODEL_NOTE)
         result.notes.append(f"simulator: {self.events} events in {self.steps} steps, engine {self.engine}")
+        if self.analysis:
+            m = self.network.meter
+            result.analysis = of_dispatcher(disp, result, contention_result(m.hit, m.total, self._types))
         result.wall_seconds = time.perf_counter() - wall0
         return result
 
@@ -185,7 +194,8 @@ class Simulation:
         rate, dscp = (active.rate, active.dscp) if active is not None else (flow.rate, flow.dscp)
         bits = 8.0 * wire_bytes(flow.size)
         t0 = time.perf_counter()
-        slot = self.network.add(route.links, self.classes[dscp], rate, bits)
+        ftype = type_id(self._types, self.dispatcher.items[flow.id].coflow_type) if self.analysis else 0
+        slot = self.network.add(route.links, self.classes[dscp], rate, bits, ftype)
         self.network_seconds += time.perf_counter() - t0
         self._slot_of[flow.id] = slot
         self._flow_at[slot] = flow
@@ -210,9 +220,12 @@ def simulate(
     policy: str | Policy = "dscp-priority",
     engine: str = "numba",
     progress: Callable[[str], None] | None = None,
+    analysis: bool = False,
 ) -> RunResult:
     """Run ``job`` under ``scheduler`` on a simulated ``cluster`` (see the module docstring).
 
     ``policy`` is the tc policy the emulator would install (``dscp-priority``
-    or ``fifo``): it decides which DSCPs are strict-priority classes."""
-    return Simulation(job, scheduler, cluster, policy, engine, progress).run()
+    or ``fifo``): it decides which DSCPs are strict-priority classes.
+    ``analysis``: fill ``result.analysis`` (:mod:`railbed.analysis`: the network-free run,
+    the critical path, coflow overlap, and contention measured on the max-min rates)."""
+    return Simulation(job, scheduler, cluster, policy, engine, progress, analysis=analysis).run()

@@ -258,7 +258,7 @@ def test_cli_run_writes_a_results_directory(tmp_path):
     scenario = {
         "name": "tiny",
         "cluster": SPEC.to_dict(),
-        "job": {"generator": "all_to_all", "args": {"n": 3, "size": "500KB"}},
+        "job": {"generator": "all_to_all", "args": {"n": 3, "size": "500KB", "compute": 0.005, "iterations": 2}},
         "schedulers": ["fifo", "tag-priority"],
         "scale": K,
     }
@@ -277,6 +277,27 @@ def test_cli_run_writes_a_results_directory(tmp_path):
     assert "fifo" in (out / "comparison.txt").read_text() and "tag-priority" in proc.stdout
     for sched in ("fifo", "tag-priority"):
         res = RunResult.load(out / sched / "result.json")
-        assert res.scheduler == sched and len(res.flow_completion_times()) == 6
+        assert res.scheduler == sched and len(res.flow_completion_times()) == 12
         assert res.fidelity["samples"] >= 2 and res.links
-    assert len(Job.load(out / "job.json")) == 9
+        check_analysis(res, out / sched / "summary.txt")
+    assert len(Job.load(out / "job.json")) == 18
+
+
+def check_analysis(res, summary) -> None:
+    """An emulated run's analysis (railbed/analysis.py) with sane values. The job: each of 3
+    servers computes 5 ms, then sends 500 KB to the two others (EP), twice; so without a
+    network it takes 10 ms exactly, and with one (1 Gbit/s NICs, two flows out and two in per
+    NIC) longer."""
+    a = res.analysis
+    assert a["network_free_makespan"] == pytest.approx(0.010, rel=1e-9)
+    assert a["max_speedup"] == pytest.approx(res.makespan / 0.010) and a["max_speedup"] > 1.2
+    cp = a["critical_path"]
+    assert sum(cp["time"].values()) == pytest.approx(res.makespan, rel=1e-9)
+    # both compute phases are on it; an emulated task ends at its deadline or a little after (real waits)
+    assert 0.010 * (1 - 1e-9) <= cp["time"]["compute"] < 0.011
+    assert 0 < a["exposed_comm_fraction"] < 1 and cp["time"]["EP"] > 0
+    assert cp["items"][0].startswith("i0.c") and cp["items"][-1].startswith("i1.f")
+    assert a["overlap"]["types"] == ["EP"] and 0 <= a["overlap"]["share"]["EP"]["EP"] < 0.5  # iterations barely meet
+    assert a["contention"]["method"].startswith("estimate") and a["contention"]["share"] == 0  # one type only
+    text = summary.read_text()
+    assert "max speedup" in text and "exposed comm" in text

@@ -1,0 +1,160 @@
+"""Contention on the simulator: which flows a link shared with another coflow type rate-limits.
+
+The ``contention`` field of a run's analysis (``railbed/analysis.py``,
+issue 22): the time-weighted share of network flows that were rate-limited
+by a link they shared with a flow of another coflow type. The simulator
+knows each flow's rate from max-min (:mod:`simulator.maxmin`), so between
+two rate computations a flow ``f`` of type ``a`` counts as contended when
+
+* it is below its cap (a capped flow is limited by its cap), and
+* some link ``l`` on its path is its bottleneck: ``l`` is saturated (its
+  flows' rates sum to its capacity) and no flow of ``f``'s priority class or
+  a lower one gets more on ``l`` than ``f`` (in strict priority a lower
+  class gets what the higher ones left: ``f``'s class froze on ``l``), and
+* ``l`` carries a flow of another type with a positive rate.
+
+A "class" of the issue's wording is a coflow type here (PP, DP, EP, TP, the
+GNN workloads' types, ``other`` for untyped flows), as in the overlap: the
+thesis's contention is between coflow types (seed 004, §5.1.2). Flows are
+weighted by time: the share is contended flow-seconds over active
+flow-seconds, where a flow is active while it is in the network (after its
+latency, until its last bit).
+
+``_step`` (numba) is called after every network advance with the flows
+active during it and whether their rates were recomputed; ``step_reference``
+is its plain twin (``tests/test_contention.py`` makes them agree and checks
+hand-computed cases). Both engines of :mod:`simulator.network` and the
+compact engine's kernel call it.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from simulator.maxmin import CLASSES
+
+TYPES = 64  # type ids 0..63 (a bit each in a link's mask of the types it carries)
+SAT = 1e-9  # a link within this factor of its capacity is saturated; a rate within it of a cap, capped
+
+
+@njit(cache=True)
+def _step(
+    link_cap, flow_links, nhops, prio, cap, rates, act, n_act, finished, n_fin, ftype, recompute, contended, dt,
+    hit, total, load, mask, top,
+):  # fmt: skip  # pragma: no cover - numba
+    """Account ``dt`` seconds of the flows ``act[:n_act]`` and ``finished[:n_fin]`` (slots).
+
+    With ``recompute`` (their rates were just computed) each one's ``contended`` flag is set
+    first (module docstring); ``hit[type]`` and ``total[type]`` gain ``dt`` per contended and
+    per active flow. ``load``, ``mask`` (per link) and ``top`` (per link and class) are scratch."""
+    n = n_act + n_fin
+    if recompute:
+        for i in range(n):
+            f = act[i] if i < n_act else finished[i - n_act]
+            for h in range(nhops[f]):
+                lk = flow_links[f, h]
+                load[lk] = 0.0
+                mask[lk] = 0
+                for c in range(top.shape[1]):
+                    top[lk, c] = 0.0
+        for i in range(n):
+            f = act[i] if i < n_act else finished[i - n_act]
+            r = rates[f]
+            for h in range(nhops[f]):
+                lk = flow_links[f, h]
+                load[lk] += r
+                if r > 0.0:
+                    mask[lk] |= np.int64(1) << ftype[f]
+                for c in range(prio[f], top.shape[1]):  # the most any flow of class <= c gets on lk
+                    if r > top[lk, c]:
+                        top[lk, c] = r
+        for i in range(n):
+            f = act[i] if i < n_act else finished[i - n_act]
+            r = rates[f]
+            hit_f = False
+            if not r >= cap[f] * (1.0 - SAT):
+                other = ~(np.int64(1) << ftype[f])
+                for h in range(nhops[f]):
+                    lk = flow_links[f, h]
+                    if (
+                        load[lk] >= link_cap[lk] * (1.0 - SAT)
+                        and (mask[lk] & other) != 0
+                        and r >= top[lk, prio[f]] * (1.0 - SAT)
+                    ):
+                        hit_f = True
+                        break
+            contended[f] = hit_f
+    if dt > 0.0:
+        for i in range(n):
+            f = act[i] if i < n_act else finished[i - n_act]
+            total[ftype[f]] += dt
+            if contended[f]:
+                hit[ftype[f]] += dt
+
+
+def step_reference(capacity, paths, prio, cap, rates, ftype) -> list[bool]:
+    """Which flows are contended (module docstring) given their ``rates``: the plain twin of
+    ``_step``'s flags, one flow per entry of ``paths`` (link ids)."""
+    on = {lk: [g for g in range(len(paths)) if lk in paths[g]] for path in paths for lk in path}
+    load = {lk: sum(rates[g] for g in flows) for lk, flows in on.items()}
+
+    def limits(f: int, lk: int) -> bool:
+        saturated = load[lk] >= capacity[lk] * (1 - SAT)
+        other_type = any(rates[g] > 0 and ftype[g] != ftype[f] for g in on[lk])
+        bottleneck = all(rates[f] >= rates[g] * (1 - SAT) for g in on[lk] if prio[g] <= prio[f])
+        return saturated and other_type and bottleneck
+
+    return [rates[f] < cap[f] * (1 - SAT) and any(limits(f, lk) for lk in path) for f, path in enumerate(paths)]
+
+
+def contended(capacity, paths, prio, cap, rates, ftype) -> np.ndarray:
+    """``_step``'s flags for one set of flows (the public face of the kernel, with
+    :func:`step_reference`'s signature): which flows are contended at these ``rates``."""
+    from simulator.maxmin import pack_paths
+
+    n = len(paths)
+    flow_links, nhops = pack_paths(paths)
+    link_cap = np.asarray(capacity, dtype=np.float64)
+    act = np.arange(n, dtype=np.int64)
+    flags = np.zeros(n, np.bool_)
+    m = Meter(len(link_cap))
+    _step(
+        link_cap, flow_links, nhops, np.asarray(prio, np.int64), np.asarray(cap, np.float64),
+        np.asarray(rates, np.float64), act, n, np.zeros(0, np.int64), 0, np.asarray(ftype, np.int64), True, flags,
+        0.0, m.hit, m.total, m.load, m.mask, m.top,
+    )  # fmt: skip
+    return flags
+
+
+class Meter:
+    """Accumulators of one run: ``hit`` and ``total`` flow-seconds per type id, scratch per link."""
+
+    def __init__(self, nlinks: int) -> None:
+        self.hit = np.zeros(TYPES)
+        self.total = np.zeros(TYPES)
+        self.load = np.zeros(max(nlinks, 1))
+        self.mask = np.zeros(max(nlinks, 1), np.int64)
+        self.top = np.zeros((max(nlinks, 1), CLASSES))
+
+    def add(self, hit: float, total: float, ftype: int) -> None:
+        self.hit[ftype] += hit
+        self.total[ftype] += total
+
+
+def type_id(types: dict[str, int], name: str | None) -> int:
+    """The id of coflow type ``name`` (``other`` for ``None``) in ``types``, added if new;
+    types past the 63rd share the last id."""
+    from railbed.analysis import UNTYPED
+
+    return types.setdefault(name or UNTYPED, min(len(types), TYPES - 1))
+
+
+def result(hit: np.ndarray, total: np.ndarray, types: dict[str, int]) -> dict:
+    """The ``contention`` field from the accumulators and the type ids."""
+    all_time = float(total.sum())
+    return {
+        "share": float(hit.sum()) / all_time if all_time > 0 else 0.0,
+        "by_type": {name: float(hit[k] / total[k]) for name, k in types.items() if total[k] > 0},
+        "method": "max-min: below its cap, its bottleneck link saturated and carrying another coflow type",
+    }
