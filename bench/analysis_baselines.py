@@ -60,7 +60,7 @@ def run_row(paper: str, scenario: str, baseline: str, args: dict, engine: str) -
     sc = Scenario.from_dict(data, base=path.parent, arrays="always" if engine == "compact" else False)
     t0 = time.perf_counter()
     with tempfile.TemporaryDirectory() as tmp:
-        (result,) = simulate_scenario(sc, Path(tmp) / "out", echo=lambda _: None, engine=engine, plots=False)
+        (result,) = simulate_scenario(sc, Path(tmp) / "out", echo=lambda _: None, backend=engine, plots=False)
     ja = data["job"]["args"]
     what = {
         "GPUs": sum(s.gpus for s in sc.cluster.servers),

@@ -66,13 +66,15 @@ def job_and_cluster(gpus: int):
 def one_size(gpus: int, engine: str, scheduler: str) -> dict:
     from schedulers import by_name
     from simulator import Simulation
+    from simulator.network import NumbaNetwork, ReferenceNetwork
 
+    network = {"numba": NumbaNetwork, "reference": ReferenceNetwork}[engine]  # the network's kernel
     small, cluster = job_and_cluster(64)  # load the numba kernels from their cache: not part of the timing
-    Simulation(small, by_name(scheduler), cluster, engine=engine).run()
+    Simulation(small, by_name(scheduler), cluster, network=network).run()
     t0 = time.perf_counter()
     job, cluster = job_and_cluster(gpus)
     t1 = time.perf_counter()
-    sim = Simulation(job, by_name(scheduler), cluster, engine=engine)
+    sim = Simulation(job, by_name(scheduler), cluster, network=network)
     t2 = time.perf_counter()
     result = sim.run()
     t3 = time.perf_counter()

@@ -58,7 +58,8 @@ def python_argv(module: str, *args: str) -> list[str]:
     return [sys.executable, "-m", module, *args]
 
 
-def _env() -> dict[str, str]:
+def agent_env() -> dict[str, str]:
+    """The environment of a process started in a node: this one's, with the project on PYTHONPATH."""
     env = dict(os.environ)
     env["PYTHONPATH"] = PROJECT_ROOT + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     return env
@@ -132,7 +133,7 @@ def measure(
             ),
             stdout=subprocess.PIPE,
             text=True,
-            env=_env(),
+            env=agent_env(),
         )
     for proc in sinks.values():
         line = proc.stdout.readline()
@@ -161,7 +162,7 @@ def measure(
                 python_argv("emulator.blaster", *argv),
                 stdout=subprocess.PIPE,
                 text=True,
-                env=_env(),
+                env=agent_env(),
             )
         )
     for proc in senders:  # a sender's start-up (a cold Python) must not eat into the window

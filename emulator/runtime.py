@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from emulator.fidelity import LinkSampler, fidelity_report, link_series, nic_groups, tcp_counters
-from emulator.loadtest import _env, python_argv
+from emulator.loadtest import agent_env, python_argv
 from emulator.nodes import RTO_MIN, SYN_TIMEOUT
 from emulator.state import STATE_DIR, RunState
 from emulator.testbed import Testbed
@@ -108,6 +108,16 @@ def run(
     return r.go(strict, on_agents)
 
 
+def _twin(scheduler: Scheduler) -> Scheduler | None:
+    """A copy of ``scheduler`` for the fluid model's run of the same job (None if it cannot be copied)."""
+    import copy
+
+    try:
+        return copy.deepcopy(scheduler)
+    except Exception:  # noqa: BLE001 - a scheduler holding something uncopyable: no comparison
+        return None
+
+
 class _Run:
     def __init__(
         self, job, scheduler, tb, trace, progress, progress_every, timeout, sample_interval, faults, flow_progress,
@@ -118,6 +128,7 @@ class _Run:
         self.tb = tb
         self.k = tb.scale.k
         self.job = job
+        self.twin = _twin(scheduler)  # before the run changes it: the fluid model's run (_fluid_makespan)
         self.dispatcher = Dispatcher(job, scheduler, tb.spec, tb.topology, snapshot=analysis)
         self.analysis = analysis
         self.trace = trace
@@ -227,9 +238,11 @@ class _Run:
             return
         latency = self.tb.spec.fabric.latency if self.tb.latency_mode != "none" else 0.0
         solo = nic_groups(result, topo, self.tb.scale, latency, self.rerated)
+        fluid = self._fluid_makespan(result)
         result.links, result.fidelity = fidelity_report(
-            sampler.samples, real, model, classes, solo, self.tcp, RTO_MIN / self.k, SYN_TIMEOUT / self.k
-        )
+            sampler.samples, real, model, classes, solo, self.tcp, RTO_MIN / self.k, SYN_TIMEOUT / self.k,
+            makespan=result.makespan, fluid_makespan=fluid,
+        )  # fmt: skip
         result.link_series = link_series(sampler.samples, real, self.t0, self.k)
         lags = sorted(self.start_lags)
         if lags:  # model seconds
@@ -238,6 +251,21 @@ class _Run:
             result.fidelity["start_lag_worst"] = lags[-1][1]
         if sampler.error:
             result.notes.append(f"fidelity sampler stopped early: {sampler.error}")
+
+    def _fluid_makespan(self, result: RunResult) -> float | None:
+        """The fluid model's makespan of this job under the scheduler as it was before the run
+        (the fidelity report's loss verdict compares them), or None with a note saying why not."""
+        from railbed.backend import RunOptions, backend  # the fluid backend by name: no upward import
+
+        if self.twin is None:
+            result.notes.append("fidelity: no fluid-model makespan (the scheduler cannot be copied)")
+            return None
+        try:
+            options = RunOptions(policy=self.tb.policy, analysis=False)
+            return backend("fluid").run(self.job, self.twin, self.tb.spec, options).makespan
+        except Exception as exc:  # noqa: BLE001 - the emulated run stands; the comparison is extra
+            result.notes.append(f"fidelity: no fluid-model makespan ({type(exc).__name__}: {exc})"[:300])
+            return None
 
     # ---------------------------------------------------------------- agents
     def _start_agents(self) -> None:
@@ -262,7 +290,7 @@ class _Run:
                     stdin=subprocess.DEVNULL,
                     stdout=subprocess.DEVNULL,
                     stderr=err,
-                    env=_env(),
+                    env=agent_env(),
                 )
             self.agents[s] = _AgentConn(s, proc, log)
         pending = set(self.agents)

@@ -1,6 +1,7 @@
 """Intra-host interconnect and SmartNIC/FPGA datapath models (numba).
 
-Not built yet: the hardware-models issue fills this package (DGX-1/PCIe/
-A100/H100 presets, transfer model, DGCL SPST, LEO datapaths). Pure code: no
-root, no Mininet.
+Interconnect graphs and presets (graph), the transfer model (transfer), DGCL's
+SPST (dgcl), LEO's datapaths (leo), the two host models (plugin) and the kinds
+a cluster file names (intra_host, datapath; registered in railbed.hosts.KINDS).
+Pure code: no root, no Mininet.
 """

@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 
 from railbed import machine
+from railbed.backend import BACKENDS, backend
 from railbed.dispatch import RunStalled, SchedulerError
 from railbed.errors import EnvironmentProblem, Interrupted, RunFailed, SpecError
 from railbed.spec import ClusterSpec
@@ -49,6 +50,12 @@ def _seconds_arg(value: str) -> float:
     if not 0 < seconds <= 3600:
         raise argparse.ArgumentTypeError(f"seconds: must be in (0, 3600], got {value}")
     return seconds
+
+
+def _count_arg(value: str) -> int:
+    if not value.isdigit() or int(value) < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {value!r}")
+    return int(value)
 
 
 def cmd_check(args: argparse.Namespace) -> int:
@@ -114,7 +121,7 @@ def cmd_clean(_args: argparse.Namespace) -> int:
 
 def _scenario_and_out(args: argparse.Namespace, kind: str = "", arrays: bool = False):
     """The scenario file (validated) and its results directory (default results/<name>[-kind]-<time>).
-    ``arrays``: a job too large for a Python Job is left to be built as arrays (the compact engine)."""
+    ``arrays``: a job too large for a Python Job is left to be built as arrays (backend fluid-rules)."""
     from scenarios.runner import Scenario
 
     sc = Scenario.load(args.scenario, arrays=arrays)
@@ -129,11 +136,28 @@ def cmd_run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _simulator(args: argparse.Namespace):
+    """The backend ``--backend`` names (``--engine``: its old spelling), decoded here, once."""
+    if args.backend is not None and args.engine is not None:
+        raise SpecError("--engine", "give --backend only (--engine is its old name)")
+    name, field = (args.engine, "--engine") if args.engine is not None else (args.backend or "fluid", "--backend")
+    note = BACKENDS.note(name)
+    if args.engine is not None:
+        note = f"--engine {name} is now --backend {BACKENDS.canonical(name, field)} (the old spelling still works)"
+    if note:
+        print(f"railbed: note: {note}", file=sys.stderr)
+    be = backend(name, field)
+    if be.capabilities.needs_root:
+        raise SpecError(field, f"{be.name} builds a cluster (root): railbed run or crosscheck run it")
+    return be
+
+
 def cmd_simulate(args: argparse.Namespace) -> int:
     from scenarios.runner import simulate_scenario
 
-    sc, out = _scenario_and_out(args, "-sim", arrays=args.engine == "compact")
-    simulate_scenario(sc, out, echo=_say, schedulers=args.scheduler, engine=args.engine, plots=not args.no_plots)
+    be = _simulator(args)
+    sc, out = _scenario_and_out(args, "-sim", arrays=be.capabilities.array_jobs)
+    simulate_scenario(sc, out, echo=_say, schedulers=args.scheduler, backend=be, plots=not args.no_plots)
     return 0
 
 
@@ -170,27 +194,34 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
-    from scenarios.sweep import Sweep, run_sweep
+    from scenarios.sweep import MAX_POINTS, Sweep, run_sweep
 
     sweep = Sweep.load(args.sweep)
     out = Path(args.out or f"results/sweep-{sweep.name}")
-    rows = run_sweep(sweep, out, echo=_say, address=args.address, cpus=args.cpus)
+    limit = args.max_points or MAX_POINTS
+    rows = run_sweep(sweep, out, echo=_say, address=args.address, cpus=args.cpus, max_points=limit)
     return 0 if all(r["status"] == "ok" for r in rows) else 1
 
 
 def cmd_reproduce(args: argparse.Namespace) -> int:
+    write = args.write or args.readme
+    if args.sensitivity:
+        from scenarios.sensitivity import sensitivity
+
+        sensitivity(args.paper, Path(args.out), quick=args.quick, echo=_say, address=args.address, cpus=args.cpus)
+        return 0
     from scenarios.reproduce import reproduce
 
-    readme = Path(args.readme) if args.readme else None
     reproduce(
         args.paper,
         Path(args.out),
         quick=args.quick,
         emulate=args.emulate,
         echo=_say,
-        readme=readme,
+        write=Path(write) if write else None,
         resume=args.resume,
         full_size=args.full_size,
+        plots=not args.no_plots,
     )
     return 0
 
@@ -249,11 +280,13 @@ def build_parser() -> argparse.ArgumentParser:
         "simulate", "run a scenario on the flow-level simulator (no root)", cmd_simulate, "-sim", False
     )
     s.add_argument(
-        "--engine",
-        default="numba",
-        choices=["numba", "reference", "compact"],
-        help="reference: the slow oracle; compact: one numba kernel, for schedulers with rules (simulator/compact.py)",
+        "--backend",
+        default=None,
+        metavar="NAME",
+        help="fluid (default): every scheduler hook; fluid-reference: the same, the slow oracle; fluid-rules: "
+        "one numba kernel over the schedulers' rules, jobs as arrays (railbed/backend.py)",
     )
+    s.add_argument("--engine", default=None, help=argparse.SUPPRESS)  # the old name: numba | reference | compact
     scenario_command(
         "crosscheck",
         "run a scenario on the emulator and the simulator and compare (root)",
@@ -275,6 +308,7 @@ def build_parser() -> argparse.ArgumentParser:
     sw.add_argument("--out", default=None, help="results directory (default results/sweep-<name>); re-run resumes")
     sw.add_argument("--address", default=None, help="Ray cluster address (default: RAY_ADDRESS, else local)")
     sw.add_argument("--cpus", type=int, default=None, help="CPUs of the local Ray instance (default: all)")
+    sw.add_argument("--max-points", type=_count_arg, default=None, help="allow grids of up to N points (default 1000)")
     sw.set_defaults(func=cmd_sweep)
 
     from scenarios.reproduce import PAPERS
@@ -284,13 +318,27 @@ def build_parser() -> argparse.ArgumentParser:
     rp.add_argument("--quick", action="store_true", help="small versions of the scenarios (minutes)")
     rp.add_argument("--emulate", action="store_true", help="also the emulated and crosscheck rows (root)")
     rp.add_argument(
-        "--full-size", action="store_true", help="also the rows at the papers' sizes (compact engine: minutes, GBs)"
+        "--full-size", action="store_true", help="also the rows at the papers' sizes (fluid-rules: minutes, GBs)"
     )
     rp.add_argument("--out", default="reproduction", help="where the runs and REPRODUCTION.md go")
-    rp.add_argument("--readme", default=None, help="also rewrite this README's reproduce:begin/end block")
+    rp.add_argument(
+        "--write",
+        default=None,
+        metavar="FILE",
+        help="also rewrite this file's reproduce:begin/end block (REPRODUCTION.md)",
+    )
+    rp.add_argument("--readme", default=None, help=argparse.SUPPRESS)  # the old name of --write
     rp.add_argument(
         "--resume", action="store_true", help="reuse runs in --out that finished with the same scenario.yaml"
     )
+    rp.add_argument(
+        "--sensitivity",
+        action="store_true",
+        help="sweep the claims files' unstated parameters on Ray, one figure per claim",
+    )
+    rp.add_argument("--no-plots", action="store_true", help="no figures (REPRODUCTION.md's block has none)")
+    rp.add_argument("--address", default=None, help="--sensitivity: a Ray cluster (default: local)")
+    rp.add_argument("--cpus", type=int, default=None, help="--sensitivity: CPUs of the local Ray instance")
     rp.set_defaults(func=cmd_reproduce)
 
     k = sub.add_parser("clean", help="remove what a killed run left behind (root)")

@@ -14,20 +14,20 @@ Life of an item
     source leg (a wait), the network transfer (:class:`StartFlow`), the
     destination leg plus the option's extra time (a wait). A flow whose
     endpoints share a server never touches the network: it is one wait of the
-    server's intra-host model (0 s when the server has no ``intra_host``
-    preset; the run notes it); the same-server flows that start in one batch
-    are timed together (concurrent legs: they share the server's links).
+    server's host model (0 s when the server has none; the run notes it); the
+    same-server flows that start in one batch are timed together (concurrent
+    legs: they share the server's links).
 
 Host models
-    Each leg is asked of its server's model once, when it starts, with the
-    current model time. A server with a ``datapath`` (LEO) has its own
-    stateful :class:`hwmodels.plugin.DatapathHost` for the whole run, so
-    concurrent requests wait in its queues (eqs. 6.1/6.2), and servers of one
-    preset never share state; interconnect graph presets are stateless (a
-    leg as if alone) and shared. A flow's record keeps ``intra`` (its legs'
-    seconds) and ``jitter``: a flow with path options crossing a datapath
-    NIC with a ``jitter`` range waits a seeded uniform draw per such NIC
-    before the network (§6.4's 3-9 us at the requester).
+    Each leg is asked of its server's model (:mod:`railbed.hosts`: the kind
+    the cluster file names gives one model per server for the run) once,
+    when it starts, with the current model time. A stateful model (LEO's
+    ``datapath``) keeps its queues for the whole run, so concurrent requests
+    wait in them (eqs. 6.1/6.2); a stateless one (an ``intra_host`` graph)
+    times a leg as if alone. A flow's record keeps ``intra`` (its legs'
+    seconds) and ``jitter``: a flow with path options waits, before the
+    network, the ``nic_delay`` of each endpoint's model that has one (LEO:
+    a seeded uniform draw, §6.4's 3-9 us at the requester).
 
 After every batch of changes to the set of network flows the dispatcher calls
 ``on_flows_changed`` and turns its answer into :class:`SetRate` and
@@ -59,9 +59,9 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
-from functools import cache
 
 from railbed.errors import SpecError
+from railbed.hosts import KINDS, HostLeg, HostModel
 from railbed.job import Flow, Item, Job, Location, Placement, Task, attrs_of
 from railbed.results import ItemRecord, RunResult
 from railbed.scheduler import (
@@ -138,18 +138,11 @@ Action = StartWait | StartFlow | SetRate | SetDscp
 
 
 def server_devices(server: Server) -> list[str]:
-    """Device names an endpoint may be placed on: ``gpu<i>`` (i < gpus), ``cpu``, the intra-host preset's nodes."""
+    """Device names an endpoint may be placed on: ``gpu<i>`` (i < gpus), ``cpu``, those its hardware model adds."""
     names = [f"gpu{g}" for g in range(server.gpus)] + ["cpu"]
-    if server.intra_host is not None:
-        names += [n for n in _preset_nodes(server.intra_host) if n not in names]
+    if server.host is not None:
+        names += [n for n in server.host.definition().devices(server.host.spec) if n not in names]
     return names
-
-
-@cache
-def _preset_nodes(preset: str) -> tuple[str, ...]:
-    from hwmodels.graph import load_preset
-
-    return tuple(load_preset(preset).nodes)
 
 
 def server_resources(server: Server) -> dict[str, float]:
@@ -249,9 +242,7 @@ class Dispatcher:
         self._flows_changed = False
         self._next_index = 0
         self._done = 0  # items of the job (not sub-flows) finished
-        self._host_models: dict[str, object] = {}  # interconnect graph presets (stateless) by name
-        self._datapaths: dict[int, object] = {}  # server -> its own stateful datapath model
-        self._rngs: dict[int, object] = {}  # server -> its jitter generator
+        self._host_models: dict[int, HostModel | None] = {}  # server -> its model for this run
         self._legs: dict[tuple[str, str], tuple[float, float]] = {}
         self._local_no_model = 0
         self._sub: dict[str, SubFlow] = {}  # sub-flow id -> how the scheduler made it
@@ -260,7 +251,6 @@ class Dispatcher:
         self._local_batch: list[tuple[Flow, int, str, str]] = []  # same-server flows started in this batch
         self._wakes: dict[str, float] = {}
         self._calls_on_done = type(scheduler).on_done is not Scheduler.on_done
-        self._datapaths_jitter = any(s.datapath is not None and s.datapath.jitter for s in cluster.servers)
 
     # ----------------------------------------------------------------- API
     @property
@@ -335,7 +325,7 @@ class Dispatcher:
         res.makespan = max(ends) if ends else 0.0
         res.compute_iterations()
         if self._local_no_model:
-            res.notes.append(f"{self._local_no_model} same-server flows took 0 s: their server has no intra_host model")
+            res.notes.append(f"{self._local_no_model} same-server flows took 0 s: their server has no host model")
         return res
 
     # ----------------------------------------------------------- internals
@@ -407,24 +397,12 @@ class Dispatcher:
             return None
         return next(o for o in flow.options if o.name == name)
 
-    def _host_model(self, server: int):
-        """The server's host model: its own stateful datapath model (LEO), or the
-        (stateless, shared by preset) interconnect graph model; ``None`` without either."""
-        spec = self.cluster.servers[server]
-        if spec.datapath is not None:
-            if server not in self._datapaths:
-                from hwmodels.plugin import DatapathHost
-
-                self._datapaths[server] = DatapathHost(spec.datapath)
-            return self._datapaths[server]
-        preset = spec.intra_host
-        if preset is None:
-            return None
-        if preset not in self._host_models:
-            from hwmodels.plugin import host_model
-
-            self._host_models[preset] = host_model(preset)
-        return self._host_models[preset]
+    def _host_model(self, server: int) -> HostModel | None:
+        """The server's model for this run (made by its kind on first use), ``None`` without one."""
+        if server not in self._host_models:
+            host = self.cluster.servers[server].host
+            self._host_models[server] = None if host is None else host.definition().model(host.spec, server)
+        return self._host_models[server]
 
     def _leg_time(self, flow: Flow, leg, side: str, now: float) -> tuple[float, float]:
         """(seconds, inject rate bit/s) of an option's leg on the ``side`` server, asked once,
@@ -443,11 +421,10 @@ class Dispatcher:
         model = self._host_model(server)
         where = f"items.{flow.id}.options.{self.records[flow.id].option}.{side}_leg"
         if model is None:
-            raise SpecError(where, f"no duration and server h{server} has no intra_host or datapath model")
-        from hwmodels.plugin import Leg as HwLeg
-
+            kinds = ", ".join(KINDS.names())
+            raise SpecError(where, f"no duration and server h{server} has no host model ({kinds})")
         try:
-            timing = model.leg(HwLeg(leg.src, leg.dst, float(flow.size or 0), now, leg.work))
+            timing = model.leg(HostLeg(leg.src, leg.dst, float(flow.size or 0), now, leg.work))
         except KeyError as exc:  # a function the server's datapath does not time
             raise SpecError(f"{where}.work", f"on server h{server}: {exc.args[0]}") from None
         except ValueError as exc:
@@ -455,21 +432,13 @@ class Dispatcher:
         return float(timing.duration), float(timing.inject_rate)
 
     def _jitter(self, flow: Flow) -> float:
-        """The delay a flow with path options meets at the datapath NICs it crosses (§6.4: 3-9 us
-        at the requester's NIC), one uniform draw per NIC with a ``jitter`` range, from the
-        server's seeded generator, in the order flows start."""
+        """The delay a flow with path options meets at the NICs it crosses: each endpoint's host
+        model's ``nic_delay`` (LEO's datapath: §6.4's 3-9 us), asked in the order flows start."""
         total = 0.0
         for ep in (flow.src, flow.dst):
-            server = self.placement[ep].server
-            spec = self.cluster.servers[server].datapath
-            if spec is None or spec.jitter is None:
-                continue
-            if server not in self._rngs:
-                import numpy as np
-
-                self._rngs[server] = np.random.default_rng([spec.seed, server])
-            lo, hi = spec.jitter
-            total += float(self._rngs[server].uniform(lo, hi))
+            delay = getattr(self._host_model(self.placement[ep].server), "nic_delay", None)
+            if delay is not None:
+                total += delay()
         return total
 
     def _offer(self, item_id: str) -> Decision | Split:
@@ -627,7 +596,7 @@ class Dispatcher:
         for orig, carried_ends in ends.items():
             if not carried_ends:
                 raise SchedulerError(f"{who}: {orig} gets no sub-flows: none listed under it or carrying it")
-            _check_conservation(self.items[orig], carried_ends, who)
+            check_conservation(self.items[orig], carried_ends, who)
         for sub, shares in carried_by:
             self._check_copies(sub, shares, who)
         for subs in split.parts.values():
@@ -635,7 +604,7 @@ class Dispatcher:
                 for d in sub.deps:
                     if d not in new_ids and d not in self.view.done:
                         raise SchedulerError(f"{who}: sub-flow {sub.id} depends on {d!r}: not in the split, not done")
-        _check_acyclic(split, who)
+        check_acyclic(split, who)
         return set(split.parts)
 
     def _check_sub(self, sub: SubFlow, who: str, new_ids: set[str]) -> None:
@@ -724,7 +693,7 @@ class Dispatcher:
             self._local_batch.append((flow, src.server, src.device, dst.device))
             return []
         opt = self._option(flow)
-        jitter = self._jitter(flow) if opt is not None and self._datapaths_jitter else 0.0
+        jitter = self._jitter(flow) if opt is not None else 0.0
         if jitter:
             rec.jitter = jitter
         if opt is not None and (opt.src_leg is not None or jitter):
@@ -736,8 +705,6 @@ class Dispatcher:
     def _time_local(self) -> list[Action]:
         """Waits for the same-server flows started in this batch: the flows of one server that start
         together are concurrent legs of its intra-host model (they share its links)."""
-        from hwmodels.plugin import Leg as HwLeg
-
         batch, self._local_batch = self._local_batch, []
         seconds = [0.0] * len(batch)
         for server in sorted({b[1] for b in batch}):
@@ -751,7 +718,7 @@ class Dispatcher:
                 now = self.view.now
                 try:
                     timings = model.legs(
-                        [HwLeg(batch[k][2], batch[k][3], float(batch[k][0].size or 0), now) for k in legs]
+                        [HostLeg(batch[k][2], batch[k][3], float(batch[k][0].size or 0), now) for k in legs]
                     )
                 except ValueError as exc:  # a datapath server has no device-to-device leg
                     raise SpecError(f"items.{batch[legs[0]][0].id}", f"same-server flow on h{server}: {exc}") from None
@@ -874,7 +841,7 @@ def _share_received(share: int, rec: ItemRecord) -> int:
     return share if received >= rec.size else share * received // rec.size
 
 
-def _check_conservation(orig: Flow, ends: list[tuple[str, str, int]], who: str) -> None:
+def check_conservation(orig: Flow, ends: list[tuple[str, str, int]], who: str) -> None:
     """The sub-flows carry ``orig.size`` bytes out of its source, into its destination, and relays forward all."""
     net: dict[str, int] = {}
     for src, dst, size in ends:
@@ -891,7 +858,8 @@ def _check_conservation(orig: Flow, ends: list[tuple[str, str, int]], who: str) 
             )
 
 
-def _check_acyclic(split: Split, who: str) -> None:
+def check_acyclic(split: Split, who: str) -> None:
+    """The sub-flows' dependencies among themselves form no cycle (:class:`SchedulerError` naming one)."""
     deps = {sub.id: [d for d in sub.deps] for subs in split.parts.values() for sub in subs}
     state: dict[str, int] = {}
 

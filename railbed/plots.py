@@ -72,7 +72,7 @@ def write_csv(path: Path, header: Sequence[str], rows: Rows) -> Path:
     return path
 
 
-def _figure(width: float = 8.0, height: float = 4.5):
+def new_figure(width: float = 8.0, height: float = 4.5):
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
@@ -81,7 +81,7 @@ def _figure(width: float = 8.0, height: float = 4.5):
     return fig, fig.add_subplot(1, 1, 1)
 
 
-def _save(fig, png: Path) -> Path:
+def save_figure(fig, png: Path) -> Path:
     fig.tight_layout()
     fig.savefig(png, format="png")
     return png
@@ -140,7 +140,7 @@ def draw_timeline(rows: Rows, png: Path, title: str) -> Path:
     lanes = list(dict.fromkeys(row[0] for row in rows))
     span = max((row[4] for row in rows), default=1.0)
     unit, factor = time_unit(span)
-    fig, ax = _figure(9.0, 1.2 + 0.28 * max(1, len(lanes)))
+    fig, ax = new_figure(9.0, 1.2 + 0.28 * max(1, len(lanes)))
     keys = sorted({row[5] for row in rows}, key=lambda k: (k != "task", k))
     colors = _colors(keys)
     for key in keys:
@@ -155,7 +155,7 @@ def draw_timeline(rows: Rows, png: Path, title: str) -> Path:
     ax.set_ylabel("device / source NIC")
     ax.set_title(title, fontsize=10)
     ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))
-    return _save(fig, png)
+    return save_figure(fig, png)
 
 
 def timeline(result: RunResult, base: Path, name: str = "", color_by: str = "coflow_type") -> Path:
@@ -199,7 +199,7 @@ def draw_critical(rows: Rows, png: Path, title: str) -> Path:
     lanes = sorted(dict.fromkeys(row[0] for row in rows), key=lambda name: _lane_key(name))
     y = {lane: k for k, lane in enumerate(lanes)}
     unit, factor = time_unit(max((row[4] for row in rows), default=1.0))
-    fig, ax = _figure(9.0, 1.4 + 0.28 * max(1, len(lanes)))
+    fig, ax = new_figure(9.0, 1.4 + 0.28 * max(1, len(lanes)))
     for row in rows:
         if not row[5]:
             ax.broken_barh([(row[3] * factor, (row[4] - row[3]) * factor)], (y[row[0]] - 0.4, 0.8), facecolors="0.88")
@@ -221,7 +221,7 @@ def draw_critical(rows: Rows, png: Path, title: str) -> Path:
     ax.set_title(title, fontsize=10)
     if cats:
         ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))
-    return _save(fig, png)
+    return save_figure(fig, png)
 
 
 def _lane_key(name: str) -> tuple:
@@ -256,7 +256,7 @@ def overlap_rows(result: RunResult) -> Rows:
 def draw_overlap(rows: Rows, png: Path, title: str) -> Path:
     types = list(dict.fromkeys(row[0] for row in rows))
     grid = [[100 * next(row[2] for row in rows if row[0] == a and row[1] == b) for b in types] for a in types]
-    fig, ax = _figure(1.6 + 0.9 * len(types), 1.2 + 0.8 * len(types))
+    fig, ax = new_figure(1.6 + 0.9 * len(types), 1.2 + 0.8 * len(types))
     im = ax.imshow(grid, cmap="Blues", vmin=0, vmax=100.0)  # one scale for every run: 0-100 % of the makespan
     for i in range(len(types)):
         for j in range(len(types)):
@@ -266,7 +266,7 @@ def draw_overlap(rows: Rows, png: Path, title: str) -> Path:
     ax.set_yticks(range(len(types)), types, fontsize=8)
     ax.set_title(title, fontsize=9)
     fig.colorbar(im, ax=ax, label="% of the makespan")
-    return _save(fig, png)
+    return save_figure(fig, png)
 
 
 def overlap_heatmap(result: RunResult, base: Path, name: str = "") -> Path | None:
@@ -288,7 +288,7 @@ def cdf_rows(values_by_run: dict[str, Sequence[float]]) -> Rows:
 
 
 def draw_cdf(rows: Rows, png: Path, what: str, title: str) -> Path:
-    fig, ax = _figure()
+    fig, ax = new_figure()
     unit, factor = time_unit(max((row[1] for row in rows), default=1.0))
     for run in dict.fromkeys(row[0] for row in rows):
         xs = [row[1] * factor for row in rows if row[0] == run]
@@ -303,7 +303,7 @@ def draw_cdf(rows: Rows, png: Path, what: str, title: str) -> Path:
     ax.set_title(title, fontsize=10)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
-    return _save(fig, png)
+    return save_figure(fig, png)
 
 
 def fct_cdf(runs: dict[str, RunResult], base: Path) -> Path:
@@ -327,7 +327,7 @@ def iteration_rows(runs: dict[str, RunResult]) -> Rows:
 
 
 def draw_iterations(rows: Rows, png: Path) -> Path:
-    fig, ax = _figure()
+    fig, ax = new_figure()
     runs = list(dict.fromkeys(row[0] for row in rows))
     its = sorted({row[1] for row in rows})
     unit, factor = time_unit(max((row[2] for row in rows), default=1.0))
@@ -342,7 +342,7 @@ def draw_iterations(rows: Rows, png: Path) -> Path:
     ax.set_title("time per iteration", fontsize=10)
     ax.legend(fontsize=8)
     ax.grid(alpha=0.3, axis="y")
-    return _save(fig, png)
+    return save_figure(fig, png)
 
 
 def iterations(runs: dict[str, RunResult], base: Path) -> Path:
@@ -388,7 +388,7 @@ def draw_links(rows: Rows, png: Path, title: str) -> Path:
     axes[len(axes) // 2].set_ylabel("utilisation (% of link rate)")
     axes[-1].set_xlabel(f"time ({unit}, model)")
     axes[0].set_title(title, fontsize=10)
-    return _save(fig, png)
+    return save_figure(fig, png)
 
 
 def link_utilisation(result: RunResult, base: Path, name: str = "") -> Path | None:
@@ -407,7 +407,7 @@ def crosscheck_rows(checks: list[dict]) -> Rows:
 
 
 def draw_crosscheck(rows: Rows, png: Path) -> Path:
-    fig, ax = _figure(6.0, 5.5)
+    fig, ax = new_figure(6.0, 5.5)
     hi = max((max(row[2], row[3]) for row in rows), default=1.0)
     unit, factor = time_unit(hi)
     for sched in dict.fromkeys(row[0] for row in rows):
@@ -423,7 +423,7 @@ def draw_crosscheck(rows: Rows, png: Path) -> Path:
     ax.set_title("emulator against simulator, per flow", fontsize=10)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
-    return _save(fig, png)
+    return save_figure(fig, png)
 
 
 def crosscheck_scatter(crosscheck_json: Path, base: Path) -> Path:
@@ -439,25 +439,37 @@ def latency_rows(data: dict[str, Sequence[tuple[float, float, float]]]) -> Rows:
 
 
 def latency_vs_load(
-    data: dict[str, Sequence[tuple[float, float, float]]], base: Path, load_label: str = "offered load (requests/s)"
+    data: dict[str, Sequence[tuple[float, float, float]]],
+    base: Path,
+    load_label: str = "offered load (requests/s)",
+    knees: dict[str, float] | None = None,
 ) -> Path:
     """Request latency (p50 solid, p99 dashed) against offered load, one colour per scheduler.
-    ``load_label`` names the load's unit (model units of the workload)."""
+    ``load_label`` names the load's unit (model units of the workload); ``knees`` (scheduler ->
+    load, :func:`railbed.metrics.knee`) are marked with a star on the p50 line."""
     rows = latency_rows(data)
     write_csv(base.with_suffix(".csv"), ["scheduler", "load", "p50_s", "p99_s"], rows)
-    fig, ax = _figure()
+    fig, ax = new_figure()
     unit, factor = time_unit(max((row[3] for row in rows), default=1.0))
     for i, sched in enumerate(dict.fromkeys(row[0] for row in rows)):
         mine = [row for row in rows if row[0] == sched]
         color = f"C{i % 10}"
         ax.plot([r[1] for r in mine], [r[2] * factor for r in mine], "o-", color=color, label=f"{sched} p50")
         ax.plot([r[1] for r in mine], [r[3] * factor for r in mine], "s--", color=color, label=f"{sched} p99")
+        at = [r for r in mine if knees and r[1] == knees.get(sched)]
+        if at:
+            ax.plot([at[0][1]], [at[0][2] * factor], "*", color=color, markersize=16, markeredgecolor="k")
+    if knees:
+        ax.plot([], [], "*", color="0.5", markersize=12, markeredgecolor="k", label="knee (sustainable)")
+    lows = [min(r[2], r[3]) for r in rows if min(r[2], r[3]) > 0]
+    if lows and max(r[3] for r in rows) / min(lows) > 20:  # the flat part and the overload both visible
+        ax.set_yscale("log")
     ax.set_xlabel(load_label)
     ax.set_ylabel(f"latency ({unit}, model)")
     ax.set_title("latency against offered load", fontsize=10)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
-    return _save(fig, base.with_suffix(".png"))
+    return save_figure(fig, base.with_suffix(".png"))
 
 
 def throughput_rows(curve: dict[str, list[dict[str, float]]]) -> Rows:
@@ -468,7 +480,7 @@ def throughput_vs_load(curve: dict[str, list[dict[str, float]]], base: Path) -> 
     """Requests completed per second against offered load, one line per scheduler (y = x dotted)."""
     rows = throughput_rows(curve)
     write_csv(base.with_suffix(".csv"), ["scheduler", "load", "throughput_per_s"], rows)
-    fig, ax = _figure()
+    fig, ax = new_figure()
     for i, sched in enumerate(dict.fromkeys(row[0] for row in rows)):
         mine = [row for row in rows if row[0] == sched]
         ax.plot([r[1] for r in mine], [r[2] for r in mine], "o-", color=f"C{i % 10}", label=sched)
@@ -479,14 +491,18 @@ def throughput_vs_load(curve: dict[str, list[dict[str, float]]], base: Path) -> 
     ax.set_title("throughput against offered load", fontsize=10)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
-    return _save(fig, base.with_suffix(".png"))
+    return save_figure(fig, base.with_suffix(".png"))
 
 
 def load_figures(runs: dict[str, RunResult], out: Path) -> list[Path]:
     """``latency-load`` and ``throughput-load`` of the ``<scheduler>@<load>`` runs."""
     curve = load_curve(runs.values())
     data = {s: [(p["load"], p["p50"], p["p99"]) for p in points] for s, points in curve.items()}
-    return [latency_vs_load(data, out / "latency-load"), throughput_vs_load(curve, out / "throughput-load")]
+    knees = {s: p["load"] for s, points in curve.items() for p in points if p.get("knee")}
+    return [
+        latency_vs_load(data, out / "latency-load", knees=knees),
+        throughput_vs_load(curve, out / "throughput-load"),
+    ]
 
 
 # -------------------------------------------------------- results directory

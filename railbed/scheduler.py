@@ -81,7 +81,9 @@ class Rule:
 
     The flow is held while a network flow active on its source NIC has ``key < bar``, and,
     if ``queued``, while a held ``queued`` flow on that NIC has ``key < bar`` (the minimum
-    over the flows held when the offer round began). ``bar = 0`` never holds (keys are
+    over the flows held when the offer round began). If the scheduler's ``hold_by_class`` is
+    true, only flows in the same class-selector (``dscp >> 3``, the switch queue) count: a
+    host-side queue for the order the network's 8 queues cannot carry (Hermod, §5.4). ``bar = 0`` never holds (keys are
     ``>= 0``). Hermod's host-side priority queue is ``key = bar = priority``, ``queued``;
     Lina's DP-behind-backward-EP is ``key`` 0 for backward EP flows, 1 else, ``bar`` 1 for DP.
 
@@ -278,6 +280,7 @@ class Scheduler:
 
     name = "base"
     label: str | None = None  # a scenario's label for this instance; results name the run by it
+    hold_by_class = False  # Rule holds count only flows of the same dscp >> 3 (see Rule)
 
     def place(self, job: Job, cluster: ClusterSpec) -> Placement:
         return default_placement(job, cluster)

@@ -33,6 +33,10 @@ Fabrics:
 
 Rates are model rates in bit/s (see :mod:`railbed.units`); they accept
 numbers (``100e9``) and strings (``"100Gbit"``).
+
+A server group may name one hardware model by the key of its kind
+(:data:`railbed.hosts.KINDS`: ``intra_host: dgx1-v100``, ``datapath: {...}``);
+the kind reads and checks the value (:attr:`Server.host`).
 """
 
 from __future__ import annotations
@@ -41,15 +45,13 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from railbed.errors import SpecError
+from railbed.hosts import KINDS, HostSpec
 from railbed.safeload import MAX_YAML_BYTES as _MAX_BYTES
 from railbed.safeload import describe, key_name, load_yaml, read_text
 from railbed.units import format_rate, parse_duration, parse_rate
-
-if TYPE_CHECKING:
-    from hwmodels.leo import DatapathSpec
 
 FABRIC_KINDS = ("single_switch", "leaf_spine", "rail_optimized")
 MAX_LEAVES = 250  # one /16 of 10.0.0.0/8 per leaf or rail
@@ -66,12 +68,16 @@ class Server:
     gpus: int
     nic_rates: tuple[float, ...]
     resources: Mapping[str, float] = field(default_factory=dict)
-    intra_host: str | None = None
-    datapath: DatapathSpec | None = None  # LEO's datapath model (hwmodels.leo), one stateful model per server in a run
+    host: HostSpec | None = None  # its hardware model, of a kind registered in railbed.hosts.KINDS
 
     @property
     def nics(self) -> int:
         return len(self.nic_rates)
+
+    def host_spec(self, kind: str) -> Any:
+        """The spec of the server's hardware model if it is of ``kind`` (a cluster-file key:
+        ``intra_host``, ``datapath``), else ``None``."""
+        return self.host.spec if self.host is not None and self.host.kind == kind else None
 
 
 @dataclass(frozen=True)
@@ -109,7 +115,7 @@ class ClusterSpec:
     @classmethod
     def from_dict(cls, data: object) -> ClusterSpec:
         """Validate a parsed document (see the module docstring for the schema)."""
-        doc = _mapping(data, "", {"name", "servers", "fabric"}, required={"servers", "fabric"})
+        doc = check_mapping(data, "", {"name", "servers", "fabric"}, required={"servers", "fabric"})
         name = _name(doc.get("name", "cluster"), "name")
         servers = _servers(doc["servers"])
         fabric = _fabric(doc["fabric"], servers)
@@ -164,8 +170,7 @@ class ClusterSpec:
                     "nics": s.nics,
                     "nic_rate": list(s.nic_rates),
                     "resources": dict(s.resources),
-                    **({"intra_host": s.intra_host} if s.intra_host else {}),
-                    **({"datapath": _datapath_doc(s.datapath)} if s.datapath else {}),
+                    **({s.host.kind: s.host.definition().to_doc(s.host.spec)} if s.host else {}),
                 }
                 for s in self.servers
             ],
@@ -189,7 +194,7 @@ class ClusterSpec:
             )
         groups: dict[tuple, list[str]] = {}
         for s in self.servers:
-            hw = s.intra_host or (_datapath_text(s.datapath) if s.datapath else None)
+            hw = s.host.definition().describe(s.host.spec) if s.host else None
             key = (s.gpus, s.nic_rates, tuple(sorted(s.resources.items())), hw)
             groups.setdefault(key, []).append(s.name)
         for (gpus, rates, res, hw), names in groups.items():
@@ -207,7 +212,8 @@ class ClusterSpec:
 
 
 # ---------------------------------------------------------------- validation
-def _mapping(value: object, where: str, allowed: set[str], required: set[str] = frozenset()) -> dict:
+def check_mapping(value: object, where: str, allowed: set[str], required: set[str] = frozenset()) -> dict:
+    """``value`` as a mapping with only ``allowed`` keys and every ``required`` one (errors name ``where.key``)."""
     if not isinstance(value, dict):
         raise SpecError(where or "document", f"expected a mapping, got {describe(value)}")
     for key in value:
@@ -233,7 +239,8 @@ def _name(value: object, where: str) -> str:
     return value
 
 
-def _int(value: object, where: str, minimum: int, maximum: int | None = None) -> int:
+def check_int(value: object, where: str, minimum: int, maximum: int | None = None) -> int:
+    """``value`` as a whole number in ``minimum..maximum`` (``bool`` refused)."""
     if isinstance(value, bool) or not isinstance(value, int):
         raise SpecError(where, f"expected a whole number, got {describe(value)}")
     if value < minimum or (maximum is not None and value > maximum):
@@ -242,7 +249,7 @@ def _int(value: object, where: str, minimum: int, maximum: int | None = None) ->
     return value
 
 
-_GROUP_KEYS = {"count", "gpus", "nics", "nic_rate", "resources", "intra_host", "datapath"}
+_GROUP_KEYS = {"count", "gpus", "nics", "nic_rate", "resources"}  # and the hardware-model kinds' keys
 
 
 def _servers(value: object) -> tuple[Server, ...]:
@@ -251,27 +258,24 @@ def _servers(value: object) -> tuple[Server, ...]:
     servers: list[Server] = []
     for g, group in enumerate(value):
         where = f"servers[{g}]"
-        group = _mapping(group, where, _GROUP_KEYS, required={"nic_rate"})
-        count = _int(group.get("count", 1), f"{where}.count", 1, 65000)
-        gpus = _int(group.get("gpus", 1), f"{where}.gpus", 0, 1024)
+        group = check_mapping(group, where, _GROUP_KEYS | set(KINDS.names()), required={"nic_rate"})
+        count = check_int(group.get("count", 1), f"{where}.count", 1, 65000)
+        gpus = check_int(group.get("gpus", 1), f"{where}.gpus", 0, 1024)
         raw_rate = group["nic_rate"]
         if isinstance(raw_rate, list):
             if not raw_rate:
                 raise SpecError(f"{where}.nic_rate", "empty list")
             rates = tuple(parse_rate(r, f"{where}.nic_rate[{i}]") for i, r in enumerate(raw_rate))
-            nics = _int(group.get("nics", len(rates)), f"{where}.nics", 1, MAX_NICS_PER_SERVER)
+            nics = check_int(group.get("nics", len(rates)), f"{where}.nics", 1, MAX_NICS_PER_SERVER)
             if nics != len(rates):
                 raise SpecError(f"{where}.nic_rate", f"lists {len(rates)} rates but nics is {nics}")
         else:
-            nics = _int(group.get("nics", 1), f"{where}.nics", 1, MAX_NICS_PER_SERVER)
+            nics = check_int(group.get("nics", 1), f"{where}.nics", 1, MAX_NICS_PER_SERVER)
             rates = (parse_rate(raw_rate, f"{where}.nic_rate"),) * nics
         resources = _resources(group.get("resources", {}), f"{where}.resources")
-        intra = _intra_host(group.get("intra_host"), gpus, where)
-        datapath = _datapath(group["datapath"], f"{where}.datapath") if "datapath" in group else None
-        if intra is not None and datapath is not None:
-            raise SpecError(f"{where}.datapath", "a server has either an intra_host graph or a datapath, not both")
+        host = _host(group, gpus, where)
         for _ in range(count):
-            servers.append(Server(f"h{len(servers)}", gpus, rates, resources, intra, datapath))
+            servers.append(Server(f"h{len(servers)}", gpus, rates, resources, host))
         if len(servers) > 65000:
             raise SpecError("servers", f"at most 65000 servers, got more (group {g} reaches {len(servers)})")
     return tuple(servers)
@@ -292,120 +296,22 @@ def _resources(value: object, where: str) -> dict[str, float]:
     return resources
 
 
-def _intra_host(intra: object, gpus: int, where: str) -> str | None:
-    if intra is None:
+def _host(group: dict, gpus: int, where: str) -> HostSpec | None:
+    """The group's hardware model: at most one key of a registered kind (railbed.hosts.KINDS)."""
+    kinds = [k for k in KINDS.names() if k in group]
+    if len(kinds) > 1:
+        raise SpecError(f"{where}.{kinds[1]}", f"a server has one hardware model; {' and '.join(kinds)} are given")
+    if not kinds:
         return None
-    from hwmodels.graph import load_preset, presets  # pure data; imported late to keep spec light
-
-    if not isinstance(intra, str) or intra not in presets():
-        raise SpecError(f"{where}.intra_host", f"unknown preset {describe(intra)} (known: {', '.join(presets())})")
-    preset_gpus = len(load_preset(intra).gpus)
-    if preset_gpus != gpus:
-        raise SpecError(f"{where}.gpus", f"{gpus} GPUs but intra_host {intra} has {preset_gpus}")
-    return intra
-
-
-_DATAPATH_KEYS = {"preset", "model", "cpu_cores", "acc_cores", "pcie_rate", "axi_rate", "compute", "jitter", "seed"}
-_DATAPATH_MODELS = ("direct", "on-path", "off-path")
-
-
-def _datapath(value: object, where: str) -> DatapathSpec:
-    """A server's LEO datapath: a preset of §6.4 (f-nic, g+f-nic, bf-3) and overrides.
-
-    ``compute: {function: {cpu: 0.7us, acc: 5GB/s}}`` gives a time per call or a
-    processing rate; ``jitter: [3us, 9us]`` the delay range at this server's NIC."""
-    from hwmodels.leo import HOST_PRESETS, datapath_spec  # pure data; imported late to keep spec light
-
-    doc = _mapping(value, where, _DATAPATH_KEYS, required={"preset"})
-    preset = doc["preset"]
-    if not isinstance(preset, str) or preset not in HOST_PRESETS:
-        known = ", ".join(HOST_PRESETS)
-        raise SpecError(f"{where}.preset", f"unknown datapath preset {describe(preset)} (known: {known})")
-    over: dict[str, Any] = {}
-    if "model" in doc:
-        if doc["model"] not in _DATAPATH_MODELS:
-            known = ", ".join(_DATAPATH_MODELS)
-            raise SpecError(f"{where}.model", f"unknown hardware model {describe(doc['model'])} (known: {known})")
-        over["model"] = doc["model"]
-    for key in ("cpu_cores", "acc_cores"):
-        if key in doc:
-            over[key] = _int(doc[key], f"{where}.{key}", 1, 4096)
-    for key in ("pcie_rate", "axi_rate"):
-        if key in doc:
-            rate = parse_rate(doc[key], f"{where}.{key}")
-            if not 0 < rate < math.inf:
-                raise SpecError(f"{where}.{key}", "must be a positive rate")
-            over[key.replace("_rate", "_gbps")] = rate / 8e9
-    if "seed" in doc:
-        over["seed"] = _int(doc["seed"], f"{where}.seed", 0, 2**63 - 1)
-    if "jitter" in doc:
-        jit = doc["jitter"]
-        if not isinstance(jit, list) or len(jit) != 2:
-            raise SpecError(f"{where}.jitter", f"expected [min, max] durations, got {describe(jit)}")
-        lo, hi = (parse_duration(j, f"{where}.jitter[{i}]") for i, j in enumerate(jit))
-        if hi < lo:
-            raise SpecError(f"{where}.jitter", f"max {hi:g} s is below min {lo:g} s")
-        over["jitter"] = (lo, hi)
-    over["compute"], over["rate"] = _functions(doc.get("compute", {}), f"{where}.compute")
-    return datapath_spec(preset, **over)
-
-
-def _functions(value: object, where: str) -> tuple[dict, dict]:
-    """``{function: {device: duration or rate}}`` -> (fixed times, rates)."""
-    if not isinstance(value, dict):
-        raise SpecError(where, f"expected a mapping of function to per-device times, got {describe(value)}")
-    times: dict[str, dict[str, float]] = {}
-    rates: dict[str, dict[str, float]] = {}
-    for name, per_dev in value.items():
-        fwhere = f"{where}.{key_name(name)}"
-        if not isinstance(name, str) or not name or len(name) > MAX_NAME_CHARS:
-            raise SpecError(fwhere, "a function name must be a short string")
-        if not isinstance(per_dev, dict) or not per_dev:
-            raise SpecError(fwhere, f"expected a mapping of device (cpu, acc) to time or rate, not {describe(per_dev)}")
-        for dev, t in per_dev.items():
-            dwhere = f"{fwhere}.{key_name(dev)}"
-            if dev not in ("cpu", "acc"):
-                raise SpecError(dwhere, "unknown device (known: cpu, acc)")
-            if isinstance(t, str) and ("/" in t or t.rstrip().endswith(("bit", "Bps", "bps"))):
-                rate = parse_rate(t, dwhere)
-                if not 0 < rate < math.inf:
-                    raise SpecError(dwhere, "a processing rate must be positive")
-                rates.setdefault(name, {})[dev] = rate
-            else:
-                times.setdefault(name, {})[dev] = parse_duration(t, dwhere)
-    return times, rates
-
-
-def _datapath_text(d: DatapathSpec) -> str:
-    jitter = f", jitter {d.jitter[0] * 1e6:g}-{d.jitter[1] * 1e6:g} us" if d.jitter else ""
-    return f"{d.preset} ({d.model}, {d.cpu_cores} CPU cores, {d.acc_cores} accelerator cores{jitter})"
-
-
-def _datapath_doc(d: DatapathSpec) -> dict[str, Any]:
-    """The ``datapath`` mapping :func:`_datapath` reads back to an equal spec."""
-    doc: dict[str, Any] = {
-        "preset": d.preset,
-        "model": d.model,
-        "cpu_cores": d.cpu_cores,
-        "acc_cores": d.acc_cores,
-        "pcie_rate": d.pcie_gbps * 8e9,
-        "axi_rate": d.axi_gbps * 8e9,
-        "seed": d.seed,
-        "compute": {f: dict(t) for f, t in d.compute.items()},
-    }
-    for f, per in d.rate.items():
-        doc["compute"].setdefault(f, {}).update({dev: f"{r!r}bit/s" for dev, r in per.items()})
-    doc["compute"] = {f: t for f, t in doc["compute"].items() if t}
-    if d.jitter is not None:
-        doc["jitter"] = list(d.jitter)
-    return doc
+    kind = KINDS.get(kinds[0], f"{where}.{kinds[0]}")
+    return HostSpec(kinds[0], kind.parse(group[kinds[0]], f"{where}.{kinds[0]}", gpus))
 
 
 _FABRIC_KEYS = {"type", "spines", "uplink_rate", "latency", "servers_per_leaf", "rails"}
 
 
 def _fabric(value: object, servers: tuple[Server, ...]) -> Fabric:
-    doc = _mapping(value, "fabric", _FABRIC_KEYS, required={"type"})
+    doc = check_mapping(value, "fabric", _FABRIC_KEYS, required={"type"})
     kind = doc["type"]
     if not isinstance(kind, str) or kind not in FABRIC_KINDS:
         raise SpecError("fabric.type", f"unknown fabric {describe(kind)} (known: {', '.join(FABRIC_KINDS)})")
@@ -425,17 +331,17 @@ def _fabric(value: object, servers: tuple[Server, ...]) -> Fabric:
             raise SpecError("servers", f"{ports} NICs exceed one switch's {MAX_PORTS_PER_LEAF} ports")
         return Fabric(kind, latency=latency)
 
-    spines = _int(doc.get("spines", 1), "fabric.spines", 1 if kind == "leaf_spine" else 0, MAX_SPINES)
+    spines = check_int(doc.get("spines", 1), "fabric.spines", 1 if kind == "leaf_spine" else 0, MAX_SPINES)
     if kind == "leaf_spine":
         reject("rails")
-        per_leaf = _int(doc.get("servers_per_leaf", len(servers)), "fabric.servers_per_leaf", 1)
+        per_leaf = check_int(doc.get("servers_per_leaf", len(servers)), "fabric.servers_per_leaf", 1)
         leaves = -(-len(servers) // per_leaf)
         if leaves > MAX_LEAVES:
             raise SpecError("fabric.servers_per_leaf", f"gives {leaves} leaves; at most {MAX_LEAVES}")
         return Fabric(kind, spines, uplink, latency, servers_per_leaf=per_leaf)
 
     reject("servers_per_leaf")
-    rails = _int(doc.get("rails", servers[0].nics), "fabric.rails", 1, MAX_LEAVES)
+    rails = check_int(doc.get("rails", servers[0].nics), "fabric.rails", 1, MAX_LEAVES)
     for s in servers:
         if s.nics != rails:
             more = "more rails than NICs" if rails > s.nics else "more NICs than rails"

@@ -1,55 +1,96 @@
-"""One reproduction report: ``railbed reproduce [platform|dgtp|hermod|leo|dgcl|all] [--quick] [--emulate]``.
+"""One reproduction report: ``railbed reproduce [PAPER|all] [--quick] [--emulate] [--full-size]
+[--write REPRODUCTION.md] [--sensitivity]``.
 
-Each paper keeps its claims in ``scenarios/<paper>/claims.yaml``::
+Each paper keeps its claims in ``scenarios/<paper>/claims.yaml`` (read by
+:mod:`scenarios.claims`)::
 
-    title: railbed itself (the platform)
+    title: 'Hermod (seed 004, chapter 5)'
+    unstated:                              # what the paper leaves unstated (swept by --sensitivity)
+      - name: compute efficiency
+        set: job.args.efficiency           # dotted path(s) into the scenario, set to each value
+        value: 0.5                         # the value the scenarios use
+        reason: ...                        # why, from what the paper gives (never from the outcome)
+        range: [0.3, 0.5, 0.7]             # what --sensitivity sweeps
+        claims: [gpt3-100g]                # the claims (ids) it applies to
     claims:
-      - claim: the emulator and the simulator agree on crosscheck-small's makespan (FIFO)
-        paper: "within 10 %"                 # the paper's number, as the paper states it
-        scenario: ../../examples/scenarios/crosscheck-small.yaml   # relative to the claims file
-        backend: crosscheck                  # simulate (default) | emulate | crosscheck
-        engine: compact                      # simulated rows: numba (default) | compact (jobs as arrays;
-                                             # the papers' sizes: such rows run only with --full-size)
-        scheduler: fifo                      # which run of the scenario the metric reads
-        metric: makespan_rel                 # see METRIC_HELP
-        relative_to: null                    # a scheduler: report metric / metric(relative_to) - 1
-        bound: {min: -0.10, max: 0.10}       # the claim holds when the measurement is inside
-        unit: percent                        # percent | time | number | ratio (with relative_to:
-                                             # metric / metric(relative_to), shown as 4.45x)
-        set: {schedulers: [fifo]}            # dotted overrides for every run of this row (say why in note)
-        quick: {job.args.microbatches: 1}    # dotted overrides for --quick (small and fast), after set
-      - claim: 1.5x over DrTM-KV
-        paper: "~1.5x"
-        not_reproduced: DrTM-KV is an outside system; its pattern is not built here
+      - id: gpt3-100g                      # names figures and note references (default c<index>)
+        claim: GPT-3 13B at 100 Gbit/s, Hermod's speedup over Megatron   # the paper's claim, not the run
+        paper: {value: 1.38, unit: speedup, source: Fig. 5.9}  # the paper's number (or [low, high]),
+                                           # unit: x (scheduler's metric over relative_to's) | speedup
+                                           # (relative_to's over the scheduler's: times) | % (a change
+                                           # against relative_to, or a fraction metric) | s | ms | us | count;
+                                           # text: words after the number; no number: paper: "its words"
+        kind: value                        # value (default with a number) | up_to (the best point of
+                                           # sweep) | mean (their mean) | direction (no number: bound) |
+                                           # measured (no number, no bound)
+        band: {relative: 0.2}              # around the number: absolute (10 for % points, the default
+                                           # for %) | relative (0.2, the default otherwise) | factor
+        bound: {max: 1.0}                  # kind direction only, in the paper's unit
+        scenario: testbed-gpt3-sim.yaml    # relative to the claims file
+        backend: simulate                  # simulate (default) | emulate | crosscheck
+        engine: fluid-rules                # simulated rows: the simulator backend, fluid (default) |
+                                           # fluid-rules (the job built as arrays: the papers' sizes, such
+                                           # rows run only with --full-size); old names numba | compact read
+        scheduler: hermod                  # the run the metric reads
+        relative_to: megatron              # the run it is compared with
+        metric: iteration_mean             # railbed.metrics.METRICS, or a crosscheck metric
+        set: {job.args.iterations: 5}      # dotted overrides for every run of this row
+        sweep: {job.args.dp: [1, 2, 4]}    # the paper's sweep (up_to, mean): one run per combination;
+                                           # axis scenario: a list of files
+        quick: {job.args.microbatches: 2}  # dotted overrides for --quick (small and fast), applied last
+        experiment: 32-GPU testbed, Table 5.5   # rows reading one run must name the same experiment
+        note: 'railbed {value} against ...'     # {...}: numbers from the runs (NOTE_FIELDS)
+      - claim: DrTM-KV's ...
+        paper: {value: 1.5, unit: x, source: Fig. 6.10a}
+        not_reproduced: an outside system  # listed, not measured
+      - claim: ByteGNN's ...
+        paper: {value: 3.5, unit: x, source: ...}
+        not_built: no ByteGNN here yet     # a seed system railbed has not built: "not built yet"
 
-Rows are grouped by (scenario, backend, engine, set and quick overrides), so one run
-serves every row that reads it. Simulated rows run by default; emulated
-and crosscheck rows need ``--emulate`` (root; one testbed per machine) and
-are listed as skipped otherwise, and so are rows on the compact engine
-without ``--full-size`` (the papers' sizes: minutes and GBs each). ``--resume`` reuses a group's finished
-results directory when its ``scenario.yaml`` is the one the row would run
-(so a long ``--emulate`` report can be stopped and taken up again; each
-run's ``provenance.json`` names the commit it was made with). Each run is
-a normal results directory (figures included) under ``--out`` (default
-``reproduction/``), and ``REPRODUCTION.md`` there has, per paper, a table: claim, paper, railbed,
-verdict (holds / does not hold / measured), fidelity (the emulator's
-report, or "simulated"), and the command that reruns the row; then the
-runs' figures. A paper without a claims file gets "not built yet".
+A row holds only inside the band around the paper's number; "up to X"
+is judged on the best point of the sweep the paper ran (``up_to``), "X on
+average" on the mean; a claim whose paper gives no number may have a
+``bound`` and says ``direction only``. Rows reading the same run name the
+same ``experiment`` (``load_claims`` refuses otherwise).
 
-``--readme README.md`` writes the same tables between the README's
-``<!-- reproduce:begin -->`` and ``<!-- reproduce:end -->`` markers, so the
-README's tables are generated, never typed.
+Every row's "ran" column is generated from the run's scenario and job
+(:mod:`scenarios.labels`: model, layers, GPUs, iterations, backend, quick);
+"room" is the baseline run's ``analysis`` (``max_speedup``, the largest
+``overlap`` shares; ``n/a`` without it); fidelity is the emulator's report
+(``n/a`` when a run has none, "simulated" for the simulator). Notes take
+their numbers from the runs through ``{...}`` fields, never typed.
 
-Adding a paper's rows: create ``scenarios/<paper>/claims.yaml`` (and its
-scenarios); nothing in this module changes. A new kind of number is one
-entry in :data:`railbed.metrics.METRICS` or in :data:`CROSSCHECK_METRICS`.
+Runs are grouped by (scenario, backend, engine, overrides), so one run serves
+every row (of one experiment) that reads it. Simulated rows run by default;
+emulated and crosscheck rows need ``--emulate`` (root; one testbed per
+machine) and rows on a backend that builds jobs as arrays (``fluid-rules``)
+``--full-size``; otherwise they are listed
+as skipped. ``--resume`` reuses a group's finished results directory when its
+``scenario.yaml`` is the one the row would run. Each run is a normal results
+directory under ``--out`` (default ``reproduction/``); ``REPRODUCTION.md``
+there has per paper the table, notes and the runs' figures.
+
+``--write REPRODUCTION.md`` (alias ``--readme``) replaces, in that file's block
+between ``<!-- reproduce:begin -->`` and ``<!-- reproduce:end -->``, the
+sections of the papers just run with these flags (tables and notes, no
+figures, nothing that changes between two runs of the same code): one section
+per (paper, flags), so a ``--quick`` section and an ``--emulate`` one live
+side by side. ``tests/test_reproduction_md.py`` regenerates the ``--quick``
+sections and fails when the committed ones differ.
+
+``--sensitivity`` (:mod:`scenarios.sensitivity`) sweeps each ``unstated``
+parameter on Ray and draws, per claim, its number against the parameter
+with the paper's number and band. ``railbed reproduce mechanisms`` runs the
+mechanism jobs with known answers (:mod:`scenarios.mechanisms`).
+
+Adding a paper's rows: create ``scenarios/<paper>/claims.yaml`` and add the
+paper to :data:`PAPERS`. A new kind of number is one entry in
+:data:`railbed.metrics.METRICS` or :data:`CROSSCHECK`.
 """
 
 from __future__ import annotations
 
 import copy
-import hashlib
-import json
 import math
 import os
 import re
@@ -63,54 +104,54 @@ from typing import Any
 import yaml
 
 from railbed.errors import SpecError
-from railbed.metrics import METRICS, metric
+from railbed.metrics import metric
 from railbed.results import RunResult, fmt_time, percentile
+from scenarios.claims import (
+    CROSSCHECK_METRICS,
+    NOTE_FIELD,
+    Claim,
+    fmt,
+    load_claims,
+    paper_cell,
+    verdict,
+)
 
-PAPERS = ("platform", "dgtp", "hermod", "leo", "dgcl")
+PAPERS = (
+    "platform", "mechanisms", "dgtp", "hermod", "leo", "dgcl", "distdgl", "bytegnn", "sancus", "adagl", "dgs", "g3",
+    "unbuilt",
+)  # fmt: skip
 HERE = Path(__file__).resolve().parent
-BACKENDS = ("simulate", "emulate", "crosscheck")
-CLAIM_KEYS = {
-    "claim", "paper", "scenario", "backend", "scheduler", "metric", "relative_to", "bound", "unit", "set", "quick",
-    "note", "not_reproduced", "engine",
-}  # fmt: skip
-ENGINES = ("numba", "compact")  # simulator engines a row may name (compact: the job built as arrays)
-UNITS = ("percent", "time", "number", "ratio")
 BEGIN, END = "<!-- reproduce:begin -->", "<!-- reproduce:end -->"
+SECTION = re.compile(r"^<!-- reproduce:section (\w+)((?: --[\w-]+)*) -->$", re.M)
 # the rest stay in each run's figures/
 REPORT_FIGURES = ("timeline-", "fct-cdf", "iterations", "crosscheck-fct", "latency-load", "throughput-load")
+HEAD = ("claim", "ran", "paper", "railbed", "verdict", "room (baseline)", "fidelity", "command")
 
-
-CROSSCHECK_METRICS: dict[str, Callable[[Any], float]] = {
+CROSSCHECK: dict[str, Callable[[Any], float]] = {
     "makespan_rel": lambda c: c.makespan_rel,
     "fct_rel_median": lambda c: percentile([abs(f.rel) for f in c.flows], 50),
     "fct_rel_worst": lambda c: max((abs(f.rel) for f in c.flows), default=math.nan),
     "order_violations": lambda c: float(len(c.order_violations)),
 }
-METRIC_HELP = f"run metrics: {', '.join(METRICS)}; crosscheck metrics: {', '.join(CROSSCHECK_METRICS)}"
+assert set(CROSSCHECK) == set(CROSSCHECK_METRICS)
 
 
+def flags(quick: bool, emulate: bool, full_size: bool) -> str:
+    """The report's flags, in one order (a section of REPRODUCTION.md is keyed by them)."""
+    return "".join(f for f, on in ((" --quick", quick), (" --emulate", emulate), (" --full-size", full_size)) if on)
+
+
+# -------------------------------------------------------------------- runs
 @dataclass
-class Claim:
-    claim: str
-    paper: str
-    scenario: Path
-    metric: str
-    backend: str = "simulate"
-    scheduler: str | None = None
-    relative_to: str | None = None
-    bound: dict[str, float] = field(default_factory=dict)
-    unit: str = "number"
-    quick: dict[str, Any] = field(default_factory=dict)
-    set: dict[str, Any] = field(default_factory=dict)  # overrides for every run of the row
-    note: str | None = None
-    not_reproduced: str | None = None  # why railbed does not measure this row (an outside system's baseline)
-    engine: str = "numba"  # the simulator's engine (simulated rows)
+class PointRun:
+    """One run behind a row (one point of its sweep)."""
 
-    def run_key(self, quick: bool) -> str:
-        overrides = json.dumps([self.set, self.quick if quick else {}], sort_keys=True, default=str)
-        engine = "" if self.engine == "numba" else f"|{self.engine}"  # numba rows keep their old keys
-        digest = hashlib.sha1(f"{self.scenario}|{self.backend}{engine}|{overrides}".encode()).hexdigest()[:6]
-        return f"{self.scenario.stem}-{self.backend}{'-quick' if quick else ''}-{digest}"
+    point: dict[str, Any]
+    value: float
+    run_dir: Path
+    label: str  # what ran (scenarios.labels)
+    runs: dict[str, RunResult]
+    source: dict[str, Any]  # the scenario mapping that ran
 
 
 @dataclass
@@ -119,120 +160,50 @@ class Row:
     value: float | None = None
     verdict: str = ""
     fidelity: str = ""
-    command: str = ""  # reruns this row's scenario
-    paper_command: str = ""  # reruns the paper's rows (what the README shows)
-    run_dir: Path | None = None
+    ran: str = "-"
+    room: str = "-"
+    command: str = ""  # reruns this row's scenario (the report)
+    paper_command: str = ""  # reruns the paper's rows (REPRODUCTION.md's block)
+    points: list[PointRun] = field(default_factory=list)
+    best: PointRun | None = None
+
+    @property
+    def run_dir(self) -> Path | None:
+        return self.best.run_dir if self.best else None
 
 
-def load_claims(path: Path) -> tuple[str, list[Claim]]:
-    """(title, claims) of a claims file; errors name ``claims[i].field``."""
-    try:
-        data = yaml.safe_load(path.read_text())
-    except yaml.YAMLError:
-        raise SpecError(str(path), "not valid YAML") from None
-    if not isinstance(data, dict) or not isinstance(data.get("claims"), list):
-        raise SpecError("claims", f"{path}: expected a mapping with a list 'claims'")
-    return str(data.get("title", path.parent.name)), [
-        _claim(c, path.parent, f"claims[{i}]") for i, c in enumerate(data["claims"])
-    ]
-
-
-def _claim(raw: Any, base: Path, where: str) -> Claim:
-    if not isinstance(raw, dict):
-        raise SpecError(where, "expected a mapping")
-    unknown = set(raw) - CLAIM_KEYS
-    if unknown:
-        raise SpecError(f"{where}.{sorted(unknown)[0]}", f"unknown key (known: {', '.join(sorted(CLAIM_KEYS))})")
-    if raw.get("not_reproduced") is not None:  # a row railbed lists but does not measure
-        for key in ("claim", "paper"):
-            if key not in raw:
-                raise SpecError(f"{where}.{key}", "missing")
-        why = raw["not_reproduced"]
-        if not isinstance(why, str) or not why:
-            raise SpecError(f"{where}.not_reproduced", "expected the reason, as text")
-        return Claim(str(raw["claim"]), str(raw["paper"]), base, "", not_reproduced=why, note=raw.get("note"))
-    for key in ("claim", "paper", "scenario", "metric"):
-        if key not in raw:
-            raise SpecError(f"{where}.{key}", "missing")
-    backend = str(raw.get("backend", "simulate"))
-    if backend not in BACKENDS:
-        raise SpecError(f"{where}.backend", f"must be one of {', '.join(BACKENDS)}")
-    known = CROSSCHECK_METRICS if backend == "crosscheck" else METRICS
-    if raw["metric"] not in known:
-        raise SpecError(f"{where}.metric", f"unknown metric {raw['metric']!r} for {backend} ({METRIC_HELP})")
-    bound = raw.get("bound") or {}
-    if not isinstance(bound, dict) or set(bound) - {"min", "max"}:
-        raise SpecError(f"{where}.bound", "expected {min: X, max: Y} (either may be left out)")
-    unit = str(raw.get("unit", "number"))
-    if unit not in UNITS:
-        raise SpecError(f"{where}.unit", f"must be one of {', '.join(UNITS)}")
-    if unit == "ratio" and not raw.get("relative_to"):
-        raise SpecError(f"{where}.relative_to", "unit ratio is a metric over another scheduler's: name it")
-    engine = str(raw.get("engine", "numba"))
-    if engine not in ENGINES or (engine != "numba" and backend != "simulate"):
-        raise SpecError(f"{where}.engine", f"must be one of {', '.join(ENGINES)}, on a simulated row")
-    scenario = (base / str(raw["scenario"])).resolve()
-    if not scenario.exists():
-        raise SpecError(f"{where}.scenario", f"no such file {scenario}")
-    return Claim(
-        claim=str(raw["claim"]),
-        paper=str(raw["paper"]),
-        scenario=scenario,
-        metric=str(raw["metric"]),
-        backend=backend,
-        scheduler=raw.get("scheduler"),
-        relative_to=raw.get("relative_to"),
-        bound={k: float(v) for k, v in bound.items()},
-        unit=unit,
-        quick=_overrides(raw.get("quick"), f"{where}.quick"),
-        set=_overrides(raw.get("set"), f"{where}.set"),
-        note=str(raw["note"]) if raw.get("note") is not None else None,
-        engine=engine,
-    )
-
-
-def _overrides(raw: Any, where: str) -> dict[str, Any]:
-    if raw is None:
-        return {}
-    if not isinstance(raw, dict) or not all(isinstance(k, str) for k in raw):
-        raise SpecError(where, "expected a mapping of dotted key (job.args.iterations) to value")
-    return dict(raw)
-
-
-# -------------------------------------------------------------------- runs
-def _scenario(claim: Claim, quick: bool):
-    """The claim's scenario with its ``set`` and --quick overrides, cluster inline (a self-contained scenario.yaml)."""
+def _scenario(claim: Claim, point: dict[str, Any], quick: bool, extra: dict[str, Any] | None = None):
+    """The claim's scenario with its set, sweep point, quick (and ``extra``) overrides, cluster inline."""
     from scenarios.runner import Scenario
-    from scenarios.sweep import _scenario_mapping, set_dotted
+    from scenarios.sweep import scenario_mapping, set_dotted
 
-    data, base = _scenario_mapping(str(claim.scenario), Path("."))
-    for name, overrides in (("set", claim.set), ("quick", claim.quick if quick else {})):
+    data, base = scenario_mapping(str(claim.scenario_of(point)), Path("."))
+    for name, overrides in [*claim.overrides(point, quick), ("extra", extra or {})]:
         for key, value in overrides.items():
             set_dotted(data, key, copy.deepcopy(value), f"{name}.{key}")
-    return Scenario.from_dict(data, base, arrays="always" if claim.engine == "compact" else False)
+    return Scenario.from_dict(data, base, arrays="always" if claim.full_size else False)
 
 
 def run_group(
-    claim: Claim, quick: bool, out: Path, echo: Callable[[str], None], resume: bool = False
+    claim: Claim, sc, out: Path, echo: Callable[[str], None], resume: bool = False, plots: bool = True
 ) -> dict[str, Any]:
-    """Run the scenario behind ``claim`` once; return what its rows read (results, crosschecks).
+    """Run scenario ``sc`` of ``claim`` once; return what its rows read (results, crosschecks).
     With ``resume``, an earlier finished run of the same scenario in ``out`` is read instead."""
     from scenarios.runner import crosscheck_scenario, run_scenario, simulate_scenario
 
-    sc = _scenario(claim, quick)
     got = _finished(sc, claim.backend, out) if resume else None
     if got is not None:
-        echo(f"  {claim.backend} {claim.scenario.name}: finished earlier in {out} (--resume)")
+        echo(f"  {claim.backend} {sc.name}: finished earlier in {out} (--resume)")
         return got
     quiet = lambda _msg: None  # noqa: E731 - the scenario's own progress is in its directory
-    echo(f"  {claim.backend} {claim.scenario.name}{' (quick)' if quick else ''} -> {out}")
+    echo(f"  {claim.backend} {sc.name} -> {out}")
     if claim.backend == "simulate":
-        # compact rows are the big jobs (1024+ GPUs): no figures, which would read every item
-        plots = claim.engine == "numba"
-        return {"runs": simulate_scenario(sc, out, echo=quiet, engine=claim.engine, plots=plots)}
+        # full-size rows are the big jobs (1024+ GPUs): no figures, which would read every item
+        plots = plots and not claim.full_size
+        return {"runs": simulate_scenario(sc, out, echo=quiet, backend=claim.engine, plots=plots)}
     if claim.backend == "emulate":
-        return {"runs": run_scenario(sc, out, echo=quiet)}
-    checks = crosscheck_scenario(sc, out, echo=quiet)
+        return {"runs": run_scenario(sc, out, echo=quiet, plots=plots)}
+    checks = crosscheck_scenario(sc, out, echo=quiet, plots=plots)
     runs = [RunResult.load(out / s.run_label / "result.json") for s in sc.schedulers]
     return {"runs": runs, "checks": checks}
 
@@ -259,46 +230,54 @@ def _finished(sc, backend: str, out: Path) -> dict[str, Any] | None:
     return {"runs": runs, "checks": [compare(r, RunResult.load(g[1])) for r, g in zip(runs, paths)]}
 
 
-def measure(claim: Claim, got: dict[str, Any]) -> tuple[float, str]:
-    """(the claim's number, fidelity verdict of the run it was read from)."""
+def measure(claim: Claim, got: dict[str, Any]) -> float:
+    """The claim's number, in the paper's unit, from one run group."""
     runs = {r.scheduler: r for r in got["runs"]}
     name = claim.scheduler or next(iter(runs))
-    if name not in runs:
-        raise SpecError("scheduler", f"{name!r} is not a scheduler of {claim.scenario.name}")
-    run = runs[name]
+    for who, label in (("scheduler", name), ("relative_to", claim.relative_to)):
+        if label is not None and label not in runs:
+            raise SpecError(who, f"{label!r} is not a run of this scenario (runs: {', '.join(runs)})")
     if claim.backend == "crosscheck":
         check = next(c for c in got["checks"] if c.scheduler == name)
-        value = CROSSCHECK_METRICS[claim.metric](check)
-    else:
-        value = metric(run, claim.metric)
-        if claim.relative_to:
-            value = value / metric(runs[claim.relative_to], claim.metric) - (claim.unit != "ratio")
-    if run.backend == "simulator":
-        fidelity = "simulated"
-    else:
-        fidelity = "ok" if run.fidelity.get("ok", True) else "BROKEN: " + "; ".join(run.fidelity.get("problems", []))
-    return value, fidelity
+        return claim.to_unit(CROSSCHECK[claim.metric](check))
+    value = metric(runs[name], claim.metric)
+    reference = metric(runs[claim.relative_to], claim.metric) if claim.relative_to else None
+    return claim.to_unit(value, reference)
 
 
-def verdict(claim: Claim, value: float) -> str:
-    if not claim.bound:
-        return "measured"
-    if math.isnan(value):
-        return "no value"
-    lo, hi = claim.bound.get("min", -math.inf), claim.bound.get("max", math.inf)
-    return "holds" if lo <= value <= hi else "does not hold"
+def fidelity(runs: list[RunResult]) -> str:
+    """The emulator's verdict on the runs a row read: ok, BROKEN (why), ``n/a`` without a report."""
+    if all(r.backend == "simulator" for r in runs):
+        return "simulated"
+    problems, missing = [], False
+    for r in runs:
+        if r.backend == "simulator":
+            continue
+        if "ok" not in (r.fidelity or {}):
+            missing = True
+        elif not r.fidelity["ok"]:
+            problems += [f"{r.scheduler}: {p}" for p in r.fidelity.get("problems", [])] or [f"{r.scheduler}"]
+    if problems:
+        return "BROKEN: " + "; ".join(problems)
+    return "n/a" if missing else "ok"
 
 
-def fmt_value(claim: Claim, value: float | None) -> str:
-    if value is None or math.isnan(value):
-        return "-"
-    if claim.unit == "ratio":
-        return f"{value:.3g}x"
-    if claim.unit == "percent" or claim.relative_to:
-        return f"{100 * value:+.1f} %"
-    if claim.unit == "time":
-        return fmt_time(value)
-    return f"{value:.4g}"
+def room(run: RunResult | None) -> str:
+    """The baseline run's analysis: the most any scheduler could gain and where coflow types meet."""
+    analysis = getattr(run, "analysis", None) if run is not None else None
+    if not isinstance(analysis, dict) or not analysis:
+        return "n/a"
+    parts = []
+    speedup = analysis.get("max_speedup")
+    if isinstance(speedup, (int, float)) and math.isfinite(speedup):
+        parts.append(f"max speedup {speedup:.3g}x")
+    overlap = analysis.get("overlap")
+    if isinstance(overlap, dict):
+        pairs = overlap.get("pairs", overlap)
+        shares = sorted(((v, k) for k, v in pairs.items() if isinstance(v, (int, float))), reverse=True)
+        if shares:
+            parts.append("overlap " + ", ".join(f"{k} {100 * v:.0f} %" for v, k in shares[:2]))
+    return "; ".join(parts) or "n/a"
 
 
 # ------------------------------------------------------------------ report
@@ -311,66 +290,152 @@ def reproduce_paper(
     claims_dir: Path = HERE,
     resume: bool = False,
     full_size: bool = False,
+    plots: bool = True,
 ) -> tuple[str, list[Row]]:
     """Run one paper's claims; return (title, rows). No claims file: ("not built yet", [])."""
     path = claims_dir / paper / "claims.yaml"
     if not path.exists():
         return "not built yet", []
-    title, claims = load_claims(path)
+    title, claims, _ = load_claims(path)
     echo(f"{paper}: {len(claims)} claims")
     groups: dict[str, dict[str, Any]] = {}
     rows = []
     for claim in claims:
-        big = claim.engine == "compact"
-        flags = (" --quick" if quick else "") + (" --emulate" if claim.backend != "simulate" else "")
-        flags += " --full-size" if big else ""
-        row = Row(
-            claim, paper_command=f"{'sudo ' if claim.backend != 'simulate' else ''}railbed reproduce {paper}{flags}"
-        )
+        row = Row(claim)
         rows.append(row)
-        if claim.not_reproduced:
-            row.verdict, row.fidelity = "not reproduced here", claim.not_reproduced
+        if not claim.measured:
+            row.verdict, row.fidelity = verdict(claim, None), claim.not_reproduced or claim.not_built or ""
             row.paper_command = row.command = "-"
             continue
+        big = claim.full_size
+        row.paper_command = "sudo " * (claim.backend != "simulate") + "railbed reproduce " + paper + flags(
+            quick, claim.backend != "simulate", big)  # fmt: skip
         if claim.backend != "simulate" and not emulate:
             row.verdict, row.fidelity, row.command = "skipped", "needs --emulate (root)", row.paper_command
             continue
         if big and not full_size:
             row.verdict, row.fidelity, row.command = "skipped", "needs --full-size (minutes, GBs)", row.paper_command
             continue
-        key = claim.run_key(quick)
-        row.run_dir = out / paper / key
-        if key not in groups:
-            groups[key] = run_group(claim, quick, row.run_dir, echo, resume)
-        row.value, row.fidelity = measure(claim, groups[key])
-        row.verdict = verdict(claim, row.value)
-        cmd = {"simulate": "railbed simulate", "emulate": "sudo railbed run", "crosscheck": "sudo railbed crosscheck"}
-        engine = f" --engine {claim.engine}" if claim.engine != "numba" else ""
-        row.command = f"{cmd[claim.backend]} {shlex.quote(str(row.run_dir / 'scenario.yaml'))}{engine}"
+        for point in claim.points():
+            row.points.append(_run_point(claim, point, quick, out / paper, groups, echo, resume, plots))
+        _judge(row)
     return title, rows
 
 
+def _run_point(claim, point, quick, out, groups, echo, resume, plots) -> PointRun:
+    from scenarios.labels import run_label
+
+    key = claim.run_key(point, quick)
+    sc = _scenario(claim, point, quick)
+    if key not in groups:
+        groups[key] = run_group(claim, sc, out / key, echo, resume, plots)
+    got = groups[key]
+    runs = {r.scheduler: r for r in got["runs"]}
+    scale = next(iter(runs.values())).scale if claim.backend != "simulate" else None
+    label = run_label(sc.source or {}, sc.job, claim.backend, claim.engine, scale, quick)
+    return PointRun(point, measure(claim, got), out / key, label, runs, sc.source or {})
+
+
+def _judge(row: Row) -> None:
+    claim = row.claim
+    row.value = claim.best([p.value for p in row.points])
+    row.best = next((p for p in row.points if p.value == row.value), row.points[0])
+    row.verdict = verdict(claim, row.value)
+    read = [row.best.runs[n] for n in (claim.scheduler, claim.relative_to) if n in row.best.runs]
+    row.fidelity = fidelity(read or list(row.best.runs.values()))
+    baseline = row.best.runs.get(claim.relative_to or claim.scheduler or "")
+    row.room = room(baseline)
+    names = ", ".join(_point_name(p.point) for p in row.points)
+    many = {
+        "up_to": f"; best of {len(row.points)} points ({names})",
+        "mean": f"; mean of {len(row.points)} points ({names})",
+    }
+    many = many.get(claim.kind, "") if len(row.points) > 1 else ""
+    row.ran = row.best.label + many
+    cmd = {"simulate": "railbed simulate", "emulate": "sudo railbed run", "crosscheck": "sudo railbed crosscheck"}
+    engine = f" --backend {claim.engine}" if claim.engine != "fluid" else ""
+    row.command = f"{cmd[claim.backend]} {shlex.quote(str(row.run_dir / 'scenario.yaml'))}{engine}"
+
+
+# ------------------------------------------------------------------- notes
+def render_note(row: Row, rows: dict[str, Row]) -> str:
+    """The row's note with its ``{...}`` fields read from the runs (``n/a`` where a run is missing)."""
+
+    def field_value(m: re.Match) -> str:
+        name = m.group(1)
+        try:
+            return _field(name, row, rows)
+        except (KeyError, TypeError, ValueError, AttributeError):
+            return "n/a"
+
+    return NOTE_FIELD.sub(field_value, row.claim.note or "")
+
+
+def _field(name: str, row: Row, rows: dict[str, Row]) -> str:
+    if name == "value":
+        return fmt(row.claim.paper.unit, row.value)
+    if name.endswith(".value") and ":" not in name:
+        other = rows[name[: -len(".value")]]
+        return fmt(other.claim.paper.unit, other.value)
+    kind, _, rest = name.partition(":")
+    if kind == "arg":
+        from scenarios.sweep import get_dotted
+
+        value = get_dotted(row.best.source, rest)
+        return "n/a" if value is None else str(value)
+    if kind == "wall":
+        return f"{row.best.runs[rest].wall_seconds / 60:.0f} minutes"
+    label, _, key = rest.rpartition(".")
+    run = row.best.runs[label]
+    if kind == "run":
+        number = metric(run, key)
+        return fmt_time(number) if key in ("makespan", "iteration_mean", "iteration_max") or key.startswith(
+            ("fct_", "cct_", "request_p")) else f"{number:.4g}"  # fmt: skip
+    number = (run.fidelity if kind == "fidelity" else getattr(run, "analysis", None) or {})[key]
+    return f"{number:,}" if isinstance(number, int) else f"{number:.3g}"
+
+
+def notes(rows: list[Row]) -> list[str]:
+    """The claims' notes (numbers from the runs) and each swept row's points, under the table."""
+    by_id = {r.claim.id: r for r in rows}
+    out = []
+    for r in rows:
+        text = render_note(r, by_id) if r.claim.note else ""
+        if len(r.points) > 1:
+            text += (" " if text else "") + "Points: " + "; ".join(
+                f"{_point_name(p.point)}: {fmt(r.claim.paper.unit, p.value)}" for p in r.points) + "."  # fmt: skip
+        if text:
+            out.append(f"- *{r.claim.claim}*: {text}")
+    return ["Notes:", "", *out, ""] if out else []
+
+
+def _point_name(point: dict[str, Any]) -> str:
+    return ", ".join(Path(v).stem if k == "scenario" else f"{k.split('.')[-1]} {v}" for k, v in point.items())
+
+
+# ------------------------------------------------------------------ render
 def _cell(text: str) -> str:
     return str(text).replace("|", "\\|").replace("\n", " ")
 
 
 def table(rows: list[Row], rel_to: Path | None = None) -> str:
     """The rows as a Markdown table; with ``rel_to`` (the report's directory) commands name the
-    run's scenario relative to it, without it (the README) the ``railbed reproduce`` command."""
-    head = "| claim | paper | railbed | verdict | fidelity | command |\n| --- | --- | --- | --- | --- | --- |"
-    lines = [head]
+    run's scenario relative to it, without it (REPRODUCTION.md's block) the ``railbed reproduce`` command."""
+    lines = ["| " + " | ".join(HEAD) + " |", "|" + " --- |" * len(HEAD)]
     for r in rows:
         cmd = r.paper_command if rel_to is None else r.command
         if rel_to is not None and r.run_dir is not None:
             cmd = cmd.replace(str(r.run_dir), os.path.relpath(r.run_dir, rel_to))
-        cells = (r.claim.claim, r.claim.paper, fmt_value(r.claim, r.value), r.verdict, r.fidelity, f"`{cmd}`")
+        cells = (r.claim.claim, r.ran, paper_cell(r.claim), fmt(r.claim.paper.unit, r.value), r.verdict, r.room,
+                 r.fidelity, f"`{cmd}`")  # fmt: skip
         lines.append("| " + " | ".join(_cell(c) for c in cells) + " |")
     return "\n".join(lines)
 
 
 def _figures(rows: list[Row], out: Path) -> list[str]:
     lines = []
-    for run_dir in dict.fromkeys(r.run_dir for r in rows if r.run_dir is not None):
+    dirs = dict.fromkeys(p.run_dir for r in rows for p in r.points)
+    for run_dir in dirs:
         figs = [p for p in sorted((run_dir / "figures").glob("*.png")) if p.stem.startswith(REPORT_FIGURES)]
         if figs:
             lines.append(f"Figures of `{os.path.relpath(run_dir, out)}`:\n")
@@ -379,64 +444,71 @@ def _figures(rows: list[Row], out: Path) -> list[str]:
     return lines
 
 
-def render(sections: list[tuple[str, str, list[Row]]], out: Path, quick: bool, emulate: bool, seconds: float) -> str:
+def provenance_line(paper: str, how: str) -> str:
+    """Every flag the section's rows were made with, and what the ones left out skip."""
+    left = [f"without {f} ({why})" for f, why in (("--emulate", "emulated rows skipped"),
+            ("--full-size", "full-size rows skipped")) if f not in how.split()]  # fmt: skip
+    return f"Made with `railbed reproduce {paper}{how}`" + (f"; {', '.join(left)}" if left else "") + "."
+
+
+def section(paper: str, title: str, rows: list[Row], how: str, rel_to: Path | None = None) -> list[str]:
+    """A paper's section: heading, provenance, table (or "not built yet"), notes."""
+    lines = [f"### {paper}: {title}", "", provenance_line(paper, how), ""]
+    if paper == "mechanisms":
+        from scenarios.mechanisms import mechanism_table
+
+        return lines + mechanism_table(rows) + [""]
+    if not rows:
+        return lines + [f"Not built yet: no `scenarios/{paper}/claims.yaml`.", ""]
+    return lines + [table(rows, rel_to), ""] + notes(rows)
+
+
+def render(sections: list[tuple[str, str, list]], out: Path, how: str, seconds: float) -> str:
     lines = [
         "# railbed reproduction report",
         "",
-        f"Generated by `railbed reproduce{' --quick' if quick else ''}{' --emulate' if emulate else ''}` "
-        f"in {seconds:.0f} s ({time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}); how it was made: "
-        "`provenance.json` in each run's directory. "
-        + ("Quick mode: small versions of the scenarios; the numbers are not the papers' settings. " if quick else "")
-        + "Verdict: whether railbed's number is inside the claim's bound; fidelity: the emulator's own report.",
+        f"Generated by `railbed reproduce{how}` in {seconds:.0f} s "
+        f"({time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}); `provenance.json` in each run's directory. "
+        + (
+            "Quick mode: small versions of the scenarios; the numbers are not the papers' settings. "
+            if " --quick" in how
+            else ""
+        )  # fmt: skip
+        + "Verdict: whether railbed's number is inside the band around the paper's; room: the baseline run's "
+        "analysis (the largest speedup any network scheduler could give, coflow overlap); fidelity: the "
+        "emulator's own report.",
         "",
     ]
     for paper, title, rows in sections:
-        lines += [f"## {paper}: {title}", ""]
-        if not rows:
-            lines += [f"Not built yet: no `scenarios/{paper}/claims.yaml`.", ""]
-            continue
-        lines += [table(rows, out), ""]
-        lines += notes(rows)
-        lines += _figures(rows, out)
+        lines += section(paper, title, rows, how, out)
+        if paper != "mechanisms":
+            lines += _figures(rows, out)
     return "\n".join(lines).rstrip() + "\n"
 
 
-def notes(rows: list[Row]) -> list[str]:
-    """The claims' notes (why railbed and the paper differ, as far as we can tell), under the table."""
-    out = [f"- *{r.claim.claim}*: {r.claim.note}" for r in rows if r.claim.note]
-    return ["Notes:", "", *out, ""] if out else []
+def block_sections(text: str) -> dict[tuple[str, str], str]:
+    """(paper, flags) -> its section, from a REPRODUCTION.md block."""
+    out = {}
+    marks = list(SECTION.finditer(text))
+    for m, nxt in zip(marks, marks[1:] + [None]):
+        out[(m.group(1), m.group(2))] = text[m.start() : nxt.start() if nxt else len(text)].rstrip() + "\n"
+    return out
 
 
-def update_readme(readme: Path, sections: list[tuple[str, str, list[Row]]], quick: bool) -> None:
-    """Replace, in the README's block between the reproduce markers, the sections of the papers
-    just run (tables and notes, no figures); other papers' sections stay as they were."""
-    text = readme.read_text()
+def write_block(path: Path, sections: list[tuple[str, str, list]], how: str) -> None:
+    """Replace, in ``path``'s block between the reproduce markers, the sections of the papers just
+    run with these flags (tables and notes, no figures); other sections stay as they were."""
+    text = path.read_text()
     if BEGIN not in text or END not in text:
-        raise SpecError("readme", f"{readme} has no {BEGIN} ... {END} block")
+        raise SpecError("write", f"{path} has no {BEGIN} ... {END} block")
     head, rest = text.split(BEGIN, 1)
     old, tail = rest.split(END, 1)
-    kept = _readme_sections(old)
+    kept = block_sections(old)
     for paper, title, rows in sections:
-        body = [
-            f"**{paper}: {title}**",
-            "",
-            f"<!-- generated by railbed reproduce {paper}{' --quick' if quick else ''}; do not edit -->",
-            "",
-        ]
-        body += [table(rows) if rows else f"Not built yet: no `scenarios/{paper}/claims.yaml`.", ""]
-        kept[paper] = "\n".join(body + notes(rows))
-    blocks = [kept[p] for p in PAPERS if p in kept]
-    readme.write_text(head + BEGIN + "\n\n" + "\n".join(blocks) + END + tail)
-
-
-def _readme_sections(block: str) -> dict[str, str]:
-    """paper -> its section (from its ``**paper: title**`` line to the next) in the README block."""
-    out = {}
-    for part in re.split(r"^(?=\*\*\w+: )", block, flags=re.M):
-        m = re.match(r"\*\*(\w+): ", part)
-        if m and m.group(1) in PAPERS:
-            out[m.group(1)] = part.rstrip() + "\n"
-    return out
+        mark = f"<!-- reproduce:section {paper}{how} -->"
+        kept[(paper, how)] = "\n".join([mark, "", *section(paper, title, rows, how)]).rstrip() + "\n"
+    order = sorted(kept, key=lambda k: (PAPERS.index(k[0]) if k[0] in PAPERS else len(PAPERS), k[1]))
+    path.write_text(head + BEGIN + "\n\n" + "\n".join(kept[k] for k in order) + END + tail)
 
 
 def reproduce(
@@ -445,27 +517,36 @@ def reproduce(
     quick: bool = False,
     emulate: bool = False,
     echo: Callable[[str], None] = print,
-    readme: Path | None = None,
+    write: Path | None = None,
     claims_dir: Path = HERE,
     resume: bool = False,
     full_size: bool = False,
+    papers: tuple[str, ...] = PAPERS,
+    plots: bool = True,
 ) -> Path:
-    """Run the claims of ``which`` (a paper or ``all``) and write ``out/REPRODUCTION.md``."""
+    """Run the claims of ``which`` (a paper or ``all``) and write ``out/REPRODUCTION.md``
+    (and, with ``write``, that file's block)."""
     from railbed import provenance
 
-    papers = PAPERS if which == "all" else (which,)
-    if which != "all" and which not in PAPERS:
-        raise SpecError("paper", f"unknown paper {which!r} (known: {', '.join(PAPERS)}, all)")
+    if which != "all" and which not in papers:
+        raise SpecError("paper", f"unknown paper {which!r} (known: {', '.join(papers)}, all)")
+    chosen = papers if which == "all" else (which,)
+    how = flags(quick, emulate, full_size)
     t0 = time.perf_counter()
     out.mkdir(parents=True, exist_ok=True)
     sections = []
-    for paper in papers:
-        title, rows = reproduce_paper(paper, out, quick, emulate, echo, claims_dir, resume, full_size)
+    for paper in chosen:
+        if paper == "mechanisms":
+            from scenarios.mechanisms import mechanism_rows
+
+            sections.append((paper, "scheduler mechanisms with known answers", mechanism_rows(emulate, echo)))
+            continue
+        title, rows = reproduce_paper(paper, out, quick, emulate, echo, claims_dir, resume, full_size, plots)
         sections.append((paper, title, rows))
     report = out / "REPRODUCTION.md"
-    report.write_text(render(sections, out, quick, emulate, time.perf_counter() - t0))
-    provenance.write(out)
-    if readme is not None:
-        update_readme(readme, sections, quick)
+    report.write_text(render(sections, out, how, time.perf_counter() - t0))
+    provenance.write(out, extra_seeds=None)
+    if write is not None:
+        write_block(write, sections, how)
     echo(f"report: {report}")
     return report

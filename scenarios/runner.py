@@ -26,10 +26,11 @@ A scenario is YAML (``railbed run scenario.yaml``)::
                                        # value; every scheduler runs at every load, as ``<label>@<load>``
 
 ``railbed run`` runs each scheduler on the same emulated cluster (built
-once), one after the other; ``railbed simulate`` runs them on the
-flow-level simulator (:func:`simulate_scenario`, no root) and ``railbed
-crosscheck`` on both (:func:`crosscheck_scenario`). The results directory gets ``scenario.yaml``, ``cluster.yaml``,
-``job.json`` (replayable), ``<label>/result.json`` and
+once), one after the other; ``railbed simulate`` runs them on a simulator
+(:func:`simulate_scenario`, no root; ``--backend``, default ``fluid``) and
+``railbed crosscheck`` on both (:func:`crosscheck_scenario`). Each is
+:func:`run_on` a backend of :data:`railbed.backend.BACKENDS`. The
+results directory gets ``scenario.yaml``, ``cluster.yaml``, ``job.json`` (replayable), ``<label>/result.json`` and
 ``<label>/summary.txt`` per run (a scheduler's label is its name unless the
 scenario gives one; ``<label>/job.json`` for a run with its own job),
 ``comparison.txt`` and ``index.json`` (makespan per run), ``provenance.json``
@@ -55,22 +56,21 @@ import math
 import os
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 import yaml
 
 from railbed import provenance
+from railbed.backend import BACKENDS, Backend, RunOptions, Session
+from railbed.backend import backend as get_backend
 from railbed.dispatch import SchedulerError, check_placement
 from railbed.errors import SpecError
 from railbed.job import Job
-from railbed.machine import check_emulable
 from railbed.results import RunResult, comparison_table
 from railbed.safeload import describe, key_name, load_yaml_file
 from railbed.spec import ClusterSpec
-from railbed.topology import Topology, default_scale
-from railbed.units import RateScale
 from schedulers import SchedulerSpec, by_name, make, scheduler_spec
 from tc_policies.plan import POLICIES
 from workloads import generate
@@ -101,6 +101,20 @@ class Scenario:
     variants: dict[str, Job] | None = None  # run label -> its own job (a scheduler entry's ``job`` overrides)
     arrays: tuple[str, dict] | None = None  # (generator, args) of a job too large for a Job: built as arrays
 
+    def options(self, scale: float | None = None, progress: Callable[[str], None] | None = None) -> RunOptions:
+        """The scenario's settings as a backend reads them (``scale``: the command line's, else the scenario's)."""
+        return RunOptions(
+            policy=self.policy,
+            progress=progress,
+            scale=scale if scale is not None else self.scale,
+            latency=self.latency,
+            trace=self.trace,
+            timeout=self.timeout,
+            strict=self.strict,
+            flow_progress=self.flow_progress,
+            capture=self.capture,
+        )
+
     def points(self, specs: list[SchedulerSpec]) -> list[tuple[SchedulerSpec, Job]]:
         """(scheduler, job) of every run: each scheduler on the job, or at each load (``label@load``)."""
         if not self.loads:
@@ -124,7 +138,7 @@ class Scenario:
     def from_dict(cls, data: Any, base: Path = Path("."), arrays: bool | str = False) -> Scenario:
         """``arrays``: a generated job over ``workloads.MAX_ITEMS`` whose generator has an array
         form is not built here (``job`` is None) but per run, as arrays, by the compact engine
-        (``railbed simulate --engine compact``); ``arrays="always"``: any job with an array form
+        (``railbed simulate --backend fluid-rules``); ``arrays="always"``: any job with an array form
         (a summary result per run, items in ``items.npz``: no per-item JSON of a 1024-GPU job)."""
         if not isinstance(data, dict):
             raise SpecError("scenario", f"expected a mapping at the top level, got {describe(data)}")
@@ -365,16 +379,17 @@ def _check_out(out_dir: Path) -> None:
 
 
 def preflight(
-    sc: Scenario, specs: list[SchedulerSpec], out_dir: Path, scale: float | None = None, emulate: bool = True
-):
+    sc: Scenario, specs: list[SchedulerSpec], out_dir: Path, scale: float | None = None, backend: Backend | None = None
+) -> float | None:
     """Everything a run can know before it starts, checked before anything is built or
     written; each problem is a :class:`SpecError` naming the field (exit 2).
 
     Pins against the cluster; per scheduler: its own ``check`` of the job (tags
     it reads), its placement (``place`` on the public job, then
-    ``check_placement``); the results directory; and, for the emulator, what
-    this machine can emulate at the scale the run will use
-    (:mod:`railbed.machine`). Returns that scale (None when not emulating).
+    ``check_placement``); the results directory; and, given the ``backend``,
+    what it models (servers' hardware models) and its own ``check`` of this
+    machine at the scale the run will use (the emulator: :mod:`railbed.machine`).
+    Returns that scale (None when the backend has none).
     A job built as arrays (``sc.arrays``) is checked when it is built (``compact_arrays``)."""
     if sc.job is not None:
         check_pins(sc.job, sc.cluster)
@@ -391,12 +406,27 @@ def preflight(
         except SchedulerError as exc:
             raise SpecError(f"schedulers[{i}]", f"{name} cannot place this job: {exc}") from None
     _check_out(out_dir)
-    if not emulate:
+    if backend is None:
         return None
-    topo = Topology(sc.cluster)
-    k = RateScale(scale) if scale is not None else default_scale(sc.cluster, topo)
-    check_emulable(sc.cluster, topo, k)
-    return k
+    if not backend.capabilities.hooks:
+        _check_rules(sc, specs, backend)
+    if not backend.capabilities.host_models:
+        for g, server in enumerate(sc.cluster.servers):
+            if server.host is not None:
+                why = f"server {server.name} has a hardware model ({server.host.kind}); {backend.name} models none"
+                raise SpecError(f"cluster.servers[{g}].{server.host.kind}", why)
+    return backend.check(sc.cluster, sc.options(scale=scale))
+
+
+def _check_rules(sc: Scenario, specs: list[SchedulerSpec], backend: Backend) -> None:
+    """A backend that calls no hooks during the run needs each scheduler's ``rule`` for every flow."""
+    for i, spec in enumerate(specs if sc.job is not None else ()):
+        sched, job = make(spec), sc.job_of(spec)
+        placement = sched.place(job.public(), sc.cluster)
+        for flow in job.flows:
+            if sched.rule(flow, placement, sc.cluster) is None:
+                why = f"{spec.run_label} has no rule for flow {flow.id} (Scheduler.rule): {backend.name} calls no hooks"
+                raise SpecError(f"schedulers[{i}]", why)
 
 
 # ------------------------------------------------------------- results files
@@ -473,24 +503,59 @@ def _finish(sc: Scenario, out_dir: Path, scale: dict, plots: bool, echo: Callabl
         write_figures(out_dir, echo)
 
 
-def _simulate(
-    sc: Scenario, spec: SchedulerSpec, engine: str, echo: Callable[[str], None], job: Job | None = None
-) -> RunResult:
-    from simulator import simulate
+def run_on(
+    backend: str | Backend,
+    sc: Scenario,
+    out_dir: Path,
+    echo: Callable[[str], None] = print,
+    scale: float | None = None,
+    schedulers: list[str] | None = None,
+    plots: bool = True,
+) -> list[RunResult]:
+    """Run the job under each scheduler on ``backend`` (one session: the emulator builds the
+    cluster once), write the results directory."""
+    be = get_backend(backend) if isinstance(backend, str) else backend
+    specs = _selected(sc, schedulers)
+    if sc.job is None and not be.capabilities.array_jobs:
+        takers = ", ".join(n for n in BACKENDS.names() if get_backend(n).capabilities.array_jobs)
+        raise SpecError("job.args", f"this job is too large for a Python Job: simulate it with --backend {takers}")
+    options = sc.options(progress=echo)
+    options = replace(options, scale=preflight(sc, specs, out_dir, scale or sc.scale, be))
+    results = []
+    # the session first (the emulator's lock and cluster): a refused run writes nothing
+    with be.session(sc.cluster, options) as session, results_dir(sc, out_dir):
+        if session.describe():
+            echo(f"{sc.name}: {sc.cluster.summary()}")
+            echo(f"  {sc.job!r}; {session.describe()}")
+        for spec, job in sc.points(specs):  # job None: built as arrays per run (sc.arrays)
+            echo(f"running {spec.run_label} on {be.name}{' (job built as arrays)' if job is None else ''} ...")
+            result = _run_one(sc, session, spec, job, replace(options, run_dir=out_dir / spec.run_label))
+            results.append(result)
+            _save_run(result, out_dir, spec.run_label, echo)
+        _write_comparison(sc, results, out_dir, echo)
+        k = session.scale
+        _finish(sc, out_dir, provenance.scale_record(k, scale, sc.scale), plots and sc.job is not None, echo)
+    if sc.job is None:
+        echo("no figures: they need per-item records (the items are in <scheduler>/items.npz)")
+    return results
 
-    echo(f"simulating {spec.run_label} ...")
-    if engine == "compact":  # schedulers with rules only (simulator/compact.py)
-        from simulator.compact import simulate_compact
 
-        scheduler = make(spec)
-        run = simulate_compact(job or sc.job, scheduler, sc.cluster, policy=sc.policy, analysis=True)
-        result = run.to_run_result(job or sc.job, spec.run_label)
-        result.cluster = sc.cluster.name
-        result.notes += scheduler.notes()
-        return result
-    return simulate(
-        job or sc.job, make(spec), sc.cluster, policy=sc.policy, engine=engine, progress=echo, analysis=True
-    )
+def _run_one(sc: Scenario, session: Session, spec: SchedulerSpec, job: Job | None, options: RunOptions) -> RunResult:
+    """One scheduler's run. A job too large for a ``Job`` (``sc.arrays``) is built as arrays here,
+    once per scheduler (``workloads.generate_arrays``: the arrays and a run do not both fit in
+    8 GB at 8192 GPUs), and handed over without a reference kept; its ``result.json`` is a
+    RunResult without per-item records, the items in ``<label>/items.npz``
+    (``simulator.compact.load_items``). No figures then: they read per-item records."""
+    if job is not None:
+        return session.run(job, make(spec), options)
+    from workloads import generate_arrays
+
+    assert sc.arrays is not None
+    name, args = sc.arrays
+    t0 = time.perf_counter()
+    result = session.run(generate_arrays(name, args, "job"), make(spec), options)
+    result.notes.append(f"built as arrays, compacted and run in {time.perf_counter() - t0:.1f} s")
+    return result
 
 
 def run_scenario(
@@ -501,57 +566,8 @@ def run_scenario(
     schedulers: list[str] | None = None,
     plots: bool = True,
 ) -> list[RunResult]:
-    """Build the cluster once, run the job under each scheduler, write the results directory."""
-    from emulator.testbed import Testbed
-
-    specs = _selected(sc, schedulers)
-    k = preflight(sc, specs, out_dir, scale or sc.scale)
-    results = []
-    tb = Testbed(sc.cluster, policy=sc.policy, scale=k, latency=sc.latency)
-    with tb, results_dir(sc, out_dir):  # the lock and the cluster first: a refused run writes nothing
-        echo(f"{sc.name}: {sc.cluster.summary()}")
-        echo(
-            f"  {sc.job!r}; built in {tb.build_seconds:.1f} s; k = {tb.scale.k:g}; "
-            f"policy {tb.policy.name}; latency {tb.latency_mode}"
-        )
-        for spec, job in sc.points(specs):
-            echo(f"running {spec.run_label} ...")
-            result = _run_captured(sc, tb, spec, out_dir, echo, job)
-            results.append(result)
-            _save_run(result, out_dir, spec.run_label, echo)
-        _write_comparison(sc, results, out_dir, echo)
-        _finish(sc, out_dir, provenance.scale_record(tb.scale.k, scale, sc.scale), plots, echo)
-    return results
-
-
-def _run_captured(
-    sc: Scenario, tb, spec: SchedulerSpec, out_dir: Path, echo: Callable[[str], None], job: Job | None = None
-) -> RunResult:
-    """One scheduler's emulated run, with the scenario's packet captures (if any) around it."""
-    from emulator.capture import Capture
-    from emulator.runtime import run
-
-    capture = Capture(tb, sc.capture, out_dir / spec.run_label) if sc.capture else None
-    if capture:
-        capture.start()
-    notes = []
-    try:
-        result = run(
-            job or sc.job,
-            make(spec),
-            tb,
-            trace=sc.trace,
-            progress=echo,
-            timeout=sc.timeout,
-            strict=sc.strict,
-            flow_progress=sc.flow_progress,
-            analysis=True,
-        )
-    finally:
-        if capture:
-            notes = capture.stop()
-    result.notes += notes
-    return result
+    """The scenario on the emulator (root): build the cluster once, run each scheduler."""
+    return run_on("emulate", sc, out_dir, echo, scale, schedulers, plots)
 
 
 def simulate_scenario(
@@ -559,64 +575,11 @@ def simulate_scenario(
     out_dir: Path,
     echo: Callable[[str], None] = print,
     schedulers: list[str] | None = None,
-    engine: str = "numba",
+    backend: str | Backend = "fluid",
     plots: bool = True,
 ) -> list[RunResult]:
-    """The scenario on the flow-level simulator (no root): the same results directory as :func:`run_scenario`."""
-    specs = _selected(sc, schedulers)
-    if sc.job is None and engine != "compact":
-        raise SpecError("job.args", "this job is too large for a Python Job: simulate it with --engine compact")
-    preflight(sc, specs, out_dir, emulate=False)
-    results = []
-    if sc.job is None:
-        return _simulate_arrays(sc, specs, out_dir, echo)
-    with results_dir(sc, out_dir):
-        for spec, job in sc.points(specs):
-            results.append(_simulate(sc, spec, engine, echo, job))
-            _save_run(results[-1], out_dir, spec.run_label, echo)
-        _write_comparison(sc, results, out_dir, echo)
-        _finish(sc, out_dir, provenance.scale_record(None, None, None), plots, echo)
-    return results
-
-
-def _simulate_arrays(
-    sc: Scenario, specs: list[SchedulerSpec], out_dir: Path, echo: Callable[[str], None]
-) -> list[RunResult]:
-    """A job too large for a Python ``Job`` (``sc.arrays``): per scheduler, built as arrays
-    (``workloads.generate_arrays``, again for each: the arrays and a run do not both fit in
-    8 GB at 8192 GPUs), compacted, run; ``<label>/result.json`` is a RunResult without per-item
-    records (``CompactResult.summary_result``), the items are in ``<label>/items.npz``
-    (``simulator.compact.load_items``). No figures: they read per-item records."""
-    from simulator.compact import compact_arrays, run_compact
-    from workloads import generate_arrays
-
-    assert sc.arrays is not None
-    name, args = sc.arrays
-    results = []
-    with results_dir(sc, out_dir):
-        for spec in specs:
-            echo(f"simulating {spec.run_label} (job built as arrays) ...")
-            t0 = time.perf_counter()
-            aj = generate_arrays(name, args, "job")
-            t1 = time.perf_counter()
-            cj = compact_arrays(aj, make(spec), sc.cluster, policy=sc.policy)
-            del aj
-            t2 = time.perf_counter()
-            run = run_compact(cj, analysis=True)
-            result = run.summary_result(spec.run_label, sc.cluster.name)
-            result.notes.append(
-                f"built in {t1 - t0:.1f} s, compacted in {t2 - t1:.1f} s, run in {run.wall_seconds:.1f} s"
-            )
-            run_dir = out_dir / spec.run_label
-            run_dir.mkdir(exist_ok=True)
-            run.save_items(run_dir / "items.npz")
-            del run, cj
-            results.append(result)
-            _save_run(result, out_dir, spec.run_label, echo)
-        _write_comparison(sc, results, out_dir, echo)
-        _finish(sc, out_dir, provenance.scale_record(None, None, None), False, echo)
-    echo("no figures: they need per-item records (the items are in <scheduler>/items.npz)")
-    return results
+    """The scenario on a simulator (no root): the same results directory as :func:`run_scenario`."""
+    return run_on(backend, sc, out_dir, echo, None, schedulers, plots)
 
 
 def crosscheck_scenario(
@@ -636,9 +599,11 @@ def crosscheck_scenario(
 
     emulated = run_scenario(sc, out_dir, echo=echo, scale=scale, schedulers=schedulers, plots=False)
     checks = []
+    fluid = get_backend("fluid")
     with results_dir(sc, out_dir, write_inputs=False):
         for spec, result in zip(_selected(sc, schedulers), emulated):
-            simulated = _simulate(sc, spec, "numba", echo, sc.job_of(spec))
+            echo(f"simulating {spec.run_label} ...")
+            simulated = fluid.run(sc.job_of(spec), make(spec), sc.cluster, sc.options(progress=echo))
             simulated.save(out_dir / spec.run_label / "simulated.json")
             checks.append(compare(result, simulated))
         text = "\n\n".join(c.report() for c in checks)

@@ -22,6 +22,18 @@ wall time, start time, host and worker pid), written last;
 values, metrics; a failed point has one row with its error), rewritten as
 points finish; ``provenance.json`` and the sweep file.
 
+Before anything runs or is written, every point is checked as a single run
+is (``Scenario.from_dict`` and ``scenarios.runner.preflight``: pins, each
+scheduler's check and placement, ``--out``, and for emulated points run here
+this machine's limits), with progress and an estimate of how long it takes;
+the first bad point ends the sweep with exit 2 naming it. A grid of more
+than ``--max-points`` points (default :data:`MAX_POINTS`) is refused at once
+(exit 2, its size named): at the example's 2 s per point on 2 cores, 1000
+points are 17 minutes, and a grid larger than that is more often a typo (an
+axis of a thousand values) than a plan. The cluster is reached before
+anything is written (``scenarios.ray_cluster``: exit 1 with one line when it
+cannot be reached or refuses the token).
+
 Re-running the same command resumes: points whose ``point.json`` says ``ok``
 are skipped, failed and missing ones run. Ctrl-C stops the sweep; what has
 finished stays.
@@ -35,7 +47,8 @@ each and run in parallel. An emulated point needs the machine to itself
 one at a time locally and one per node on a cluster whose nodes were
 started with ``ray start ... --resources '{"railbed_testbed": 1}'`` (as
 root, with railbed provisioned). A point's files travel back to the driver
-as the task's return value, so nodes need no shared file system.
+as the task's return value, so nodes need no shared file system. Setting up
+a cluster, its token included: ``docs/sweeps.md``.
 """
 
 from __future__ import annotations
@@ -44,6 +57,7 @@ import copy
 import hashlib
 import itertools
 import json
+import math
 import os
 import random
 import re
@@ -60,41 +74,66 @@ import yaml
 from railbed import provenance
 from railbed.errors import EnvironmentProblem, SpecError
 from railbed.metrics import DEFAULT_METRICS, METRICS
+from railbed.safeload import load_yaml_file
 
 KEYS = {"name", "scenario", "backend", "axes", "metrics", "plots"}
+MAX_POINTS = 1000  # default --max-points (module docstring)
+PROGRESS_SECONDS = 2.0  # between progress lines while points are validated
 BACKENDS = ("simulate", "emulate")
 TESTBED = "railbed_testbed"
 SHORTCUTS = {"rate", "seed"}
 
 
-def _load_yaml(path: Path, field_name: str) -> Any:
-    try:
-        return yaml.safe_load(path.read_text())
-    except OSError as exc:
-        raise SpecError(field_name, f"cannot read {path}: {exc.strerror}") from None
-    except yaml.YAMLError:
-        raise SpecError(field_name, f"{path} is not valid YAML") from None
-
-
 # ------------------------------------------------------------------ points
 def set_dotted(data: dict, key: str, value: Any, where: str) -> None:
-    """``data["a"]["b"] = value`` for ``key = "a.b"``, creating missing mappings."""
-    node = data
+    """``data["a"]["b"] = value`` for ``key = "a.b"``, creating missing mappings; a whole-number
+    part indexes a list (``cluster.servers.0.nics``)."""
+    node: Any = data
     parts = key.split(".")
     for part in parts[:-1]:
-        node = node.setdefault(part, {})
-        if not isinstance(node, dict):
+        if isinstance(node, list):
+            node = _item(node, part, key, where)
+        else:
+            node = node.setdefault(part, {})
+        if not isinstance(node, (dict, list)):
             raise SpecError(where, f"{part!r} in {key!r} is not a mapping in the scenario")
-    node[parts[-1]] = value
+    if isinstance(node, list):
+        _item(node, parts[-1], key, where)
+        node[int(parts[-1])] = value
+    else:
+        node[parts[-1]] = value
+
+
+def get_dotted(data: Any, key: str) -> Any:
+    """The value at ``key`` (as :func:`set_dotted` reads it), or None where the path ends."""
+    node = data
+    for part in key.split("."):
+        if isinstance(node, list) and part.isdigit() and int(part) < len(node):
+            node = node[int(part)]
+        elif isinstance(node, dict) and part in node:
+            node = node[part]
+        else:
+            return None
+    return node
+
+
+def _item(node: list, part: str, key: str, where: str) -> Any:
+    if not part.isdigit() or int(part) >= len(node):
+        raise SpecError(where, f"{part!r} in {key!r} is not an index of a list of {len(node)}")
+    return node[int(part)]
 
 
 def set_rate(scenario: dict, rate: Any) -> None:
     """Every NIC rate and the fabric's uplink rate (if it has one) of the inline cluster."""
-    cluster = scenario["cluster"]
-    for group in cluster.get("servers", []):
+    cluster = scenario.get("cluster")
+    groups = cluster.get("servers") if isinstance(cluster, dict) else None
+    if not isinstance(groups, list) or not all(isinstance(g, dict) for g in groups):
+        raise SpecError("axes.rate", "the scenario's cluster has no list of server groups to set the rate of")
+    for group in groups:
         group["nic_rate"] = rate
-    if "uplink_rate" in cluster.get("fabric", {}):
-        cluster["fabric"]["uplink_rate"] = rate
+    fabric = cluster.get("fabric")
+    if isinstance(fabric, dict) and "uplink_rate" in fabric:
+        fabric["uplink_rate"] = rate
 
 
 def point_id(values: dict[str, Any]) -> str:
@@ -127,7 +166,7 @@ class Sweep:
     @classmethod
     def load(cls, path: str | Path) -> Sweep:
         path = Path(path)
-        return cls.from_dict(_load_yaml(path, "sweep"), path.parent)
+        return cls.from_dict(load_yaml_file(path, "sweep"), path.parent)
 
     @classmethod
     def from_dict(cls, data: Any, base: Path = Path(".")) -> Sweep:
@@ -138,7 +177,7 @@ class Sweep:
             raise SpecError(sorted(unknown)[0], f"unknown key (known: {', '.join(sorted(KEYS))})")
         if "scenario" not in data:
             raise SpecError("scenario", "missing")
-        scenario, sbase = _scenario_mapping(data["scenario"], base)
+        scenario, sbase = scenario_mapping(data["scenario"], base)
         backend = str(data.get("backend", "simulate"))
         if backend not in BACKENDS:
             raise SpecError("backend", f"must be simulate or emulate, got {backend!r}")
@@ -160,10 +199,15 @@ class Sweep:
         name = str(data.get("name", scenario.get("name", "sweep")))
         return cls(name, scenario, sbase, backend, {str(k): v for k, v in axes.items()}, metrics, plots, data)
 
-    def points(self) -> list[Point]:
-        """Every combination of the axes' values, each validated as a scenario (bad ones: SpecError)."""
-        from scenarios.runner import Scenario
+    def size(self) -> int:
+        """How many points the grid has (the product of the axes' lengths), without making them."""
+        return math.prod(len(v) for v in self.axes.values())
 
+    def shape(self) -> str:
+        return " x ".join(f"{len(v)} {a}" for a, v in self.axes.items()) or "no axes"
+
+    def grid(self) -> list[Point]:
+        """Every combination of the axes' values applied to a copy of the scenario (not yet checked)."""
         out = []
         for combo in itertools.product(*self.axes.values()):
             values = dict(zip(self.axes, combo))
@@ -178,25 +222,79 @@ class Sweep:
                     seed = value
                 else:
                     set_dotted(data, axis, value, f"axes.{axis}")
-            pid = point_id(values)
-            try:
-                Scenario.from_dict(data, self.base)
-            except SpecError as exc:
-                raise SpecError(f"point {pid}: {exc.field}", exc.message) from None
-            out.append(Point(pid, values, data, seed))
+            out.append(Point(point_id(values), values, data, seed))
         return out
 
+    def points(
+        self, echo: Callable[[str], None] | None = None, out: Path = Path("."), emulate_here: bool = False
+    ) -> list[Point]:
+        """The grid, every point checked as its own run would check it before starting
+        (``Scenario.from_dict``, then ``scenarios.runner.preflight`` into ``out``, with this
+        machine's emulation limits if ``emulate_here``); the first bad point is a SpecError naming
+        it. Points whose scenarios are equal (they differ only in seed) are checked once. ``echo``
+        gets an estimate after the second check (the first pays for imports), then progress
+        every PROGRESS_SECONDS."""
+        points = self.grid()
+        keys = [json.dumps(p.scenario, sort_keys=True, default=str) for p in points]
+        distinct = len(set(keys))
+        checked: set[str] = set()
+        t0 = last = time.perf_counter()
+        for point, key in zip(points, keys):
+            if key in checked:
+                continue
+            t = time.perf_counter()
+            try:
+                _check_point(point.scenario, self.base, out, self.backend, emulate_here)
+            except SpecError as exc:
+                raise SpecError(f"point {point.id}: {exc.field}", exc.message) from None
+            checked.add(key)
+            now = time.perf_counter()
+            if echo and len(checked) == 2 and distinct > 2:
+                echo(f"  checking {distinct} scenarios first: about {(now - t) * (distinct - 2):.0f} s more "
+                     f"({now - t:.3f} s for one)")  # fmt: skip
+            elif echo and now - last >= PROGRESS_SECONDS and len(checked) > 2:
+                left = (now - t0) / len(checked) * (distinct - len(checked))
+                echo(f"  checked {len(checked)}/{distinct} ({now - t0:.0f} s, about {left:.0f} s left)")
+                last = now
+        return points
 
-def _scenario_mapping(raw: Any, base: Path) -> tuple[dict, Path]:
+
+def _check_point(scenario: dict, base: Path, out: Path, backend: str, emulate_here: bool) -> None:
+    """What ``railbed simulate`` / ``run`` check before they start (SpecError if anything fails);
+    the emulator's check of this machine only if the points emulate here."""
+    from railbed.backend import backend as get_backend
+    from scenarios.runner import Scenario, preflight
+
+    sc = Scenario.from_dict(scenario, base)
+    if backend == "emulate":
+        checked = get_backend("emulate") if emulate_here else None
+    else:  # simulate_scenario's backend
+        checked = get_backend("fluid")
+    preflight(sc, sc.schedulers, out, sc.scale, backend=checked)
+
+
+# keys a sweep file has and a scenario never does: a sweep named as a sweep's scenario
+SWEEP_ONLY = KEYS - {"name"}
+
+
+def scenario_mapping(raw: Any, base: Path) -> tuple[dict, Path]:
     """The scenario as a mapping with its cluster inline and job file absolute, and its base directory."""
+    where = "the inline scenario"
     if isinstance(raw, str):
         path = (base / raw).resolve()
-        raw, base = _load_yaml(path, "scenario"), path.parent
+        raw, base, where = load_yaml_file(path, "scenario"), path.parent, str(path)
     if not isinstance(raw, dict):
         raise SpecError("scenario", "expected a path or a mapping")
+    nested = sorted(SWEEP_ONLY & set(raw))
+    if nested:
+        raise SpecError("scenario", f"{where} is a sweep file (it has {', '.join(nested)}), not a scenario: "
+                        "a sweep's scenario is the scenario file it varies")  # fmt: skip
+    for key in ("cluster", "job", "schedulers"):
+        if key not in raw:
+            raise SpecError(f"scenario.{key}", f"missing in {where}")
     data = copy.deepcopy(raw)
     if isinstance(data.get("cluster"), str):
-        data["cluster"] = _load_yaml(base / data["cluster"], "scenario.cluster")
+        data["cluster"] = load_yaml_file(base / data["cluster"], "scenario.cluster")
     job = data.get("job")
     if isinstance(job, dict) and "file" in job:
         job["file"] = str((base / str(job["file"])).resolve())
@@ -292,9 +390,11 @@ def write_table(sweep: Sweep, out: Path, records: list[dict]) -> list[dict]:
 
 
 # --------------------------------------------------------------------- Ray
-def start_ray(address: str | None, cpus: int | None):
+def start_ray(address: str | None, cpus: int | None, where: str = "--address"):
+    """Ray on the cluster at ``address`` (``scenarios.ray_cluster.connect``: probed first, one line
+    and exit 1 if it cannot be reached or refuses the token), else a local instance."""
     try:
-        import ray
+        import ray  # noqa: F401 - is it installed at all
     except ImportError:
         raise EnvironmentProblem("railbed sweep needs Ray: pip install 'railbed[sweep]'") from None
     import logging
@@ -306,11 +406,11 @@ def start_ray(address: str | None, cpus: int | None):
         "log_to_driver": False,
         "runtime_env": {"env_vars": {"PYTHONPATH": path}},
     }
-    address = address or os.environ.get("RAY_ADDRESS")
     if address:
-        ray.init(address=address, **kwargs)
-    else:
-        ray.init(num_cpus=cpus or os.cpu_count(), resources={TESTBED: 1}, **kwargs)
+        from scenarios.ray_cluster import connect
+
+        return connect(address, where, **kwargs)
+    ray.init(num_cpus=cpus or os.cpu_count(), resources={TESTBED: 1}, **kwargs)
     return ray
 
 
@@ -328,54 +428,67 @@ def run_sweep(
     echo: Callable[[str], None] = print,
     address: str | None = None,
     cpus: int | None = None,
+    max_points: int = MAX_POINTS,
 ) -> list[dict]:
-    """Run every point not done yet (module docstring); return the table's rows."""
-    points = sweep.points()
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "sweep.yaml").write_text(yaml.safe_dump(sweep.source or {}, sort_keys=False))
-    provenance.write(out, scenario=sweep.scenario, extra_seeds={"axes.seed": sweep.axes.get("seed")})
+    """Run every point not done yet (module docstring); return the table's rows. Nothing is
+    written before every point is checked and Ray is up."""
+    n = sweep.size()
+    if n > max_points:
+        raise SpecError("axes", f"{n} points ({sweep.shape()}) is more than --max-points {max_points}; "
+                        f"pass --max-points {n} to run them all")  # fmt: skip
+    where = "--address" if address else "RAY_ADDRESS"
+    address = address or os.environ.get("RAY_ADDRESS")
+    echo(f"sweep {sweep.name}: {n} points ({sweep.shape()}), {sweep.backend}, on {address or 'this machine'}")
+    t0 = time.perf_counter()
+    points = sweep.points(echo, out, emulate_here=sweep.backend == "emulate" and not address)
     records = {p.id: point_done(out, p) for p in points}
     todo = [p for p in points if records[p.id] is None]
-    echo(f"sweep {sweep.name}: {len(points)} points ({len(points) - len(todo)} done already), {sweep.backend}")
-    if todo:
-        _run_points(sweep, out, todo, records, echo, address, cpus)
+    echo(f"  {n} points checked in {time.perf_counter() - t0:.1f} s; {n - len(todo)} done already, {len(todo)} to run")
+    ray = start_ray(address, cpus, where) if todo else None
+    try:
+        if ray is not None and sweep.backend == "emulate" and not ray.cluster_resources().get(TESTBED):
+            raise EnvironmentProblem(
+                f"no Ray node offers the resource {TESTBED!r}: start nodes with "
+                f"ray start ... --resources '{{\"{TESTBED}\": 1}}'"
+            )
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "sweep.yaml").write_text(yaml.safe_dump(sweep.source or {}, sort_keys=False))
+        provenance.write(out, scenario=sweep.scenario, extra_seeds={"axes.seed": sweep.axes.get("seed")})
+        if todo:
+            run_points(ray, sweep, out, todo, records, echo)
+    finally:
+        if ray is not None:
+            ray.shutdown()
     rows = write_table(sweep, out, [r for r in records.values() if r is not None])
     failed = [pid for pid, r in records.items() if r is not None and r["status"] != "ok"]
-    echo(f"{len(points) - len(failed)} of {len(points)} points ok; table in {out / 'sweep.csv'}")
+    echo(f"{n - len(failed)} of {n} points ok; table in {out / 'sweep.csv'}")
     for pid in failed:
         echo(f"  failed: {pid}: {records[pid]['error']}")
     return rows
 
 
-def _run_points(sweep, out, todo, records, echo, address, cpus) -> None:
-    ray = start_ray(address, cpus)
+def run_points(ray, sweep, out, todo, records, echo) -> None:
+    pending = {_submit(ray, sweep, p): p for p in todo}
+    t0 = time.perf_counter()
     try:
-        if sweep.backend == "emulate" and not ray.cluster_resources().get(TESTBED):
-            raise EnvironmentProblem(
-                f"no Ray node offers the resource {TESTBED!r}: start nodes with "
-                f"ray start ... --resources '{{\"{TESTBED}\": 1}}'"
-            )
-        pending = {_submit(ray, sweep, p): p for p in todo}
-        t0 = time.perf_counter()
-        try:
-            while pending:
-                ready, _ = ray.wait(list(pending), num_returns=1)
-                point = pending.pop(ready[0])
-                try:
-                    answer = ray.get(ready[0])
-                except Exception as exc:  # noqa: BLE001 - the worker died: record the point as failed
-                    answer = {"status": "error", "error": f"{type(exc).__name__}: {exc}".splitlines()[0]}
-                records[point.id] = save_point(out, point, answer)
-                write_table(sweep, out, [r for r in records.values() if r is not None])
-                done = sum(1 for r in records.values() if r is not None)
-                echo(f"  [{done}/{len(records)}] {point.id}: {answer['status']} ({time.perf_counter() - t0:.1f} s)")
-        except KeyboardInterrupt:
-            _stop(ray, pending, sweep.backend)
-            echo(f"sweep interrupted: {sum(1 for r in records.values() if r)} of {len(records)} points saved; "
-                 "run the same command again to resume")  # fmt: skip
-            raise
-    finally:
-        ray.shutdown()
+        while pending:
+            ready, _ = ray.wait(list(pending), num_returns=1)
+            point = pending.pop(ready[0])
+            try:
+                answer = ray.get(ready[0])
+            except Exception as exc:  # noqa: BLE001 - the worker died: record the point as failed
+                answer = {"status": "error", "error": f"{type(exc).__name__}: {exc}".splitlines()[0]}
+            records[point.id] = save_point(out, point, answer)
+            write_table(sweep, out, [r for r in records.values() if r is not None])
+            done = sum(1 for r in records.values() if r is not None)
+            spent = time.perf_counter() - t0
+            left = spent / (len(todo) - len(pending)) * len(pending)
+            echo(f"  [{done}/{len(records)}] {point.id}: {answer['status']} ({spent:.1f} s, about {left:.0f} s left)")
+    except KeyboardInterrupt:
+        _stop(ray, pending, sweep.backend)
+        echo(f"sweep interrupted: {sum(1 for r in records.values() if r)} of {len(records)} points saved; "
+             "run the same command again to resume")  # fmt: skip
+        raise
 
 
 def _stop(ray, pending: dict, backend: str) -> None:

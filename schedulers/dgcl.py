@@ -140,7 +140,7 @@ def planning_topology(job: Job, cluster: ClusterSpec, view: RunView, m: int):
 
     locs = [view.location(f"w{g}") for g in range(m)]
     servers = sorted({loc.server for loc in locs})
-    presets = [cluster.servers[s].intra_host for s in servers]
+    presets = [cluster.servers[s].host_spec("intra_host") for s in servers]
     if any(p is None for p in presets):
         raise SpecError("servers.intra_host", "DGCL plans on the servers' intra-host presets; a server has none")
     if len(servers) == 1:
@@ -170,7 +170,7 @@ class Dgcl(GraphAllgather):
             if "graph" in f.tags and not 2 <= f.tags["graph"].get("gpus", 0) <= 32:
                 raise SpecError(f"items.{f.id}.tags.graph.gpus", "SPST's hops are planned for 2 to 32 GPUs")
         pinned = {e.pin.server for e in job.endpoints.values() if e.pin is not None}
-        if any(s < len(cluster.servers) and cluster.servers[s].intra_host is None for s in pinned):
+        if any(s < len(cluster.servers) and cluster.servers[s].host_spec("intra_host") is None for s in pinned):
             raise SpecError("servers.intra_host", "DGCL plans on the servers' intra-host presets; a server has none")
 
     def hops(self, graph, view):
@@ -220,7 +220,7 @@ def _nearest(cluster: ClusterSpec, loc, kind: str) -> int:
     switch) fewest hops from the GPU: its index among the preset's nodes of that kind."""
     from hwmodels.graph import load_preset
 
-    graph = load_preset(cluster.servers[loc.server].intra_host)
+    graph = load_preset(cluster.servers[loc.server].host_spec("intra_host"))
     nodes = graph.of_type(kind)
     if not nodes:
         return 0

@@ -44,7 +44,11 @@ ETP's cost (§V-B): the makespan of ``eval_iterations`` (20, §VI-A)
 iterations of the job simulated under OES (with the scheduler's pipelining
 bound), sizes drawn from the profile (once per search, the same draw for
 every candidate, so candidates differ only by placement; the paper does not
-say whether it redraws).
+say whether it redraws). The run goes through the core's backend seam
+(:mod:`railbed.backend`; ``fluid`` unless a caller hands
+:func:`simulated_makespan` another backend), so this module imports no
+simulator; on one switch without latency :mod:`schedulers.dgtp_eval`'s
+event loop computes the same number faster.
 
 The unit of cost (``cost_unit``): eq. 21 multiplies T'_Y by a penalty
 that is a sum of percentages, and eq. 23's β = 0.1 multiplies the cost,
@@ -89,6 +93,8 @@ import random
 import time
 from dataclasses import dataclass, replace
 
+from railbed.backend import Backend, RunOptions
+from railbed.backend import backend as get_backend
 from railbed.dispatch import server_resources
 from railbed.errors import SpecError
 from railbed.job import Flow, Job, Location, Placement
@@ -339,19 +345,23 @@ def _search_key(job: Job, cluster: ClusterSpec, args: SearchArgs) -> str:
     return hashlib.sha1(text.encode()).hexdigest()
 
 
-def simulated_makespan(job: Job, cluster: ClusterSpec, eval_iterations: int, seed: int, depth: int = -1):
-    """T'_Y as a function of a placement vector (machine per :func:`_movable` endpoint): the full
-    simulator running ``eval_iterations`` profiled iterations under OES, without resource limits
-    (ETP visits over-full placements, eq. 22; the penalty prices them)."""
-    from simulator import simulate
-
+def simulated_makespan(
+    job: Job, cluster: ClusterSpec, eval_iterations: int, seed: int, depth: int = -1, backend: Backend | None = None
+):
+    """T'_Y as a function of a placement vector (machine per :func:`_movable` endpoint): a run of
+    ``eval_iterations`` profiled iterations under OES on ``backend`` (default ``fluid``, the full
+    simulator; it must call every hook: OES re-rates flows), without resource limits (ETP visits
+    over-full placements, eq. 22; the penalty prices them)."""
+    runner = backend if backend is not None else get_backend("fluid")
+    if not runner.capabilities.hooks:
+        raise SpecError("backend", f"ETP's cost runs OES, which re-rates flows: {runner.name} calls no hooks")
     names = _movable(job)
     sample = profile_job(job, eval_iterations, seed, depth)
     roomy = unlimited(cluster)
 
     def makespan(y: tuple[int, ...]) -> float:
         sched = FixedOes(placement_from(job, cluster, dict(zip(names, y))))
-        return simulate(sample, sched, roomy).makespan
+        return runner.run(sample, sched, roomy, RunOptions()).makespan
 
     return makespan
 
@@ -373,9 +383,11 @@ def fast_makespan(job: Job, cluster: ClusterSpec, eval_iterations: int, seed: in
     return lambda y: compiled.makespan(placement_from(job, cluster, dict(zip(names, y))))
 
 
-def evaluators(job: Job, cluster: ClusterSpec, eval_iterations: int, seed: int, depth: int = -1) -> dict:
+def evaluators(
+    job: Job, cluster: ClusterSpec, eval_iterations: int, seed: int, depth: int = -1, backend: Backend | None = None
+) -> dict:
     """Every way railbed has to compute ETP's T'_Y (the benchmark compares them)."""
-    out = {"simulate": simulated_makespan(job, cluster, eval_iterations, seed, depth)}
+    out = {"simulate": simulated_makespan(job, cluster, eval_iterations, seed, depth, backend)}
     fast = fast_makespan(job, cluster, eval_iterations, seed, depth)
     if fast is not None:
         out["fast"] = fast

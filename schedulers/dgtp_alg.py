@@ -40,22 +40,38 @@ def pending(flow_key: tuple, iteration: int, unfinished: Callable[[tuple, int], 
 
 
 # ------------------------------------------------------------------- IFS
+def _within(used: float, cap: float, slack: float = 0.0) -> bool:
+    """``used`` fits in ``(1 + slack) cap``, with a relative tolerance of 1e-12 for sums of floats."""
+    return used <= (1.0 + slack) * cap * (1 + 1e-12)
+
+
 def fits(counts: Sequence[int], demands: Sequence[Resources], capacity: Resources, slack: float = 0.0) -> bool:
     """``counts[k]`` tasks of kind ``k`` (each demanding ``demands[k]``) fit in ``(1 + slack) capacity``.
     Resources the machine does not list are not limited."""
     for r, cap in capacity.items():
-        used = sum(q * d.get(r, 0.0) for q, d in zip(counts, demands))
-        if used > (1.0 + slack) * cap * (1 + 1e-12):
+        if not _within(sum(q * d.get(r, 0.0) for q, d in zip(counts, demands)), cap, slack):
             return False
     return True
 
 
 def _per_machine_bound(demands: Resources, capacity: Resources, total: int) -> int:
-    """η: how many tasks of one kind a machine holds alone (capped by how many exist)."""
+    """η of §V-A for one machine: the most tasks of one kind it holds alone, capped by how many
+    exist (``total``). Per resource the task demands (w > 0) and the machine lists, the largest q
+    with q w within the capacity by :func:`fits`'s own test, so the bound never cuts off a count
+    ``fits`` accepts (``0.3 // 0.1`` is 2.0 in floats, yet three tasks of 0.1 fit in 0.3); the
+    tightest resource wins. The paper takes the maximum of this over machines (one η per kind);
+    per machine is tighter and prunes nothing :func:`fits` would keep on that machine."""
     bound = total
     for r, w in demands.items():
-        if w > 0 and r in capacity:
-            bound = min(bound, int(capacity[r] // w + 1e-9))
+        cap = capacity.get(r)
+        if w <= 0 or cap is None:
+            continue
+        q = total if cap / w >= total else max(0, math.floor(cap / w))  # then exact, by _within
+        while q < total and _within((q + 1) * w, cap):
+            q += 1
+        while q > 0 and not _within(q * w, cap):
+            q -= 1
+        bound = min(bound, q)
     return max(bound, 0)
 
 

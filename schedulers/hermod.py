@@ -6,15 +6,29 @@ Thin classes over :mod:`schedulers.hermod_alg`; jobs come from
 
 ``hermod`` (§5.3-5.4):
 
-* **inter-coflow**: every flow is marked with the 6-bit DSCP of its model
-  factors (:func:`~schedulers.hermod_alg.dscp_of`), so the switches' 8
-  strict-priority queues (``dscp >> 3``) serve earlier microbatches first;
-  at the hosts a flow waits while a flow of higher priority (full key,
-  :func:`~schedulers.hermod_alg.priority_key`) is active on its source NIC
-  or ready there and not itself waiting for its EP coflow ("each scheduler
-  instance maintains a priority queue for coflows", §5.4). A lower flow already on the wire is not stopped; the NIC's
-  strict-priority classes then serve the higher one first when their MID
-  levels differ.
+* **inter-coflow**: every flow is marked with a 6-bit DSCP whose top three
+  bits are its switch queue (:func:`~schedulers.hermod_alg.queued_dscp`:
+  DP below every EP and PP coflow, those by microbatch), so the switches'
+  and the NICs' 8 strict-priority queues (``dscp >> 3``) keep MID and
+  CType; at the hosts (``host_wait: queue``, the default) a flow waits while
+  a flow of higher priority *in its own switch queue* (full key,
+  :func:`~schedulers.hermod_alg.consumer_key`: iteration, MID, CType, LID,
+  a DP flow as the next iteration's microbatch 0) is active on its source
+  NIC or ready there and not itself waiting for its EP coflow ("each
+  scheduler instance maintains a priority queue for coflows", §5.4): the
+  host keeps the order the 8 queues cannot (LID, microbatches from 6 on,
+  DP against DP). Flows of lower queues are not held: they transmit
+  "underneath" at whatever the higher ones leave (§5.3.2, Fig. 5.6: "the
+  PP coflow finishes simultaneously with the EP coflow, with DP coflows
+  transmitting underneath"), and the NIC's strict-priority queues give a
+  higher flow the link at once, also against a lower one already on the
+  wire. ``host_wait: nic`` holds behind any higher flow on the NIC (the
+  earlier reading, ``hermod-literal``'s), ``off`` never holds. Why the
+  code and the key differ from §5.4's literal reading:
+  :mod:`schedulers.hermod_alg`, "Hermod as run here"; the literal reading
+  is ``hermod-literal`` (MID in the top bits,
+  :func:`~schedulers.hermod_alg.dscp_of`; ZeRO-2's all-gather at MID 0;
+  :func:`~schedulers.hermod_alg.priority_key`; the NIC-wide wait).
 * **rates**: no caps, line rate (§5.3.2, "Line-rate transmission is
   desirable"); a double binary tree all-reduce's flows (tag ``tree``) at
   half the source NIC's rate each, "each tree allocated half of the
@@ -33,7 +47,8 @@ queued; Lina's: key 0 for backward EP, bar 1 for DP); the EP flows Alg. 3 splits
 servers) are gated by coflow, and ``gate_split`` precomputes their sub-flows.
 
 Ablations (§5.5.2, Fig. 5.11): ``hermod-inter`` (priorities only) and
-``hermod-intra`` (matching only, DSCP 0, no waits).
+``hermod-intra`` (matching only, DSCP 0, no waits); ``hermod-literal``
+(above).
 
 Baselines (§5.5.1, Table 5.2):
 
@@ -52,9 +67,20 @@ from __future__ import annotations
 
 from collections import defaultdict
 
+from railbed.errors import SpecError
 from railbed.job import Flow
 from railbed.scheduler import HOLD, Decision, Rule, Scheduler, Split, SubFlow, default_placement
-from schedulers.hermod_alg import Factors, dscp_of, factors_of, matching_phases, phase_deps, priority_key
+from schedulers.hermod_alg import (
+    CTYPES,
+    Factors,
+    consumer_key,
+    dscp_of,
+    factors_of,
+    matching_phases,
+    phase_deps,
+    priority_key,
+    queued_dscp,
+)
 
 
 def flow_factors(flow: Flow) -> Factors:
@@ -66,11 +92,19 @@ def is_ep_transfer(flow: Flow) -> bool:
     return flow.coflow_type == "EP" and not flow.tags.get("metadata") and flow.coflow is not None
 
 
-def key_number(key: tuple[int, int, int]) -> int:
-    """A priority key as one integer of the same order (each field below 2**20), for :class:`Rule`."""
-    if not all(0 <= k < 1 << 20 for k in key):
-        raise ValueError(f"priority key {key} has a field outside 0..2**20-1")
-    return key[0] << 40 | key[1] << 20 | key[2]
+HOST_WAITS = ("queue", "nic", "off")
+KEY_BITS = 15  # per field of a priority key packed by key_number: 4 fields fit an int64
+
+
+def key_number(key: tuple[int, ...]) -> int:
+    """A priority key (up to 4 fields, each below 2**15) as one integer of the same order among
+    keys of one length, for :class:`Rule`."""
+    if len(key) > 4 or not all(0 <= k < 1 << KEY_BITS for k in key):
+        raise ValueError(f"priority key {key} has more than 4 fields or a field outside 0..2**15-1")
+    n = 0
+    for k in key:
+        n = n << KEY_BITS | k
+    return n
 
 
 def higher_active(view, flow: Flow, outranks) -> bool:
@@ -100,23 +134,34 @@ def split_coflow(flows: list[Flow], dscp: dict[str, int]) -> Split:
 
 class Hermod(Scheduler):
     """Model factor-driven priorities (``inter``) and EP matching (``intra``); see module doc.
-    ``interleaved``: the job runs interleaved 1F1B (EP > PP > DP, §5.3.1). ``host_wait``
-    false leaves the order to the DSCP classes alone (the hosts' NIC queues and the
-    switches), which is work-conserving; the paper's hosts keep a priority queue (§5.4)."""
+    ``interleaved``: the job runs interleaved 1F1B (EP > PP > DP, §5.3.1). ``host_wait``:
+    ``"queue"`` (default) a flow waits at its host behind a higher-priority flow of its own
+    switch queue (``dscp >> 3``) only, ``"nic"`` behind any on its NIC (the hosts'
+    priority queue read as a strict gate, ``hermod-literal``), ``"off"`` never (the DSCP
+    classes alone); see the module doc."""
 
     name = "hermod"
 
     def __init__(
-        self, interleaved: bool = False, inter: bool = True, intra: bool = True, host_wait: bool = True
+        self,
+        interleaved: bool = False,
+        inter: bool = True,
+        intra: bool = True,
+        host_wait: str = "queue",
+        literal: bool = False,
     ) -> None:
-        self.interleaved, self.inter, self.intra, self.host_wait = interleaved, inter, intra, host_wait
+        if host_wait not in HOST_WAITS:
+            raise SpecError("host_wait", f"must be one of {', '.join(HOST_WAITS)}, got {host_wait!r}")
+        self.interleaved, self.inter, self.intra, self.literal = interleaved, inter, intra, literal
+        self.host_wait = host_wait if inter else "off"
+        self.hold_by_class = self.host_wait == "queue"
         self.layers_at: dict[str, list[int]] = {}  # endpoint -> the layers of the flows it sends
         self.members: dict[str, list[str]] = {}  # EP coflow -> its flows between servers
         self.matched: set[str] = set()  # those flows
         self._held_set: set[str] = set()
         self.keys: dict[str, tuple[int, int, int]] = {}
         self._round: list[str] | None = None  # the view.held list of the current offer round
-        self._queued: dict[tuple[int, int], tuple[int, int, int]] = {}  # source NIC -> best held key
+        self._queued: dict[tuple, tuple[int, ...]] = {}  # source NIC (and queue) -> best held key
         self._held_layers: dict[str, tuple[int, ...]] = {}  # layers_at as tuples, for rule()'s memo
         self._rules: dict[tuple, tuple[int, int]] = {}
 
@@ -135,10 +180,16 @@ class Hermod(Scheduler):
         self.matched = {i for ids in members.values() for i in ids}
         return placement
 
-    def key(self, flow: Flow) -> tuple[int, int, int]:
+    def key(self, flow: Flow) -> tuple[int, int, int, int]:
+        """The host queue's order: :func:`~schedulers.hermod_alg.consumer_key`, or (literal)
+        ``(0,) +`` :func:`~schedulers.hermod_alg.priority_key`."""
         k = self.keys.get(flow.id)
         if k is None:
-            k = self.keys[flow.id] = priority_key(flow_factors(flow), self.interleaved)
+            if self.literal:
+                k = (0, *priority_key(flow_factors(flow), self.interleaved))
+            else:
+                k = consumer_key(flow.coflow_type, flow.iteration, flow.microbatch, flow.layer, self.interleaved)
+            self.keys[flow.id] = k
         return k
 
     def dscp(self, flow: Flow) -> int:
@@ -146,21 +197,28 @@ class Hermod(Scheduler):
             return 0
         held = self.layers_at.get(flow.src) or [flow.layer or 0]
         rank = held.index(flow.layer or 0) if (flow.layer or 0) in held else 0
-        return dscp_of(flow_factors(flow), rank, len(held), self.interleaved)
+        if self.literal:
+            return dscp_of(flow_factors(flow), rank, len(held), self.interleaved)
+        ctype = flow.coflow_type if flow.coflow_type in CTYPES else "EP"
+        return queued_dscp(Factors(flow.microbatch or 0, ctype, flow.layer or 0), rank, len(held), self.interleaved)
 
     def on_ready(self, item, view):
         if not isinstance(item, Flow):
             return Decision()
         if self.intra and item.id in self.matched:
             return self._match(item, view)
-        if self.inter and self.host_wait:
-            mine = self.key(item)
-            src = view.location(item.src)
-            if self._best_held(view).get((src.server, src.nic), mine) < mine:
+        dscp = self.dscp(item)
+        if self.host_wait != "off":
+            mine, slot = self.key(item), self._slot(view.location(item.src), dscp)
+            if self._best_held(view).get(slot, mine) < mine:
                 return HOLD
-            if higher_active(view, item, lambda f: self.key(f) < mine):
+            if any(self._slot(a.src, a.dscp) == slot and self.key(a.flow) < mine for a in view.active.values()):
                 return HOLD
-        return Decision(dscp=self.dscp(item), rate=self.rate(item, view))
+        return Decision(dscp=dscp, rate=self.rate(item, view))
+
+    def _slot(self, src, dscp: int | None) -> tuple:
+        """What a host wait looks at: the source NIC, and with ``host_wait: queue`` the queue."""
+        return (src.server, src.nic, (dscp or 0) >> 3) if self.hold_by_class else (src.server, src.nic)
 
     def rate(self, flow: Flow, view) -> float | None:
         """Line rate (no cap), except a double binary tree's flows: half each (§5.3.2)."""
@@ -182,6 +240,7 @@ class Hermod(Scheduler):
         rate = self._rate(flow, placement[flow.src], cluster) if "tree" in flow.tags else None
         memo = (
             flow.coflow_type,
+            flow.iteration,
             flow.microbatch,
             flow.layer,
             flow.tags.get("dp_phase"),
@@ -190,7 +249,7 @@ class Hermod(Scheduler):
         got = self._rules.get(memo)  # DSCP and key depend on these alone (flow_factors, the source's layers)
         if got is None:
             got = self._rules[memo] = (self.dscp(flow), key_number(self.key(flow)))
-        if self.inter and self.host_wait:
+        if self.host_wait != "off":
             return Rule(got[0], rate, key=got[1], bar=got[1], queued=True)
         return Rule(got[0], rate)
 
@@ -207,8 +266,7 @@ class Hermod(Scheduler):
             for i in view.held:
                 f = view.job.items[i]
                 if isinstance(f, Flow) and not (self.intra and i in self.matched):
-                    src = view.location(f.src)
-                    nic, k = (src.server, src.nic), self.key(f)
+                    nic, k = self._slot(view.location(f.src), self.dscp(f)), self.key(f)
                     if k < best.get(nic, k) or nic not in best:
                         best[nic] = k
             self._queued = best
@@ -222,6 +280,16 @@ class Hermod(Scheduler):
             return HOLD
         flows = [view.job.items[i] for i in ids]
         return split_coflow(flows, {f.id: self.dscp(f) for f in flows})
+
+
+class HermodLiteral(Hermod):
+    """§5.3.1 and §5.4 as written (module doc of :mod:`schedulers.hermod_alg`): MID in the top
+    three bits (the switch queue), the ZeRO-2 all-gather at MID 0, keys without the iteration."""
+
+    name = "hermod-literal"
+
+    def __init__(self, interleaved: bool = False, host_wait: str = "nic") -> None:
+        super().__init__(interleaved, host_wait=host_wait, literal=True)
 
 
 class HermodInter(Hermod):
@@ -292,4 +360,4 @@ class EpFirst(TypeFirst):
     name, first = "ep-first", "EP"
 
 
-SCHEDULERS = (Hermod, HermodInter, HermodIntra, Megatron, Lina, DpFirst, PpFirst, EpFirst)
+SCHEDULERS = (Hermod, HermodLiteral, HermodInter, HermodIntra, Megatron, Lina, DpFirst, PpFirst, EpFirst)

@@ -48,6 +48,48 @@ decides at the switches (tested over all such factor combinations). From
 MID 7 on the MID levels tie and LID decides. The hosts order by the full
 key (:mod:`schedulers.hermod`), so these ties only reach the switches.
 
+**Hermod as run here** (``hermod``; the reading above is ``hermod-literal``).
+Two changes, each from the thesis's text:
+
+* *Which iteration consumes a DP coflow.* A DP coflow's data is used in
+  the next iteration ("EP and PP coflows are consumed in the subsequent
+  layer, whereas DP coflows are used in the next iteration", Case II), so
+  its key is that of the next iteration's microbatch 0, type DP:
+  ``(iteration + 1, 0, DP, LID)``; an EP or PP coflow's is ``(iteration,
+  MID, CType, LID)``; keys compare iteration first. Against its own
+  iteration's traffic a DP coflow (reduce-scatter and the ZeRO-2
+  all-gather alike) is thus last, as "DP coflows always carry the highest
+  MID value" (Table 5.4, MID + CType); against the next iteration's it
+  stands as "microbatch-1" (1-based) there: after microbatch 0's EP and PP
+  (Case III: "coflows from earlier layers should be prioritized,
+  regardless of coflow type", and the CType/LID conflict cannot occur),
+  before microbatch 1's (Table 5.4, MID + LID: "prioritizing them
+  prevents blocking microbatch-1 in the subsequent iteration"). The literal
+  reading gives the ZeRO-2 all-gather MID 0 with no iteration, so it
+  outranks the current iteration's cooldown (its last microbatches'
+  backward EP and PP on the other stages), whose data is consumed first.
+  EP and PP coflows of two iterations never meet: stage 0 starts iteration
+  i + 1 only after its own last backward of iteration i, which waits for
+  every later stage's.
+* *The switches' 8 queues.* §5.4 puts MID in the top three bits; a switch
+  with 8 queues (the SN3700 of §5.5.1; railbed's ``dscp >> 3``, DiffServ's
+  class selector) then serves CType and LID inside one queue, so PP and
+  DP of one microbatch (Case II, where CType is the factor that decides)
+  share a queue and a DP flow already on the wire takes half the link
+  from a PP flow. The thesis says the order is "enforced at both endhosts
+  and switches" (§5.4) but not how 64 codes meet 8 queues. Here the top
+  three bits are the *queue level*: 0 for DP (the lowest MID of every
+  iteration it meets first, see above), ``7 - min(position, 6)`` for EP
+  and PP, where the position is the MID (1F1B) or ``2 MID + (PP ? 1 : 0)``
+  (interleaved 1F1B: EP > PP inside a MID). The low three bits keep CType
+  and LID as §5.4 writes them. Order kept at the switches: earlier
+  microbatches' EP/PP first up to position 6, every EP/PP before DP. Lost
+  there (the hosts still keep it): a DP coflow before the next iteration's
+  microbatch >= 1 (the thesis calls this case "exceedingly rare": "DP
+  coflows typically complete before microbatch-2 begins"), positions from
+  6 on, and LID. Strict priority at the sending NIC is the host-side
+  preemption: a DP flow in flight yields its NIC to a PP flow at once.
+
 **EP matching** (§5.3.2, Alg. 3): repeatedly take a maximum-weight matching
 of the residual transmission matrix (Hungarian, ``linear_sum_assignment``),
 subtract its smallest positive matched entry from every matched entry, and
@@ -103,6 +145,20 @@ def priority_key(f: Factors, interleaved: bool = False) -> tuple[int, int, int]:
     return (f.mid, ranks[f.ctype], f.lid)
 
 
+def consumer_key(
+    coflow_type: str | None, iteration: int | None, microbatch: int | None, layer: int | None, interleaved: bool = False
+) -> tuple[int, int, int, int]:
+    """``hermod``'s sort key, smaller first: ``(iteration, MID, CType, LID)`` of the microbatch
+    that consumes the flow's data; a DP flow's is the next iteration's microbatch 0 (module
+    docstring, "Hermod as run here"). Flows without a type (the EP metadata) count as EP."""
+    ctype = coflow_type if coflow_type in CTYPES else "EP"
+    rank = (RANK_INTERLEAVED if interleaved else RANK_1F1B)[ctype]
+    it, lid = iteration or 0, layer or 0
+    if ctype == "DP":
+        return (it + 1, 0, rank, lid)
+    return (it, microbatch or 0, rank, lid)
+
+
 # ----------------------------------------------------------------- DSCP codec
 
 
@@ -139,6 +195,25 @@ def lid_level(rank: int, count: int) -> int:
 def dscp_of(f: Factors, lid_rank: int, lid_count: int, interleaved: bool = False) -> int:
     """The DSCP Hermod marks a flow with: the quantized :func:`priority_key`."""
     return encode(mid_level(f.mid), ctype_level(f.ctype, interleaved), lid_level(lid_rank, lid_count))
+
+
+def queue_level(mid: int, ctype: str, interleaved: bool = False) -> int:
+    """``hermod``'s top three bits, the switch queue: 0 for DP, ``7 - min(position, 6)`` for EP
+    and PP, position = MID (1F1B) or ``2 MID + (PP ? 1 : 0)`` (interleaved)."""
+    if ctype not in CTYPES:
+        raise ValueError(f"coflow type must be one of {CTYPES}, got {ctype!r}")
+    if mid < 0:
+        raise ValueError(f"MID must be >= 0, got {mid}")
+    if ctype == "DP":
+        return 0
+    position = 2 * mid + (ctype == "PP") if interleaved else mid
+    return 7 - min(position, 6)
+
+
+def queued_dscp(f: Factors, lid_rank: int, lid_count: int, interleaved: bool = False) -> int:
+    """The DSCP ``hermod`` marks a flow with: queue level, then CType and LID as §5.4 writes them."""
+    return encode(queue_level(f.mid, f.ctype, interleaved), ctype_level(f.ctype, interleaved),
+                  lid_level(lid_rank, lid_count))  # fmt: skip
 
 
 # ------------------------------------------------------------ EP matching

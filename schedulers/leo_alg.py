@@ -14,6 +14,42 @@ Toll heuristic (eq. 6.5)
     to 0 (:func:`update_khat`). :func:`toll_choice` is the numba kernel,
     :func:`toll_choice_reference` its plain twin.
 
+Where the thesis is silent: three documented variants (``leo``; ``leo-literal`` has none)
+    The text defines k_hat as "the number of requests that will experience queue
+    latency caused by the current request" and Q_toll as the queue latency the
+    request adds "according to (6.3)"; it does not say how k_hat behaves under
+    sustained load, what a request adds on a node of K parallel servers, or how
+    paths that share a device see each other's queues. Each variant answers one
+    of those silences from the definitions (docs/leo.md has the argument):
+
+    * ``parallel`` (:func:`toll_matrix`): on a compute node of K servers a
+      request's T_c raises the queue every later request finds by T_c / K
+      (the K servers drain it K times as fast: the parallel extension of (6.1)
+      the thesis's "Discussion" names, as in the MILP below), so its toll on
+      that node is T_c / K. Literal: T_c.
+    * ``shared`` (:func:`path_penalty`, :func:`update_khat_elements`): k_hat is a
+      property of a queue, so it is kept per element (device or link, on
+      either host) and a path's penalty is ``sum_e k_hat[e] * toll[p, e]``:
+      two paths through one device see one queue, counted once. A completion
+      on p updates every element of p as the literal rule updates p.
+      Literal: one k_hat per path, ``k_hat[p] * sum_e toll[p, e]``.
+    * ``bound`` (:func:`bound_khat`): k_hat never exceeds the number of
+      requests in progress over the path (or element), which the requester's
+      request state table holds (§6.2.4); k_hat * Q_toll then never claims
+      more queued work than is outstanding there. Literal: unbounded, so under
+      sustained load k_hat grows with the path's completion count, fastest on
+      the fastest path.
+
+Capacity: does compute bind? (:func:`max_rate`, :func:`single_path_rate`, :func:`network_rate`)
+    The most requests per second the datapath can serve with the best split
+    over paths: maximise lambda subject to ``sum_p x[r, p] = share_r * lambda``
+    and, for every element e, ``sum_{r,p} w[r, p, e] x[r, p] <= K_e`` (a node of
+    K servers does K seconds of work per second, a link one), an LP (HiGHS);
+    a single-path policy's rate is ``1 / max_e sum_r share_r w[r, p_r, e] / K_e``.
+    The network's rate is each direction's line rate over the bits a request
+    puts on the wire in that direction. A split can only help where the
+    network's rate exceeds the datapath's: otherwise the row is network-bound.
+
 k-step optimum (eqs. 6.1-6.4)
     For the next ``k`` requests (arrival, type), from the queues found now,
     choose one allowed path each (6.4) minimising the sum of intra-host JCTs
@@ -33,6 +69,7 @@ k-step optimum (eqs. 6.1-6.4)
 from __future__ import annotations
 
 import itertools
+import math
 import os
 import sys
 from contextlib import contextmanager
@@ -40,7 +77,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from numba import njit
-from scipy.optimize import Bounds, LinearConstraint, milp
+from scipy.optimize import Bounds, LinearConstraint, linprog, milp
 from scipy.sparse import lil_matrix
 
 # ------------------------------------------------------------------ the toll heuristic
@@ -72,10 +109,85 @@ def toll_choice_reference(base, toll, khat, allowed) -> int:
 
 def update_khat(khat: np.ndarray, path: int, measured: float, base: float, rel: float = 1e-9) -> None:
     """§6.2.2: a completion on ``path`` whose intra-host JCT exceeds ``T(p, r)`` adds 1, otherwise resets."""
-    if measured > base * (1 + rel) + 1e-15:
+    if is_late(measured, base, rel):
         khat[path] += 1
     else:
         khat[path] = 0
+
+
+def is_late(measured: float, base: float, rel: float = 1e-9) -> bool:
+    """§6.2.2: a completion whose intra-host JCT exceeds ``T(p, r)`` found a queue."""
+    return measured > base * (1 + rel) + 1e-15
+
+
+def toll_matrix(work: np.ndarray, cap: np.ndarray, parallel: bool) -> np.ndarray:
+    """Q_toll per (path, element) of a request type: the work it adds (``work[p, e]``: T_c on
+    compute nodes, S/BW on links), divided by the element's parallel servers when ``parallel``."""
+    return work / cap[None, :] if parallel else work.copy()
+
+
+def path_penalty(khat: np.ndarray, toll: np.ndarray, shared: bool) -> np.ndarray:
+    """Eq. 6.5's ``k_hat * Q_toll`` per path: ``khat[p] * sum_e toll[p, e]`` (per-path k_hat, the
+    thesis), or ``sum_e khat[e] * toll[p, e]`` (``shared``: k_hat per element, a device counted once)."""
+    return toll @ khat if shared else khat * toll.sum(axis=1)
+
+
+def bound_khat(khat: np.ndarray, inflight: np.ndarray) -> np.ndarray:
+    """k_hat capped by the requests in progress over each path (or element)."""
+    return np.minimum(khat, inflight)
+
+
+def update_khat_elements(khat: np.ndarray, elements: np.ndarray, late: bool) -> None:
+    """``shared``: a completion on a path updates each of its elements as :func:`update_khat` a path."""
+    if late:
+        khat[elements] += 1
+    else:
+        khat[elements] = 0
+
+
+# ------------------------------------------------------------------ capacity
+
+
+def max_rate(work: np.ndarray, cap: np.ndarray, shares: np.ndarray, allowed: np.ndarray) -> tuple[float, np.ndarray]:
+    """The datapath's best split (see the module docstring): (requests/s, rate x[r, p]).
+
+    ``work[r, p, e]``: seconds of element e's time a request of type r on path p takes
+    (T_c on a compute node, 8 S / BW on a link); ``cap[e]``: its parallel servers;
+    ``shares[r]``: the types' mix (sums to 1); ``allowed[r, p]``: bool."""
+    nr, npth, ne = work.shape
+    nx = nr * npth
+    c = np.zeros(nx + 1)
+    c[-1] = -1.0  # maximise lambda
+    a_eq = np.zeros((nr, nx + 1))
+    for r in range(nr):
+        a_eq[r, r * npth : (r + 1) * npth] = 1.0
+        a_eq[r, -1] = -shares[r]
+    a_ub = np.zeros((ne, nx + 1))
+    a_ub[:, :nx] = work.reshape(nx, ne).T
+    bounds = [(0.0, None if allowed.reshape(-1)[i] else 0.0) for i in range(nx)] + [(0.0, None)]
+    res = linprog(c, A_ub=a_ub, b_ub=cap, A_eq=a_eq, b_eq=np.zeros(nr), bounds=bounds, method="highs")
+    if not res.success:  # pragma: no cover - feasible (x = 0) and bounded (work > 0 on every path)
+        raise RuntimeError(f"linprog: {res.message}")
+    return float(res.x[-1]), res.x[:nx].reshape(nr, npth)
+
+
+def single_path_rate(work: np.ndarray, cap: np.ndarray, shares: np.ndarray, paths: list[int]) -> float:
+    """Requests/s when every request of type r takes ``paths[r]``: the busiest element's limit."""
+    load = sum(shares[r] * work[r, p] for r, p in enumerate(paths)) / cap
+    return float(1.0 / load.max()) if load.max() > 0 else math.inf
+
+
+def saturated(work: np.ndarray, cap: np.ndarray, x: np.ndarray, rel: float = 1e-6) -> np.ndarray:
+    """Elements at their capacity under the split ``x[r, p]`` (what binds)."""
+    used = np.einsum("rpe,rp->e", work, x)
+    return np.flatnonzero(used >= cap * (1 - rel))
+
+
+def network_rate(bits: np.ndarray, line: np.ndarray) -> float:
+    """Requests/s the network carries: per direction d, ``line[d]`` bit/s over the ``bits[d]``
+    a request puts on the wire that way; the tighter direction."""
+    used = bits > 0
+    return float(np.min(line[used] / bits[used])) if used.any() else math.inf
 
 
 # ------------------------------------------------------------------ the k-step optimum

@@ -135,6 +135,15 @@ MUTANTS = (
         "test_cost_model_contention_on_a_shared_hop",
     ),
     Mutant(
+        "ifs-bound-plus-one",
+        "schedulers/dgtp_alg.py",
+        "bound = min(bound, q)",
+        "bound = min(bound, q + 1)",
+        ("tests/test_dgtp.py",),
+        "DGTP's IFS: η lets a machine at capacity take one more task of a kind (issue 31)",
+        "test_per_machine_bound_agrees_with_fits_on_random_fractions",
+    ),
+    Mutant(
         "maxmin-skip-class-7",
         "simulator/maxmin.py",
         "for level in range(CLASSES - 1, -1, -1):",

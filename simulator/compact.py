@@ -15,7 +15,7 @@ the dependency graph as CSR), and :func:`run_compact` runs it in
 the Dispatcher step by step:
 
 * events in the same order: the network advances to the earliest of its
-  next finish and the next timer (:func:`simulator.network._advance`, the
+  next finish and the next timer (:func:`simulator.network.advance_kernel`, the
   same kernel); finished flows are reported one by one in the network's
   order, then timers in (time, order set);
 * each report settles like ``Dispatcher._settle``: newly ready items join
@@ -23,12 +23,13 @@ the Dispatcher step by step:
   queue on their device FIFO, flows start unless their :class:`Rule` holds
   them); device queues start tasks in device order; the flows started
   join the network after their route's latency; same-server flows are one
-  wait of 0 s (the compact engine refuses servers with an ``intra_host``
-  or ``datapath`` model);
+  wait of 0 s (the compact engine refuses servers with a hardware model,
+  ``intra_host``, ``datapath`` or any kind of :mod:`railbed.hosts`);
 * a :class:`Rule` holds a flow while a network flow active on its source
   NIC has a smaller key than its bar, or (``queued``) while a held queued
   flow there had one when the offer round began: exactly Hermod's and
-  Lina's ``on_ready``.
+  Lina's ``on_ready`` (with the scheduler's ``hold_by_class``, "its source
+  NIC" is its source NIC and class-selector, ``dscp >> 3``).
 
 * **gates** (:class:`Rule` ``gate``): a flow is held until every flow of its
   gate is held when a round begins; at the first of them in the held list
@@ -70,7 +71,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 from numba import njit
 
-from railbed.dispatch import SchedulerError, _check_acyclic, _check_conservation, check_placement
+from railbed.dispatch import SchedulerError, check_acyclic, check_conservation, check_placement
 from railbed.errors import SpecError
 from railbed.job import Flow, Job, Placement, Task, attrs_of
 from railbed.results import ItemRecord, RunResult
@@ -78,10 +79,10 @@ from railbed.scheduler import Rule, Scheduler, Split, SubFlow
 from railbed.spec import ClusterSpec
 from railbed.topology import Topology
 from railbed.units import FRAME, MSS, wire_bytes
-from simulator.contention import TYPES, Meter, _step
+from simulator.contention import TYPES, Meter, meter_step
 from simulator.contention import result as contention_result
 from simulator.fabric import Fabric, link_stats
-from simulator.network import _advance
+from simulator.network import advance_kernel
 from simulator.run import dscp_classes
 from tc_policies.plan import Policy
 from workloads.arrays import ArrayJob, Ids, ids_of
@@ -139,6 +140,7 @@ class CompactJob:
     ctype: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int16))
     types: list[str] = field(default_factory=list)
     coflow: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int32))
+    hold_by_class: bool = False  # the scheduler's: Rule holds per (NIC, dscp >> 3), not per NIC
 
     @property
     def items(self) -> int:
@@ -271,7 +273,7 @@ class CompactResult:
         res.notes.append(MODEL_NOTE)
         local = int((cj.kind == LOCAL).sum())
         if local:
-            res.notes.append(f"{local} same-server flows took 0 s: their server has no intra_host model")
+            res.notes.append(f"{local} same-server flows took 0 s: their server has no host model")
         res.notes.append(
             f"simulator: {self.events} events in {self.steps} steps, engine compact (no link_series; events "
             "sorted by time)"
@@ -287,9 +289,7 @@ def compact(job: Job, scheduler: Scheduler, cluster: ClusterSpec, policy: str | 
     Raises :class:`SpecError` for what the compact engine does not model (path
     options, intra-host models) and when the scheduler has no rule for a flow."""
     job = job.validate()
-    for s in cluster.servers:
-        if s.intra_host is not None or s.datapath is not None:
-            raise SpecError("servers", f"server {s.name} has an intra-host model; the compact engine has none")
+    _refuse_host_models(cluster)
     topology = Topology(cluster)
     fabric = Fabric(topology)
     placement = scheduler.place(job.public(), cluster)
@@ -388,6 +388,7 @@ def compact(job: Job, scheduler: Scheduler, cluster: ClusterSpec, policy: str | 
         gate, gate_size, gate_sub, parent, children,
         np.array([getattr(it, "iteration", 0) or 0 for it in items], np.int32),
         *_types_and_coflows(items),
+        bool(getattr(scheduler, "hold_by_class", False)),
     )  # fmt: skip
 
 
@@ -405,10 +406,17 @@ def _types_and_coflows(items: list) -> tuple[np.ndarray, list[str], np.ndarray]:
     return ctype, types, coflow
 
 
+def _refuse_host_models(cluster: ClusterSpec) -> None:
+    for s in cluster.servers:
+        if s.host is not None:
+            why = f"server {s.name} has a hardware model ({s.host.kind}); the compact engine has none"
+            raise SpecError("servers", why)
+
+
 def _checked_rule(scheduler: Scheduler, rule: Rule | None, what: str) -> Rule:
     """``rule`` (the scheduler's for flow ``what``), or a one-line error: none, or out of range."""
     if rule is None:
-        raise SpecError("scheduler", f"{scheduler.name} has no rule for flow {what}: use simulate()")
+        raise SpecError("scheduler", f"{scheduler.name} has no rule for flow {what}: run it on the fluid backend")
     if not 0 <= rule.dscp <= 63 or (rule.rate is not None and not rule.rate > 0):
         raise SpecError("scheduler", f"{scheduler.name}: rule {rule} for {what} out of range")
     return rule
@@ -487,8 +495,8 @@ def _gate_subs(taken, items, gates: dict[str, list[int]], scheduler: Scheduler, 
                     raise SpecError("scheduler", f"{who}: sub-flow {sub.id} depends on items outside the split")
                 seen.add(sub.id)
                 out.append((sub, where[orig_id], g))
-            _check_conservation(orig, [(orig.src, orig.dst, sub.size) for sub in parts], who)
-        _check_acyclic(split, who)
+            check_conservation(orig, [(orig.src, orig.dst, sub.size) for sub in parts], who)
+        check_acyclic(split, who)
     return out
 
 
@@ -509,9 +517,7 @@ def compact_arrays(
     (:func:`_add_gates`). The 8192-GPU Mixtral-8x22B job has no gates (EP 8 = TP 8 is one
     server); Qwen-MoE-24L's EP 32 spans four."""
     aj.finish()
-    for s in cluster.servers:
-        if s.intra_host is not None or s.datapath is not None:
-            raise SpecError("servers", f"server {s.name} has an intra-host model; the compact engine has none")
+    _refuse_host_models(cluster)
     topology = Topology(cluster)
     fabric = Fabric(topology)
     in_skeleton = {aj.reps[c][0]: aj.rep_flow(c) for c in range(len(aj.reps))}
@@ -627,6 +633,7 @@ def compact_arrays(
         missing, dep_ptr, dep_idx, device_cap, route_links, route_hops, route_latency,
         fabric.capacity.copy(), list(fabric.names), total_nics, spine_of, placement, iteration=iteration,
         **_array_types(aj, is_flow),
+        hold_by_class=bool(getattr(scheduler, "hold_by_class", False)),
     )  # fmt: skip
     if gated.any():
         flows = {int(k): in_skeleton[int(k)] for k in members}
@@ -757,10 +764,14 @@ def run_compact(cj: CompactJob, analysis: bool = False) -> CompactResult:
         ftype = np.minimum(np.maximum(cj.ctype, 0), TYPES - 1).astype(np.int16)
     elif analysis:
         ftype = np.zeros(n, np.int16)
+    hold, nholds = cj.nic, cj.nics  # what a Rule's hold looks at: its source NIC, or (NIC, dscp >> 3)
+    if cj.hold_by_class:
+        hold = np.where(cj.nic >= 0, cj.nic.astype(np.int64) * 8 + (cj.dscp.astype(np.int64) >> 3), -1).astype(np.int32)
+        nholds = cj.nics * 8
     code = _run_kernel(
-        cj.kind, cj.device, cj.duration, cj.route, cj.bits, cj.prio, cj.cap, cj.key, cj.bar, cj.queued, cj.nic,
+        cj.kind, cj.device, cj.duration, cj.route, cj.bits, cj.prio, cj.cap, cj.key, cj.bar, cj.queued, hold,
         cj.missing.copy(), cj.dep_ptr, cj.dep_idx, cj.device_cap, cj.route_links, cj.route_hops, cj.route_latency,
-        cj.link_cap, cj.nics, cj.gate, cj.gate_size, cj.gate_sub, cj.parent, cj.children, ready, start, end,
+        cj.link_cap, nholds, cj.gate, cj.gate_size, cj.gate_sub, cj.parent, cj.children, ready, start, end,
         link_bits, link_peak, stats, analysis, ftype, meter.hit, meter.total, meter.load,
         meter.mask, meter.top,
     )  # fmt: skip
@@ -970,7 +981,7 @@ def _run_kernel(
     start_t, end_t, link_bits, link_peak, stats, metered, ftype, m_hit, m_total, m_load, m_mask, m_top,
 ):  # fmt: skip  # pragma: no cover - numba
     """The whole run (module docstring). Returns 0, or 1 (nothing pending), 2 (no progress), 3 (stalled).
-    ``metered``: measure contention (simulator.contention._step) by the items' type ids ``ftype``."""
+    ``metered``: measure contention (simulator.contention.meter_step) by the items' type ids ``ftype``."""
     n = kind.shape[0]
     ndev = device_cap.shape[0]
     nlinks = link_cap.shape[0]
@@ -1102,7 +1113,7 @@ def _run_kernel(
                 stats[3] += nact
                 if dirty:
                     stats[4] += 1
-                t, nfin, nact = _advance(
+                t, nfin, nact = advance_kernel(
                     now, t_limit, dirty, link_cap, flow_links, nhops, sprio, scap, rem, rates, act, nact,
                     left, lcount, state, link_load, link_bits, link_peak, finished,
                 )  # fmt: skip
@@ -1110,7 +1121,7 @@ def _run_kernel(
                     stats[0], stats[1], stats[2] = events, steps, done
                     return 2
                 if metered:
-                    _step(
+                    meter_step(
                         link_cap, flow_links, nhops, sprio, scap, rates, act, nact, finished, nfin, sftype, dirty,
                         scont, t - now, m_hit, m_total, m_load, m_mask, m_top,
                     )  # fmt: skip

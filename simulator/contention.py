@@ -20,7 +20,7 @@ weighted by time: the share is contended flow-seconds over active
 flow-seconds, where a flow is active while it is in the network (after its
 latency, until its last bit).
 
-``_step`` (numba) is called after every network advance with the flows
+``meter_step`` (numba) is called after every network advance with the flows
 active during it and whether their rates were recomputed; ``step_reference``
 is its plain twin (``tests/test_contention.py`` makes them agree and checks
 hand-computed cases). Both engines of :mod:`simulator.network` and the
@@ -39,7 +39,7 @@ SAT = 1e-9  # a link within this factor of its capacity is saturated; a rate wit
 
 
 @njit(cache=True)
-def _step(
+def meter_step(
     link_cap, flow_links, nhops, prio, cap, rates, act, n_act, finished, n_fin, ftype, recompute, contended, dt,
     hit, total, load, mask, top,
 ):  # fmt: skip  # pragma: no cover - numba
@@ -95,7 +95,7 @@ def _step(
 
 def step_reference(capacity, paths, prio, cap, rates, ftype) -> list[bool]:
     """Which flows are contended (module docstring) given their ``rates``: the plain twin of
-    ``_step``'s flags, one flow per entry of ``paths`` (link ids)."""
+    ``meter_step``'s flags, one flow per entry of ``paths`` (link ids)."""
     on = {lk: [g for g in range(len(paths)) if lk in paths[g]] for path in paths for lk in path}
     load = {lk: sum(rates[g] for g in flows) for lk, flows in on.items()}
 
@@ -109,7 +109,7 @@ def step_reference(capacity, paths, prio, cap, rates, ftype) -> list[bool]:
 
 
 def contended(capacity, paths, prio, cap, rates, ftype) -> np.ndarray:
-    """``_step``'s flags for one set of flows (the public face of the kernel, with
+    """``meter_step``'s flags for one set of flows (the public face of the kernel, with
     :func:`step_reference`'s signature): which flows are contended at these ``rates``."""
     from simulator.maxmin import pack_paths
 
@@ -119,7 +119,7 @@ def contended(capacity, paths, prio, cap, rates, ftype) -> np.ndarray:
     act = np.arange(n, dtype=np.int64)
     flags = np.zeros(n, np.bool_)
     m = Meter(len(link_cap))
-    _step(
+    meter_step(
         link_cap, flow_links, nhops, np.asarray(prio, np.int64), np.asarray(cap, np.float64),
         np.asarray(rates, np.float64), act, n, np.zeros(0, np.int64), 0, np.asarray(ftype, np.int64), True, flags,
         0.0, m.hit, m.total, m.load, m.mask, m.top,

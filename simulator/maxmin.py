@@ -20,8 +20,9 @@ Ties: a flow freezes when its cap or a link's fair share is within a factor
 anything a result reports, far above float rounding).
 
 :func:`maxmin_reference` is the slow, obviously correct version (dicts and
-sets); ``_maxmin`` is the numba kernel the simulator runs whenever the set
-of flows or a cap changes.
+sets); ``maxmin_kernel`` is the numba kernel the simulator runs whenever the set
+of flows or a cap changes (public: :func:`simulator.network.advance_kernel`
+calls it inside numba).
 :func:`maxmin` is its thin public wrapper; the tests make the two agree.
 """
 
@@ -71,7 +72,9 @@ def maxmin_reference(
 
 
 @njit(cache=True)
-def _maxmin(link_cap, flow_links, nhops, prio, cap, act, n, rates, left, count, state):  # pragma: no cover - numba
+def maxmin_kernel(
+    link_cap, flow_links, nhops, prio, cap, act, n, rates, left, count, state
+):  # pragma: no cover - numba
     """Rates of the ``n`` active flows ``act[:n]`` into ``rates``.
 
     ``flow_links[f, :nhops[f]]`` are flow f's links; ``left``/``count`` (per
@@ -206,7 +209,7 @@ def maxmin(
     flow_links, nhops = pack_paths(paths)
     caps = np.array([math.inf if c is None else c for c in cap], dtype=np.float64)
     rates = np.zeros(n)
-    _maxmin(
+    maxmin_kernel(
         link_cap,
         flow_links,
         nhops,

@@ -2,8 +2,8 @@
 
 Two engines with one interface:
 
-* :class:`NumbaNetwork` keeps flows in slot arrays and runs ``_advance`` (rates
-  with :func:`simulator.maxmin._maxmin` when the flow set or a cap changed,
+* :class:`NumbaNetwork` keeps flows in slot arrays and runs ``advance_kernel`` (rates
+  with :func:`simulator.maxmin.maxmin_kernel` when the flow set or a cap changed,
   the earliest finish, every flow's remaining bits moved on) in numba;
 * :class:`ReferenceNetwork` does the same with a dict of flows and
   :func:`simulator.maxmin.maxmin_reference`: slow and plain, the oracle the
@@ -32,8 +32,8 @@ import math
 import numpy as np
 from numba import njit
 
-from simulator.contention import Meter, _step, step_reference
-from simulator.maxmin import EPS, _maxmin, maxmin_reference
+from simulator.contention import Meter, meter_step, step_reference
+from simulator.maxmin import EPS, maxmin_kernel, maxmin_reference
 
 
 class NoProgress(RuntimeError):
@@ -49,16 +49,17 @@ def _finish_time(now, rem, rate):  # pragma: no cover - numba
 
 
 @njit(cache=True)
-def _advance(
+def advance_kernel(
     now, t_limit, dirty, link_cap, flow_links, nhops, prio, cap, rem, rates, act, n,
     left, count, state, link_load, link_bits, link_peak, finished,
 ):  # fmt: skip  # pragma: no cover - numba
-    """Advance from ``now`` to the earliest flow finish or ``t_limit``.
+    """Advance from ``now`` to the earliest flow finish or ``t_limit`` (public: the compact
+    engine's kernel, :mod:`simulator.compact`, runs this same step inside numba).
 
     Returns (time reached, number of finished flows written to ``finished``,
     new number of active flows; ``act`` is compacted in order)."""
     if dirty:
-        _maxmin(link_cap, flow_links, nhops, prio, cap, act, n, rates, left, count, state)
+        maxmin_kernel(link_cap, flow_links, nhops, prio, cap, act, n, rates, left, count, state)
         for i in range(n):
             f = act[i]
             for h in range(nhops[f]):
@@ -196,7 +197,7 @@ class NumbaNetwork:
         """(bits left, rate now) of an active flow. Rates are recomputed if the flow set changed
         since the last advance; that changes nothing the next advance computes."""
         if self.dirty and not self._fresh:
-            _maxmin(
+            maxmin_kernel(
                 self.link_cap, self.flow_links, self.nhops, self.prio, self.cap, self.act, self.n, self.rates,
                 self.left, self.count, self.state,
             )  # fmt: skip
@@ -207,7 +208,7 @@ class NumbaNetwork:
         if self.n == 0:
             return t_limit, []
         recompute = self.dirty
-        t, nfin, n = _advance(
+        t, nfin, n = advance_kernel(
             now, t_limit, self.dirty, self.link_cap, self.flow_links, self.nhops, self.prio, self.cap, self.rem,
             self.rates, self.act, self.n, self.left, self.count, self.state, self.link_load, self.link_bits,
             self.link_peak, self.finished,
@@ -216,7 +217,7 @@ class NumbaNetwork:
             raise NoProgress(f"{self.n} active flows have no rate and nothing else is pending")
         if self.meter is not None:
             m = self.meter
-            _step(
+            meter_step(
                 self.link_cap, self.flow_links, self.nhops, self.prio, self.cap, self.rates, self.act, n,
                 self.finished, nfin, self.ftype, recompute, self.contended, t - now, m.hit, m.total, m.load, m.mask,
                 m.top,

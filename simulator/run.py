@@ -18,9 +18,10 @@ The discrete-event loop: advance the network to the earliest of its next
 flow finish and the next timer; report what finished to the dispatcher;
 carry out its answer. Events at one instant are handled flows first, then
 timers in the order they were set. The network's rate computation and time
-advance run in numba (``engine="numba"``) or in plain Python
-(``engine="reference"``, the oracle). The loop itself stays in Python: every
-event calls the dispatcher and the scheduler, which are Python.
+advance run in numba (``network=NumbaNetwork``, the ``fluid`` backend) or in
+plain Python (``network=ReferenceNetwork``, the oracle: ``fluid-reference``).
+The loop itself stays in Python: every event calls the dispatcher and the
+scheduler, which are Python.
 
 Not modelled (the emulator has them): TCP's ramp-up and ACK traffic (about
 2 % of a reverse link, measured in issue 3), queueing delay, drops. The
@@ -38,7 +39,6 @@ from itertools import count
 
 from railbed.analysis import of_dispatcher
 from railbed.dispatch import Dispatcher, SetDscp, SetRate, StartFlow, StartWait
-from railbed.errors import SpecError
 from railbed.job import Job
 from railbed.results import RunResult
 from railbed.scheduler import Scheduler
@@ -48,11 +48,10 @@ from railbed.units import wire_bytes
 from simulator.contention import result as contention_result
 from simulator.contention import type_id
 from simulator.fabric import Fabric, Route
-from simulator.network import NumbaNetwork, ReferenceNetwork
+from simulator.network import NumbaNetwork
 from simulator.series import LinkSeries
 from tc_policies.plan import Policy, policy_by_name
 
-ENGINES = {"numba": NumbaNetwork, "reference": ReferenceNetwork}
 MODEL_NOTE = "flow-level model: max-min fair rates, strict priority classes, rate caps; no TCP dynamics, ACKs or queues"
 
 
@@ -70,7 +69,8 @@ class Simulation:
     Counters for benchmarks: ``events`` (flow finishes, timers and flows
     joining after their latency), ``steps`` (network advances: events at one
     instant share one) and ``network_seconds`` (wall time inside the
-    network engine)."""
+    network engine). ``network``: the fluid network's class (``NumbaNetwork``, or
+    ``ReferenceNetwork``, the oracle)."""
 
     def __init__(
         self,
@@ -78,19 +78,16 @@ class Simulation:
         scheduler: Scheduler,
         cluster: ClusterSpec,
         policy: str | Policy = "dscp-priority",
-        engine: str = "numba",
+        network: type = NumbaNetwork,
         progress: Callable[[str], None] | None = None,
         progress_every: float = 2.0,
         analysis: bool = False,
     ) -> None:
-        if engine not in ENGINES:
-            raise SpecError("engine", f"unknown simulator engine {engine!r} (known: {', '.join(ENGINES)})")
-        self.engine = engine
         self.classes = dscp_classes(policy)
         self.topology = Topology(cluster)
         self.fabric = Fabric(self.topology)
         self.dispatcher = Dispatcher(job, scheduler, cluster, self.topology, snapshot=analysis)
-        self.network = ENGINES[engine](self.fabric.capacity, meter=analysis)
+        self.network = network(self.fabric.capacity, meter=analysis)
         self.analysis = analysis
         self._types: dict[str, int] = {}  # coflow type -> its id in the contention meter
         self.series = LinkSeries(self.fabric.names, self.fabric.capacity)
@@ -161,7 +158,8 @@ class Simulation:
         result.links = self.fabric.link_stats(self.network.link_bits, self.network.link_peak, result.makespan)
         result.link_series = self.series.result(result.makespan)
         result.notes.append(MODEL_NOTE)
-        result.notes.append(f"simulator: {self.events} events in {self.steps} steps, engine {self.engine}")
+        network = type(self.network).__name__
+        result.notes.append(f"simulator: {self.events} events in {self.steps} steps, network {network}")
         if self.analysis:
             m = self.network.meter
             result.analysis = of_dispatcher(disp, result, contention_result(m.hit, m.total, self._types))
@@ -218,7 +216,7 @@ def simulate(
     scheduler: Scheduler,
     cluster: ClusterSpec,
     policy: str | Policy = "dscp-priority",
-    engine: str = "numba",
+    network: type = NumbaNetwork,
     progress: Callable[[str], None] | None = None,
     analysis: bool = False,
 ) -> RunResult:
@@ -228,4 +226,4 @@ def simulate(
     or ``fifo``): it decides which DSCPs are strict-priority classes.
     ``analysis``: fill ``result.analysis`` (:mod:`railbed.analysis`: the network-free run,
     the critical path, coflow overlap, and contention measured on the max-min rates)."""
-    return Simulation(job, scheduler, cluster, policy, engine, progress, analysis=analysis).run()
+    return Simulation(job, scheduler, cluster, policy, network, progress, analysis=analysis).run()

@@ -20,6 +20,7 @@ from railbed.units import FRAME, MSS
 from schedulers import HOLD, Decision, Scheduler, by_name
 from simulator import simulate
 from simulator.compact import network_free_run, simulate_compact, timeline_of_compact
+from simulator.network import ReferenceNetwork
 from workloads.moe import moe_training
 
 C = 8 * FRAME * 1e6
@@ -270,7 +271,7 @@ def test_the_reference_network_measures_the_same_contention():
     """The numba engine's contention meter against the reference engine's (plain twin)."""
     job, spec = small_moe()
     fast = simulate(job, by_name("megatron"), spec, analysis=True).analysis["contention"]
-    slow = simulate(job, by_name("megatron"), spec, engine="reference", analysis=True).analysis["contention"]
+    slow = simulate(job, by_name("megatron"), spec, network=ReferenceNetwork, analysis=True).analysis["contention"]
     assert fast["share"] > 0
     assert fast["share"] == pytest.approx(slow["share"], rel=1e-9)
     assert fast["by_type"] == pytest.approx(slow["by_type"], rel=1e-9)

@@ -14,13 +14,13 @@ from railbed.job import Job, Location
 from railbed.results import RunResult
 from railbed.scheduler import Rule, Scheduler
 from railbed.spec import ClusterSpec
-from schedulers import by_name
+from schedulers import by_name, make
 from schedulers.hermod import Hermod, key_number
 from simulator import simulate
 from simulator.compact import LOCAL, NET, TASK, compact, compact_arrays, load_items, run_compact, simulate_compact
 from workloads.moe import moe_arrays, moe_training
 
-RULED = ["megatron", "lina", "hermod", "hermod-inter", "dp-first", "pp-first", "ep-first", "fifo"]
+RULED = ["megatron", "lina", "hermod", "hermod-inter", "hermod-literal", "dp-first", "pp-first", "ep-first", "fifo"]
 
 
 def same_times(job, make, spec, policy="dscp-priority"):
@@ -97,26 +97,31 @@ def test_hermod_splits_ep_coflows_between_servers_the_same_on_both_engines(seed,
 
 
 @pytest.mark.parametrize("name", ["megatron", "lina", "hermod"])
-def test_the_scenario_layout_agrees_with_ep_inside_servers(name):
-    """The full scenarios' layout at small scale: TP = EP = 8 per server, so EP never crosses
-    the network and Hermod runs with its matching on (nothing to match)."""
+def test_the_scenario_layout_agrees_with_ep_across_servers(name):
+    """The full scenarios' layout at small scale: TP 8, EP 8 over DP 8 with Megatron's expert
+    tensor parallelism (ETP = TP), so every EP group spans 8 servers; both engines agree, and
+    Hermod splits the EP coflows (Alg. 3) and holds flows at the hosts."""
     job = moe_training(
-        model="mixtral-8x22b", dp=2, pp=2, layers=2, microbatches=2, hidden=512, ffn=1024, seq=512,
+        model="mixtral-8x22b", dp=8, pp=2, layers=2, microbatches=2, hidden=256, ffn=512, seq=256,
         zero2=True, nics_per_server=8,
     )  # fmt: skip
     spec = ClusterSpec.from_dict(
         {
-            "servers": [{"count": 4, "gpus": 8, "nics": 8, "nic_rate": "100Gbit"}],
-            "fabric": {"type": "leaf_spine", "servers_per_leaf": 2, "spines": 2, "uplink_rate": "400Gbit",
+            "servers": [{"count": 16, "gpus": 8, "nics": 8, "nic_rate": "100Gbit"}],
+            "fabric": {"type": "leaf_spine", "servers_per_leaf": 4, "spines": 2, "uplink_rate": "400Gbit",
                        "latency": "1us"},
         }
     )  # fmt: skip
     slow, fast = same_times(job, lambda: by_name(name), spec)
     kinds = fast.job.kind
-    assert (kinds == LOCAL).sum() > 0 and (kinds == NET).sum() > 0 and (kinds == TASK).sum() > 0
+    assert (kinds == LOCAL).sum() == 0 and (kinds == NET).sum() > 0 and (kinds == TASK).sum() > 0  # all cross
+    ep_net = [r for r in slow.items.values() if r.kind == "flow" and r.attrs.get("coflow_type") == "EP"
+              and r.server != r.dst_server and r.parent is None]  # fmt: skip
+    assert ep_net
     flows = kinds != TASK
     waited = int((fast.start[flows] > fast.ready[flows]).sum())
-    assert (waited > 0) == (name == "hermod")  # Hermod's hosts hold flows; Lina has no network EP to wait for
+    assert (waited > 0) == (name != "megatron")  # Hermod's hosts and Lina's DP behind backward EP
+    assert bool([r for r in slow.items.values() if r.parent]) == (name == "hermod")
 
 
 def random_job(rng: random.Random) -> tuple[Job, ClusterSpec]:
@@ -161,13 +166,19 @@ def test_random_jobs_end_every_item_at_the_same_time_on_both_engines(seed):
     rng = random.Random(500 + seed)
     job, spec = random_job(rng)
     name = RULED[seed % len(RULED)]
-    make = (lambda: Hermod(intra=False)) if name == "hermod" else (lambda: by_name(name))
+    # random EP flows are not all-to-alls Alg. 3 can split: hermod's matching off (as for "hermod")
+    literal = dict(literal=True, host_wait="nic")
+    make = {"hermod": lambda: Hermod(intra=False), "hermod-literal": lambda: Hermod(intra=False, **literal)}.get(
+        name, lambda: by_name(name)
+    )
     same_times(job, make, spec, rng.choice(["dscp-priority", "fifo"]))
 
 
 def test_hermod_host_wait_holds_in_the_compact_engine_too():
-    """Two flows on one NIC, DP (last MID) ready before PP of microbatch 0: Hermod's compact rule
-    holds the DP flow until PP is done; Megatron shares."""
+    """Flows on one NIC. hermod-literal (``host_wait: nic``): DP (MID 3) ready before PP of
+    microbatch 0 waits until PP is done. hermod (``host_wait: queue``): DP and PP are in different
+    switch queues, so DP starts at once (PP preempts it in the network); two PP flows of
+    microbatches 7 and 6 share queue 1, and the later one waits. Megatron shares."""
     spec = ClusterSpec.from_dict(
         {"servers": [{"count": 2, "gpus": 1, "nic_rate": 8e9}], "fabric": {"type": "single_switch"}}
     )
@@ -176,9 +187,15 @@ def test_hermod_host_wait_holds_in_the_compact_engine_too():
     job.endpoint("b", Location(1, "gpu0", 0))
     job.flow("dp", "a", "b", 10**7, coflow_type="DP", microbatch=3, layer=0, tags={"dp_phase": "rs"})
     job.flow("pp", "a", "b", 10**7, coflow_type="PP", microbatch=0, layer=0)
+    job.flow("pp7", "a", "b", 10**7, coflow_type="PP", microbatch=7, layer=0)
+    job.flow("pp6", "a", "b", 10**7, coflow_type="PP", microbatch=6, layer=0)
+    _, fast = same_times(job, lambda: by_name("hermod-literal"), spec)
+    t = fast.times()
+    assert t["dp"][1] == pytest.approx(t["pp"][2])  # after PP of microbatch 0 (MID 0 < 3 < 6)
     _, fast = same_times(job, lambda: by_name("hermod"), spec)
     t = fast.times()
-    assert t["dp"][1] == pytest.approx(t["pp"][2])  # dp starts when pp ends
+    assert t["dp"][1] == 0.0 and t["pp"][1] == 0.0 and t["pp6"][1] == 0.0
+    assert t["pp7"][1] == pytest.approx(t["pp6"][2])  # same queue: the host keeps MID order
     _, fair = same_times(job, lambda: by_name("megatron"), spec)
     assert fair.times()["dp"][1] == 0.0
 
@@ -195,6 +212,7 @@ def test_hermod_rule_matches_its_decisions():
         else:
             assert rule.dscp == h.dscp(f) and rule.key == rule.bar == key_number(h.key(f)) and rule.queued
     assert key_number((1, 0, 0)) > key_number((0, 1, 5)) > key_number((0, 0, 7))
+    assert key_number((1, 0, 0, 0)) > key_number((0, 9, 1, 3)) > key_number((0, 9, 0, 30000))
     with pytest.raises(ValueError):
         key_number((0, 0, 1 << 20))
 
@@ -212,17 +230,15 @@ def test_a_scheduler_with_its_own_on_ready_and_no_rule_is_refused():
         compact(job, Custom(), spec)
 
 
-def test_intra_host_models_are_refused():
+@pytest.mark.parametrize("kind", [{"intra_host": "dgx1-v100"}, {"datapath": {"preset": "bf-3"}}])
+def test_hardware_models_are_refused(kind):
     spec = ClusterSpec.from_dict(
-        {
-            "servers": [{"count": 2, "gpus": 8, "nic_rate": 1e9, "intra_host": "dgx1-v100"}],
-            "fabric": {"type": "single_switch"},
-        }
+        {"servers": [{"count": 2, "gpus": 8, "nic_rate": 1e9, **kind}], "fabric": {"type": "single_switch"}}
     )
     job = Job("x")
     job.endpoint("a", Location(0, "gpu0", 0))
     job.task("t", "a", 1e-3)
-    with pytest.raises(SpecError, match="intra-host"):
+    with pytest.raises(SpecError, match=f"hardware model \\({next(iter(kind))}\\)"):
         compact(job, by_name("megatron"), spec)
 
 
@@ -239,18 +255,20 @@ def test_empty_and_task_only_jobs():
     assert math.isclose(res.makespan, 3e-3)
 
 
-def test_railbed_simulate_engine_compact_gives_the_numba_engines_result():
-    """``railbed simulate --engine compact`` (scenarios.runner._simulate) on Hermod's reduced
-    Mixtral-8x22B scenario file, a smaller job: the same records and iterations as the numba engine."""
+def test_the_fluid_rules_backend_gives_the_fluid_backends_result():
+    """``railbed simulate --backend fluid-rules`` (the compact engine behind railbed.backend) on
+    Hermod's reduced Mixtral-8x22B scenario file, a smaller job: the same records and iterations
+    as ``fluid``."""
     from pathlib import Path
 
-    from scenarios.runner import Scenario, _simulate
+    from railbed.backend import backend
+    from scenarios.runner import Scenario
 
     sc = Scenario.load(Path(__file__).resolve().parents[1] / "scenarios/hermod/sim-mixtral-8x22b-100g.yaml")
     job = moe_training(model="mixtral-8x22b", dp=2, layers=8, microbatches=2, zero2=True, nics_per_server=8)
     for spec in sc.schedulers:
-        slow = _simulate(sc, spec, "numba", lambda _: None, job)
-        fast = _simulate(sc, spec, "compact", lambda _: None, job)
+        slow = backend("fluid").run(job, make(spec), sc.cluster, sc.options())
+        fast = backend("fluid-rules").run(job, make(spec), sc.cluster, sc.options())
         assert fast.scheduler == slow.scheduler and fast.cluster == slow.cluster
         assert fast.iterations == pytest.approx(slow.iterations, rel=1e-12)
         assert {i: r.end for i, r in fast.items.items()} == pytest.approx({i: r.end for i, r in slow.items.items()})
@@ -302,12 +320,12 @@ def test_moe_arrays_compact_to_the_same_arrays_as_the_job(seed):
 
 
 def test_moe_arrays_at_the_scenario_layout_and_interleaved():
-    kw = dict(model="mixtral-8x22b", dp=2, pp=2, layers=4, microbatches=4, hidden=512, ffn=1024, seq=512, zero2=True,
+    kw = dict(model="mixtral-8x22b", dp=8, pp=2, layers=4, microbatches=4, hidden=256, ffn=512, seq=256, zero2=True,
               nics_per_server=8, schedule="interleaved", chunks=2)  # fmt: skip
-    job, aj = moe_training(**kw), moe_arrays(**kw)
+    job, aj = moe_training(**kw), moe_arrays(**kw)  # EP 8 over DP 8 at ETP = TP 8: EP across 8 servers
     spec = ClusterSpec.from_dict(
         {
-            "servers": [{"count": 4, "gpus": 8, "nics": 8, "nic_rate": "100Gbit"}],
+            "servers": [{"count": 16, "gpus": 8, "nics": 8, "nic_rate": "100Gbit"}],
             "fabric": {"type": "leaf_spine", "servers_per_leaf": 2, "spines": 2, "uplink_rate": "400Gbit",
                        "latency": "1us"},
         }
@@ -342,7 +360,7 @@ def test_the_compact_results_format_round_trips_and_summarises_like_the_records(
 
 def test_railbed_simulate_builds_a_job_over_the_item_bound_as_arrays(tmp_path, monkeypatch):
     """A generated job over ``workloads.MAX_ITEMS`` (here lowered to 1000) is refused as a Job,
-    and under ``--engine compact`` built as arrays per scheduler: result.json without
+    and under ``--backend fluid-rules`` built as arrays per scheduler: result.json without
     records, items.npz with every item, the makespan of the compact engine on the Job."""
     import workloads
     from scenarios.runner import Scenario, simulate_scenario
@@ -359,13 +377,13 @@ def test_railbed_simulate_builds_a_job_over_the_item_bound_as_arrays(tmp_path, m
     }
     job = moe_training(**args)
     monkeypatch.setattr(workloads, "MAX_ITEMS", 1000)
-    with pytest.raises(SpecError, match="engine compact"):
+    with pytest.raises(SpecError, match="backend fluid-rules"):
         Scenario.from_dict(data)
     sc = Scenario.from_dict(data, arrays=True)
     assert sc.job is None and sc.arrays == ("moe_training", args)
-    with pytest.raises(SpecError, match="engine compact"):
+    with pytest.raises(SpecError, match="backend fluid-rules"):
         simulate_scenario(sc, tmp_path / "numba", echo=lambda _: None)
-    results = simulate_scenario(sc, tmp_path / "out", echo=lambda _: None, engine="compact")
+    results = simulate_scenario(sc, tmp_path / "out", echo=lambda _: None, backend="fluid-rules")
     for res, name in zip(results, ["megatron", "hermod"]):
         want = simulate_compact(job, by_name(name), sc.cluster)
         assert res.items == {} and res.makespan == want.makespan

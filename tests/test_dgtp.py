@@ -219,6 +219,93 @@ def test_ifs_against_exhaustive_search_on_three_machines():
         assert all(order.index(m) < k for m in used)  # IFS returns the first prefix that holds everything
 
 
+@pytest.mark.parametrize(
+    "demand, capacity, total, bound",
+    [
+        ({"cpu": 2}, {"cpu": 8}, 9, 4),  # at capacity after 4: a fifth does not fit
+        ({"cpu": 2}, {"cpu": 7}, 9, 3),
+        ({"mem": 0.1}, {"mem": 0.3}, 9, 3),  # 0.3 // 0.1 == 2.0 in floats, yet 3 x 0.1 fits
+        ({"mem": 0.7}, {"mem": 2.1}, 9, 3),
+        ({"cpu": 2, "mem": 3}, {"cpu": 9, "mem": 10}, 9, 3),  # tightest resource: mem 3, not cpu 4
+        ({"cpu": 2, "mem": 3}, {"cpu": 5, "mem": 10}, 9, 2),  # ... and now cpu
+        ({"cpu": 2, "gpu": 1}, {"cpu": 8, "gpu": 0}, 9, 0),  # a resource the machine has none of
+        ({"cpu": 2, "gpu": 0}, {"cpu": 8, "gpu": 0}, 9, 4),  # a zero demand limits nothing
+        ({"cpu": 2, "disk": 5}, {"cpu": 8}, 9, 4),  # nor does a resource the machine does not list
+        ({"cpu": 2}, {"cpu": 8}, 3, 3),  # capped by how many tasks there are
+        ({"cpu": 1e-300}, {"cpu": 8}, 5, 5),
+    ],
+)
+def test_per_machine_bound_is_exactly_what_fits_alone(demand, capacity, total, bound):
+    assert alg._per_machine_bound(demand, capacity, total) == bound
+    assert alg.fits((bound,), [demand], capacity)
+    assert bound == total or not alg.fits((bound + 1,), [demand], capacity)
+
+
+def test_per_machine_bound_agrees_with_fits_on_random_fractions():
+    """η is the largest count of one kind that ``fits`` accepts alone: one more never fits
+    (a machine at capacity takes no further task of that kind)."""
+    rng = random.Random(11)
+    for _ in range(3000):
+        demand = {r: rng.choice([0, 0.1, 0.2, 0.3, 0.7, 1, 1.5, 2]) for r in rng.sample(["cpu", "mem", "gpu"], 2)}
+        capacity = {r: round(rng.uniform(0, 6), rng.choice([0, 1, 2])) for r in ("cpu", "mem", "gpu")}
+        total = rng.randint(0, 40)
+        b = alg._per_machine_bound(demand, capacity, total)
+        brute = max(q for q in range(total + 1) if alg.fits((q,), [demand], capacity))
+        assert b == brute, (demand, capacity, total)
+
+
+def _brute_force_placement_exists(totals, demands, capacity):
+    """Some assignment of every task to the machines respects every capacity (exhaustive)."""
+    per_machine = [
+        [c for c in itertools.product(*(range(t + 1) for t in totals)) if alg.fits(c, demands, cap)] for cap in capacity
+    ]
+    return any(
+        all(sum(c[i] for c in combo) == totals[i] for i in range(len(totals)))
+        for combo in itertools.product(*per_machine)
+    )
+
+
+def test_ifs_agrees_with_brute_force_on_fractional_demands():
+    """Small instances with demands and capacities in tenths (where float floors go wrong), half
+    random, half tight (a placement filling every machine exactly, its capacities written in
+    tenths as a user would): IFS finds a placement exactly when one exists, every machine within
+    capacity, no machine holding more of a kind than its η. (η from float floors failed 14 of them.)"""
+    rng = random.Random(7)
+    found = 0
+    for i in range(150):
+        kinds = rng.randint(1, 3)
+        demands = [{"cpu": rng.randint(1, 4) / 10, "mem": rng.randint(0, 7) / 10} for _ in range(kinds)]
+        machines = rng.randint(2, 3)
+        if i % 2:
+            capacity = [{"cpu": rng.randint(0, 9) / 10, "mem": rng.randint(0, 12) / 10} for _ in range(machines)]
+            totals = tuple(rng.randint(0, 4) for _ in range(kinds))
+        else:
+            counts = [[rng.randint(0, 3) for _ in range(kinds)] for _ in range(machines)]
+            capacity = [
+                {r: round(sum(q * d[r] for q, d in zip(c, demands)), 1) for r in ("cpu", "mem")} for c in counts
+            ]
+            totals = tuple(map(sum, zip(*counts)))
+        got = alg.ifs(totals, demands, capacity, rng.sample(range(machines), machines))
+        assert (got is not None) == _brute_force_placement_exists(totals, demands, capacity)
+        if got is None:
+            continue
+        found += 1
+        assert tuple(map(sum, zip(*got))) == totals
+        for m, counts in enumerate(got):
+            assert alg.fits(counts, demands, capacity[m])
+            for k, q in enumerate(counts):
+                assert q <= alg._per_machine_bound(demands[k], capacity[m], totals[k])
+    assert found > 60  # the tight half is feasible by construction
+
+
+def test_a_machine_at_capacity_takes_no_further_task():
+    """Three tasks of 0.1 fill a machine of 0.3 exactly: IFS puts three on each of two machines
+    (before η matched ``fits``, 0.3 // 0.1 = 2 left room for 2 + 2 and IFS found nothing)."""
+    assert alg.ifs((6,), [{"mem": 0.1}], [{"mem": 0.3}, {"mem": 0.3}], [0, 1]) == [(3,), (3,)]
+    assert alg.ifs((7,), [{"mem": 0.1}], [{"mem": 0.3}, {"mem": 0.3}], [0, 1]) is None
+    assert alg.ifs((2, 1), [{"mem": 0.1}, {"mem": 0.1, "cpu": 1}], [{"mem": 0.3, "cpu": 1}], [0]) == [(2, 1)]
+
+
 # ----------------------------------------------------------- ETP
 def test_etp_acceptance_rule():
     assert alg.acceptance(10.0, 9.0, 0.1) == 1.0 and alg.acceptance(10.0, 10.0, 0.1) == 1.0
@@ -328,6 +415,22 @@ def test_fast_evaluation_agrees_with_its_twin_and_the_simulator(job):
         fast = ev["fast"](y)
         assert fast == compiled.makespan_reference(d.placement_from(public, TESTBED, dict(zip(names, y))))
         assert fast == pytest.approx(ev["simulate"](y), rel=1e-9)
+
+
+def test_etp_cost_runs_on_the_backend_it_is_handed(job):
+    """T'_Y through the backend seam: the plain-Python twin gives the default's numbers; a backend
+    that calls no hooks cannot run OES and is refused."""
+    from railbed.backend import backend
+    from schedulers import dgtp as d
+
+    public = job.public()
+    names = d._movable(public)
+    y = tuple(k % 4 for k in range(len(names)))
+    fluid = d.simulated_makespan(public, TESTBED, 2, 0)(y)
+    twin = d.simulated_makespan(public, TESTBED, 2, 0, backend=backend("fluid-reference"))(y)
+    assert twin == pytest.approx(fluid, rel=1e-9)
+    with pytest.raises(SpecError, match="calls no hooks"):
+        d.simulated_makespan(public, TESTBED, 2, 0, backend=backend("fluid-rules"))
 
 
 def test_fast_evaluation_declines_what_it_does_not_model(job):

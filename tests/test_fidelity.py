@@ -64,6 +64,61 @@ def test_retransmission_timeouts_are_summed_and_warned_about():
     assert quiet["tcp_timeouts"] == 0 and quiet["tcp_syn_retransmits"] == 0 and quiet["warnings"] == []
 
 
+# (tcp counters, drops, makespan, rto_min / k, fluid makespan) of measured runs (docs/fidelity.md,
+# "Packet loss"), model seconds; k = 200 unless named
+LOSSY_A2A = ({"OutSegs": 71823, "RetransSegs": 3445, "TCPTimeouts": 2}, 2309, 8.628e-3, 25e-6, 8.030e-3)
+LONE_STEP_DOWN = ({"OutSegs": 31910, "RetransSegs": 861}, 854, 5.614e-3, 25e-6, 5.613e-3)
+CPU_BOUND_RING = ({"OutSegs": 89916, "RetransSegs": 140, "TCPTimeouts": 1}, 0, 2.871e-3, 25e-6, 1.403e-3)
+INCAST_K1000 = ({"OutSegs": 69113, "RetransSegs": 1208, "TCPTimeouts": 16}, 1144, 1.455e-3, 5e-6, 1.338e-3)
+
+
+@pytest.mark.parametrize(
+    "case, flagged",
+    [(LOSSY_A2A, True), (LONE_STEP_DOWN, False), (CPU_BOUND_RING, False), (INCAST_K1000, True)],
+    ids=["lossy-all-to-all", "lone-step-down", "cpu-bound-ring", "incast-k1000"],
+)
+def test_loss_verdict_on_measured_runs(case, flagged):
+    from emulator.fidelity import loss_verdict
+
+    tcp, drops, makespan, rto, fluid = case
+    loss, text = loss_verdict(tcp, drops, makespan, rto, fluid)
+    assert loss["flagged"] is flagged and (text is not None) is flagged
+    assert loss["excess_over_fluid"] == pytest.approx(makespan / fluid - 1)
+    assert loss["resent_share"] == pytest.approx(tcp["RetransSegs"] / tcp["OutSegs"])
+    assert loss["stall_floor"] == pytest.approx(tcp.get("TCPTimeouts", 0) * rto)
+    if flagged:
+        assert text.startswith("packet loss cost a measurable share of the makespan: ")
+        assert f"{drops} packets dropped" in text and "above the fluid model's" in text and "larger k" in text
+    _, without_fluid = loss_verdict(tcp, drops, makespan, rto)  # only the timeouts' floor can flag then
+    assert (without_fluid is not None) == (loss["stall_floor_share"] >= 0.01)
+
+
+def test_loss_verdict_thresholds_are_inclusive_and_spurious_timeouts_stall_nothing():
+    from emulator.fidelity import LOSS_EXCESS, LOSS_RESENT, LOSS_RTO_SHARE, loss_verdict
+
+    at = {"OutSegs": 1000, "RetransSegs": round(1000 * LOSS_RESENT)}
+    assert loss_verdict(at, 5, 1.0 + LOSS_EXCESS, 0.0, 1.0)[0]["flagged"]
+    assert not loss_verdict(at, 5, 1.0 + LOSS_EXCESS - 1e-9, 0.0, 1.0)[0]["flagged"]
+    below = {"OutSegs": 1000, "RetransSegs": round(1000 * LOSS_RESENT) - 1}
+    assert not loss_verdict(below, 5, 2.0, 0.0, 1.0)[0]["flagged"]  # slow, but hardly any loss
+    rto = {"OutSegs": 1000, "TCPTimeouts": 4}
+    loss, text = loss_verdict(rto, 0, 4 * 25e-6 / LOSS_RTO_SHARE, 25e-6)
+    assert loss["flagged"] and loss["stall_floor_share"] == pytest.approx(LOSS_RTO_SHARE) and "4 retransmission" in text
+    spurious, _ = loss_verdict({**rto, "TCPSpuriousRTOs": 4}, 0, 4 * 25e-6 / LOSS_RTO_SHARE, 25e-6)
+    assert not spurious["flagged"] and spurious["stall_floor"] == 0 and spurious["timeouts"] == 4
+
+
+def test_the_report_carries_the_loss_verdict_as_a_problem():
+    from emulator.fidelity import Sample, fidelity_report
+
+    samples = [Sample(0.0, {}, (0, 10)), Sample(1.0, {}, (5, 20))]
+    tcp, drops, makespan, rto, fluid = LOSSY_A2A
+    _, fid = fidelity_report(samples, {}, {}, {}, tcp=tcp, rto_min_model=rto, makespan=makespan, fluid_makespan=fluid)
+    assert not fid["ok"] and fid["loss"]["flagged"] and fid["problems"][0].startswith("packet loss")
+    _, quiet = fidelity_report(samples, {}, {}, {}, tcp=tcp, rto_min_model=rto, makespan=makespan)
+    assert quiet["ok"] and not quiet["loss"]["flagged"] and quiet["loss"]["fluid_makespan"] is None
+
+
 def _leak_samples(high_backlog: int) -> list:
     """One port, class 5 (high) and class 0 (low), 1 s apart: the low class sent 100 kB of the
     port's 1 MB while the high class held ``high_backlog`` packets at both reads."""

@@ -5,7 +5,7 @@ import math
 
 import pytest
 
-from railbed.metrics import alpha_beta_error, metric, receiver_comm, remote_bytes
+from railbed.metrics import alpha_beta_error, flow_bytes, metric, receiver_comm, remote_bytes
 from railbed.results import ItemRecord, RunResult
 
 ALPHA, BETA = 0.002, 1e-9
@@ -31,6 +31,7 @@ def test_receiver_comm_sums_single_destination_coflows():
     assert metric(run, "receiver_comm_max") == max(got.values())
     run.items["x"] = ItemRecord("x", "flow", 0, 0, 9, server=0, dst_server=0, size=7, attrs={"coflow": "x"})
     assert remote_bytes(run) == 2e6 + 1e6 + 5e6  # the same-server flow does not count
+    assert flow_bytes(run) == metric(run, "bytes") == 2e6 + 1e6 + 5e6 + 7
 
 
 def test_alpha_beta_error_is_zero_on_alpha_beta_data_and_not_otherwise():

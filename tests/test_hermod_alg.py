@@ -9,6 +9,7 @@ import pytest
 from schedulers.hermod_alg import (
     CTYPES,
     Factors,
+    consumer_key,
     decode,
     dscp_of,
     encode,
@@ -17,6 +18,8 @@ from schedulers.hermod_alg import (
     phase_deps,
     phases_time,
     priority_key,
+    queue_level,
+    queued_dscp,
 )
 
 
@@ -93,6 +96,42 @@ def test_dscp_is_a_monotone_quantization_of_the_key(interleaved):
             assert code[b] >= code[a], (a, b)
     # the first microbatches' EP coflows land in distinct switch classes, highest first
     assert [code[Factors(m, "EP", 0)] >> 3 for m in range(8)] == list(range(7, -1, -1))
+
+
+def test_consumer_key_puts_dp_after_its_iteration_and_as_microbatch_0_of_the_next():
+    rs, ag = consumer_key("DP", 0, 7, 9), consumer_key("DP", 0, 7, 2)
+    assert ag < rs  # between DP coflows, the layer consumed first
+    for ctype in ("EP", "PP"):
+        assert consumer_key(ctype, 0, 7, 30) < ag  # the cooldown of iteration 0 first
+        assert consumer_key(ctype, 1, 0, 31) < ag  # the next iteration's microbatch 0 first (Case III)
+        assert ag < consumer_key(ctype, 1, 1, 0)  # before its microbatch 1 (Table 5.4, MID + LID)
+    assert consumer_key(None, 0, 2, 1) == consumer_key("EP", 0, 2, 1)  # metadata counts as EP
+
+
+@pytest.mark.parametrize("interleaved", [False, True])
+def test_queues_keep_the_key_order_of_flows_that_meet(interleaved):
+    """Flows that can share a port: EP/PP of one iteration, and DP of that iteration or the one
+    before. Higher key never gets a higher queue, except where the docstring says the switches
+    lose the order: DP of iteration 0 against iteration 1's microbatches >= 1."""
+    count, mids = 4, range(10)
+    flows = [(c, 1, m, lid) for c in ("EP", "PP") for m in mids for lid in range(count)]
+    flows += [("DP", it, 9, lid) for it in (0, 1) for lid in range(count)]
+    queue = {f: queued_dscp(Factors(f[2], f[0], f[3]), f[3], count, interleaved) >> 3 for f in flows}
+    lost = set()
+    for a, b in itertools.permutations(flows, 2):
+        if consumer_key(*a, interleaved) < consumer_key(*b, interleaved) and queue[a] < queue[b]:
+            lost.add((a[0], a[1], b[0], b[2] >= 1))
+    assert lost == {("DP", 0, c, True) for c in ("EP", "PP")}
+    assert {queue[f] for f in flows if f[0] == "DP"} == {0}
+    assert queue[("EP", 1, 0, 0)] == 7 and queue[("PP", 1, 0, 0)] == (7 if not interleaved else 6)
+    assert queue_level(9, "EP", interleaved) == 1  # positions from 6 on share the lowest EP/PP queue
+
+
+def test_queue_level_rejects_bad_factors():
+    with pytest.raises(ValueError):
+        queue_level(0, "TP")
+    with pytest.raises(ValueError):
+        queue_level(-1, "EP")
 
 
 def brute_force(matrix: np.ndarray) -> int:

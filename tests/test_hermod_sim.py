@@ -49,21 +49,57 @@ def test_hermod_order_shows_in_completion_times():
     assert ends(simulate(job, by_name("dp-first"), SPEC))[2] == pytest.approx(1)
     assert ends(simulate(job, by_name("pp-first"), SPEC)) == pytest.approx([2, 2, 3])
     marks = simulate(job, by_name("hermod"), SPEC).items
-    assert marks["pp0"].dscp >> 3 == 7 and marks["pp1"].dscp >> 3 == 6 and marks["dp"].dscp >> 3 == 4
+    assert marks["pp0"].dscp >> 3 == 7 and marks["pp1"].dscp >> 3 == 6 and marks["dp"].dscp >> 3 == 0
+    literal = simulate(job, by_name("hermod-literal"), SPEC)
+    assert ends(literal) == pytest.approx([1, 2, 3])
+    assert literal.items["dp"].dscp >> 3 == 4  # MID 3 in the top bits (§5.4 as written)
 
 
-def test_hermod_host_wait_keeps_order_inside_a_switch_class():
-    """Same MID, PP before DP by CType: one class at the switch (same MID level), the host waits."""
+def test_literal_host_wait_keeps_order_inside_a_switch_class():
+    """Same MID, PP before DP by CType: hermod-literal gives both one class at the switch (same
+    MID level) and the host waits; hermod puts them in different queues."""
     job = two_gpus()
     job.flow("dp", "a", "b", S, coflow_type="DP", microbatch=0, layer=0, tags={"dp_phase": "ag"})
     job.flow("pp", "a", "b", S, coflow_type="PP", microbatch=0, layer=1)
     job.validate()
-    res = simulate(job, by_name("hermod"), SPEC)
+    res = simulate(job, by_name("hermod-literal"), SPEC)
     assert res.items["dp"].dscp >> 3 == res.items["pp"].dscp >> 3
     assert ends(res, ("pp", "dp")) == pytest.approx([1, 2])
     assert ends(simulate(job, by_name("hermod-intra"), SPEC), ("pp", "dp")) == pytest.approx([2, 2])
-    no_wait = make(SchedulerSpec("hermod", {"host_wait": False}))
+    no_wait = make(SchedulerSpec("hermod-literal", {"host_wait": "off"}))
     assert ends(simulate(job, no_wait, SPEC), ("pp", "dp")) == pytest.approx([2, 2])
+    queued = simulate(job, by_name("hermod"), SPEC)
+    assert queued.items["pp"].dscp >> 3 == 7 and queued.items["dp"].dscp >> 3 == 0
+    assert ends(queued, ("pp", "dp")) == pytest.approx([1, 2])
+    no_wait = make(SchedulerSpec("hermod", {"host_wait": "off"}))
+    assert ends(simulate(job, no_wait, SPEC), ("pp", "dp")) == pytest.approx([1, 2])  # the queues alone
+
+
+def test_pp_preempts_dp_in_flight_of_the_same_microbatch():
+    """Issue 25's mechanism: a DP flow on the wire from t = 0, a PP flow of the same microbatch
+    ready at T/2 on the same NIC. hermod (different queues) and pp-first: the PP flow takes the
+    link at once, ends at 1.5 T, DP at 2 T. hermod-literal (one queue, the host does not stop a
+    running flow) and megatron: fair sharing, DP ends at 1.5 T, PP at 2 T."""
+    job = two_gpus()
+    job.flow("dp", "a", "b", S, coflow_type="DP", microbatch=0, layer=0, coflow="dp")
+    job.task("c", "a", T / 2)
+    job.flow("pp", "a", "b", S, ["c"], coflow_type="PP", microbatch=0, layer=0, coflow="pp")
+    job.validate()
+    for name, want in (("hermod", [1.5, 2]), ("pp-first", [1.5, 2]), ("hermod-literal", [2, 1.5]),
+                       ("megatron", [2, 1.5])):  # fmt: skip
+        assert ends(simulate(job, by_name(name), SPEC), ("pp", "dp")) == pytest.approx(want), name
+
+
+def test_zero2_all_gather_yields_to_the_current_iterations_cooldown():
+    """A ZeRO-2 all-gather of iteration 0 and a PP flow of iteration 0's microbatch 3 (cooldown),
+    ready together on one NIC: hermod sends the PP flow first (its data is consumed in this
+    iteration), hermod-literal the all-gather (MID 0)."""
+    job = two_gpus()
+    job.flow("ag", "a", "b", S, coflow_type="DP", iteration=0, microbatch=3, layer=5, tags={"dp_phase": "ag"})
+    job.flow("pp", "a", "b", S, coflow_type="PP", iteration=0, microbatch=3, layer=2)
+    job.validate()
+    assert ends(simulate(job, by_name("hermod"), SPEC), ("pp", "ag")) == pytest.approx([1, 2])
+    assert ends(simulate(job, by_name("hermod-literal"), SPEC), ("pp", "ag")) == pytest.approx([2, 1])
 
 
 def ep_job() -> Job:
@@ -106,6 +142,7 @@ def test_registered_with_arguments():
     sched = make(SchedulerSpec("hermod", {"interleaved": True, "intra": False}, "h-il"))
     assert sched.interleaved and not sched.intra and sched.label == "h-il"
     assert by_name("hermod-inter").intra is False and by_name("hermod-intra").inter is False
+    assert by_name("hermod-literal").literal and not by_name("hermod").literal
 
 
 def test_tree_flows_run_at_half_line_rate_under_hermod():

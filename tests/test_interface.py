@@ -15,6 +15,7 @@ from railbed.spec import ClusterSpec
 from railbed.units import wire_bytes
 from schedulers import SchedulerSpec, make, scheduler_spec
 from simulator import simulate
+from simulator.network import NumbaNetwork, ReferenceNetwork
 
 RATE = 8e9
 SPEC = ClusterSpec.from_dict(
@@ -167,13 +168,13 @@ class Watcher(Scheduler):
         self.done.append((item.id, record.end))
 
 
-@pytest.mark.parametrize("engine", ["numba", "reference"])
-def test_progress_is_exact_on_the_simulator(engine):
+@pytest.mark.parametrize("network", [NumbaNetwork, ReferenceNetwork])
+def test_progress_is_exact_on_the_simulator(network):
     job = pinned_job()
     job.flow("a", "w0", "w2", S)
     job.flow("b", "w1", "w2", S, reveal="hidden")
     w = Watcher(times=[T / 2])
-    res = simulate(job, w, SPEC, engine=engine)
+    res = simulate(job, w, SPEC, network=network)
     at_half = {fid: rest for t, fid, *rest in w.seen if t == pytest.approx(T / 2)}
     # two flows into one port: each at half the rate, a quarter of its bytes delivered at T/2
     for fid in ("a", "b"):
@@ -214,14 +215,14 @@ class Later(Scheduler):
         return Decision()
 
 
-@pytest.mark.parametrize("engine", ["numba", "reference"])
-def test_a_wake_up_offers_held_items_again(engine):
+@pytest.mark.parametrize("network", [NumbaNetwork, ReferenceNetwork])
+def test_a_wake_up_offers_held_items_again(network):
     job = pinned_job(2)
     job.flow("f", "w0", "w1", S)
-    res = simulate(job, Later(3e-3), SPEC, engine=engine)
+    res = simulate(job, Later(3e-3), SPEC, network=network)
     assert res.items["f"].start == pytest.approx(3e-3) and res.makespan == pytest.approx(3e-3 + T)
     with pytest.raises(RunStalled):
-        simulate(job, Later(3e-3, wake=False), SPEC, engine=engine)
+        simulate(job, Later(3e-3, wake=False), SPEC, network=network)
 
 
 def test_wake_at_refuses_nonsense():
@@ -249,8 +250,8 @@ class Splitter(Scheduler):
         return Decision()
 
 
-@pytest.mark.parametrize("engine", ["numba", "reference"])
-def test_chunks_in_turn_take_the_sum_and_the_original_ends_with_the_last(engine):
+@pytest.mark.parametrize("network", [NumbaNetwork, ReferenceNetwork])
+def test_chunks_in_turn_take_the_sum_and_the_original_ends_with_the_last(network):
     job = pinned_job(2)
     job.flow("f", "w0", "w1", 3 * S, coflow="c0")
     job.task("after", "w1", 0.0, deps=["f"])
@@ -258,7 +259,7 @@ def test_chunks_in_turn_take_the_sum_and_the_original_ends_with_the_last(engine)
     def chunks(item, view):
         return {item.id: [SubFlow(f"f.{k}", S, deps=(f"f.{k - 1}",) if k else ()) for k in range(3)]}
 
-    res = simulate(job, Splitter(chunks), SPEC, engine=engine)
+    res = simulate(job, Splitter(chunks), SPEC, network=network)
     assert res.items["f"].children == ["f.0", "f.1", "f.2"] and res.items["f.1"].parent == "f"
     assert res.items["f.2"].end == pytest.approx(3 * T) and res.items["f"].end == res.items["f.2"].end
     assert res.items["f.1"].start == pytest.approx(res.items["f.0"].end)
@@ -337,8 +338,8 @@ def test_bad_splits_are_refused(parts, match):
 # ------------------------------------------------------------ re-marking
 
 
-@pytest.mark.parametrize("engine", ["numba", "reference"])
-def test_a_remarked_flow_moves_to_the_higher_class(engine):
+@pytest.mark.parametrize("network", [NumbaNetwork, ReferenceNetwork])
+def test_a_remarked_flow_moves_to_the_higher_class(network):
     """Two flows share w2's port at half rate each; at T/2 flow b becomes class 7 and takes the
     whole port: b ends at T/2 + (S - S/4) time = 5T/4; a has its last 3/4 minus what it sent
     meanwhile... a: S/4 by T/2, nothing until 5T/4, then the rest alone: ends at 2T."""
@@ -346,10 +347,10 @@ def test_a_remarked_flow_moves_to_the_higher_class(engine):
     job.flow("a", "w0", "w2", S)
     job.flow("b", "w1", "w2", S)
     w = Watcher(times=[T / 2], remark=(T / 2, "b"))
-    res = simulate(job, w, SPEC, policy="dscp-priority", engine=engine)
+    res = simulate(job, w, SPEC, policy="dscp-priority", network=network)
     assert res.items["b"].end == pytest.approx(1.25 * T) and res.items["a"].end == pytest.approx(2 * T)
     assert res.items["b"].remarked and res.items["b"].dscp == 0
-    fifo = simulate(job, Watcher(times=[T / 2], remark=(T / 2, "b")), SPEC, policy="fifo", engine=engine)
+    fifo = simulate(job, Watcher(times=[T / 2], remark=(T / 2, "b")), SPEC, policy="fifo", network=network)
     assert fifo.items["b"].end == pytest.approx(2 * T)  # one class under fifo: re-marking changes nothing
 
 

@@ -13,7 +13,8 @@ from hwmodels.leo import (
     queue_jct,
     queue_jct_reference,
 )
-from hwmodels.plugin import DatapathHost, GraphHostModel, Leg, host_model
+from hwmodels.plugin import DatapathHost, GraphHostModel, host_model
+from railbed.hosts import HostLeg
 
 
 def stream(model, arrivals, paths, size=0.0, acc=0.0, cpu=0.0, types=None):
@@ -103,16 +104,16 @@ def test_overloaded_path_jct_rises():
 def test_plugin_contract():
     m = host_model("dgx1-v100")
     assert isinstance(m, GraphHostModel)
-    t = m.leg(Leg("gpu0", "nic0", 64e6))
+    t = m.leg(HostLeg("gpu0", "nic0", 64e6))
     assert t.inject_rate == pytest.approx(11.13 * GB)  # PCIe to the NIC's switch
     assert t.duration == pytest.approx(64e6 * 8 / (11.13 * GB), rel=1e-3)
-    a, b = m.legs([Leg("gpu0", "gpu5", 1e6), Leg("gpu1", "gpu4", 1e6)])
-    alone = m.leg(Leg("gpu0", "gpu5", 1e6)).duration
+    a, b = m.legs([HostLeg("gpu0", "gpu5", 1e6), HostLeg("gpu1", "gpu4", 1e6)])
+    alone = m.leg(HostLeg("gpu0", "gpu5", 1e6)).duration
     latency = 5e-6  # five hops of 1 us, added once
     assert a.duration - latency == pytest.approx(2 * (alone - latency), rel=1e-6)  # they share QPI
     assert a.inject_rate == float("inf")
     d = DatapathHost(datapath_spec("f-nic", model="direct", acc_cores=1, compute={"f": {"acc": 2e-6}}))
-    first, second = d.legs([Leg("acc", "nic", 4096, work="f"), Leg("acc", "nic", 4096, work="f")])
+    first, second = d.legs([HostLeg("acc", "nic", 4096, work="f"), HostLeg("acc", "nic", 4096, work="f")])
     assert second.duration > first.duration  # the second waits behind the first
 
 
@@ -132,7 +133,7 @@ def test_stateful_host_legs_match_the_recurrences(seed, kind):
         dev = ("cpu", "acc")[int(rng.integers(0, 2))]
         ends = (dev, "nic") if rng.random() < 0.5 else ("nic", dev)
         work = "f" if rng.random() < 0.6 else None
-        legs.append(Leg(*ends, float(rng.uniform(0, 8192)), float(start[t]), work))
+        legs.append(HostLeg(*ends, float(rng.uniform(0, 8192)), float(start[t]), work))
     got = np.array([host.leg(lg).duration for lg in legs])
     model = host_datapath(kind, cpu, acc, spec.pcie_gbps, spec.axi_gbps)
     names = list(model.paths)
@@ -156,17 +157,20 @@ def test_stateful_host_legs_match_the_recurrences(seed, kind):
 
 def test_stateful_host_refuses_time_going_back_and_other_legs():
     host = DatapathHost(datapath_spec("bf-3"))
-    host.leg(Leg("cpu", "nic", 64, 1e-3))
+    host.leg(HostLeg("cpu", "nic", 64, 1e-3))
     with pytest.raises(ValueError, match="before the last"):
-        host.leg(Leg("cpu", "nic", 64, 0.5e-3))
+        host.leg(HostLeg("cpu", "nic", 64, 0.5e-3))
     with pytest.raises(ValueError, match="between nic and cpu or acc"):
-        host.leg(Leg("cpu", "acc", 64, 2e-3))
+        host.leg(HostLeg("cpu", "acc", 64, 2e-3))
 
 
 def test_presets_carry_the_calibration():
     f = datapath_spec("f-nic")
-    assert f.cpu_cores / f.compute["kvs"]["cpu"] == pytest.approx(8 / 16 * 23.0e6)  # 23.0 Mops on 16 cores
-    assert f.acc_cores / f.compute["kvs"]["acc"] == pytest.approx(71.8e6)  # 71.8 Mops on 24 cores
+    assert f.cpu_cores / f.compute["kvs"]["cpu"] == pytest.approx(5e6 / 1.5)  # DrTM-KV's knee, ~1.5x below 5 Mrps
+    assert f.acc_cores / f.compute["kvs"]["acc"] == pytest.approx(5e6)  # the single-path knee, Fig. 6.10a
+    one = datapath_spec("f-nic", acc_cores=1, cpu_cores=2)  # a device capacity: fewer cores, shorter calls
+    assert one.compute["kvs"] == {"cpu": pytest.approx(2 / (5e6 / 1.5)), "acc": pytest.approx(1 / 5e6)}
+    assert datapath_spec("f-nic", compute={"kvs": {"acc": 3e-6}}).compute["kvs"]["acc"] == 3e-6  # overrides win
     b = datapath_spec("bf-3")
     assert 4 * b.compute["compress"]["cpu"] == pytest.approx(0.89e-3)
     assert 4 * b.compute["compress"]["acc"] == pytest.approx(2.18e-3)

@@ -5,8 +5,8 @@ import pytest
 
 from hwmodels.leo import datapath_spec
 from hwmodels.plugin import DatapathHost
-from hwmodels.plugin import Leg as HwLeg
 from railbed.errors import SpecError
+from railbed.hosts import HostLeg
 from railbed.job import Job, Leg, Location, PathOption
 from railbed.scheduler import Scheduler
 from railbed.spec import ClusterSpec
@@ -45,8 +45,8 @@ def test_concurrent_legs_wait_in_the_servers_queues():
     res = simulate(request_job([(0, 1)], 3), Scheduler(), c)
     recs = [res.items[f"r01x{i}"] for i in range(3)]
     # the same legs fed by hand to a fresh model of each server, at the times the run started them
-    src, dst = DatapathHost(c.servers[0].datapath), DatapathHost(c.servers[1].datapath)
-    src_t = [src.leg(HwLeg("acc", "nic", 64, 0.0, "f")).duration for _ in recs]
+    src, dst = DatapathHost(c.servers[0].host_spec("datapath")), DatapathHost(c.servers[1].host_spec("datapath"))
+    src_t = [src.leg(HostLeg("acc", "nic", 64, 0.0, "f")).duration for _ in recs]
     assert src_t[1] > src_t[0] and src_t[2] > src_t[1]  # the 2nd and 3rd wait for the accelerator
     net_end = {r.id: r.end for r in recs}  # each flow's end = its dst leg's end
     for r, t in zip(recs, src_t):
@@ -58,7 +58,7 @@ def test_concurrent_legs_wait_in_the_servers_queues():
         dst_t.append((arrive, r.intra - t))
     dst_t.sort()
     for arrive, got in dst_t:
-        assert got == pytest.approx(dst.leg(HwLeg("nic", "acc", 64, arrive, "f")).duration, rel=1e-9, abs=1e-15)
+        assert got == pytest.approx(dst.leg(HostLeg("nic", "acc", 64, arrive, "f")).duration, rel=1e-9, abs=1e-15)
     assert order[-1].end == max(net_end.values())
 
 
@@ -105,5 +105,5 @@ def test_the_cluster_file_names_missing_and_unknown_datapath_fields():
     with pytest.raises(SpecError, match=r"servers\[0\]\.datapath\.compute\.f\.acc"):
         load({"preset": "bf-3", "compute": {"f": {"acc": "fast"}}})
     c = load({"preset": "bf-3", "cpu_cores": 4, "compute": {"f": {"acc": "5GB/s"}}})
-    assert c.servers[0].datapath == datapath_spec("bf-3", cpu_cores=4, rate={"f": {"acc": 40e9}})
+    assert c.servers[0].host_spec("datapath") == datapath_spec("bf-3", cpu_cores=4, rate={"f": {"acc": 40e9}})
     assert ClusterSpec.from_dict(c.to_dict()) == c

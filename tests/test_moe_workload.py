@@ -11,7 +11,7 @@ from railbed.spec import ClusterSpec
 from schedulers import by_name
 from simulator import simulate
 from workloads import GENERATORS, generate
-from workloads.moe import PRESETS, moe_training, stage_order
+from workloads.moe import PRESETS, buckets, crossing, megatron_bucket, moe_training, stage_order
 
 CLUSTER = ClusterSpec.from_dict(
     {
@@ -173,3 +173,63 @@ def test_shrink_divides_every_size_and_compute_time_by_its_square(model, dp):
     with pytest.raises(SpecError) as err:
         moe_training(**args, shrink=3)
     assert err.value.field == "shrink"
+
+
+def test_ep_groups_cross_servers_with_megatrons_expert_tensor_parallelism():
+    """TP 8 on 8-GPU servers, EP 8 over DP 8: ETP = TP (Megatron-Core's default), so an EP group
+    is 8 data-parallel replicas at one tensor rank, one per server (Table 5.1: EP across nodes).
+    Each expert shard computes 1/8 of the tokens routed to it from its 8 tensor ranks' groups."""
+    kw = dict(model="mixtral-8x22b", dp=8, pp=2, layers=2, microbatches=2, hidden=512, ffn=1024, seq=256,
+              nics_per_server=8)  # fmt: skip
+    job = moe_training(**kw)
+    server = {n: e.pin.server for n, e in job.endpoints.items()}
+    coflows: dict[str, set] = {}
+    for f in job.flows:
+        if f.coflow_type == "EP" and not f.tags.get("metadata"):
+            coflows.setdefault(f.coflow, set()).update((f.src, f.dst))
+    assert coflows and all(len(m) == 8 and len({server[r] for r in m}) == 8 for m in coflows.values())
+    assert all(len({r[-2:] for r in m}) == 1 for m in coflows.values())  # one tensor rank per group
+    routed = 0
+    for f in job.flows:  # tokens into expert shard 0 of expert-data rank 0, from the 8 groups, incl. own
+        if ".i0.ep.dispatch.l0.m0." in f".{f.id}" and f.dst.startswith("p0d0"):
+            routed += f.size // (512 * 2)
+    expert = [t for t in job.tasks if t.id.startswith("i0.F.expert.l0.m0.p0d0t")]
+    assert len(expert) == 8 and len({t.duration for t in expert}) == 1
+    assert expert[0].duration > 0 and routed > 0
+    assert {d for t in expert for d in t.deps} >= {f.id for f in job.flows if ".dispatch.l0.m0." in f.id
+                                                    and f.dst.startswith("p0d0")}  # fmt: skip
+    assert "EP" in crossing(job) and "PP" in crossing(job) and "DP" in crossing(job)
+
+
+def test_folded_experts_when_ep_exceeds_dp():
+    """Qwen-MoE-24L's EP 32 over DP 16 (Table 5.5): ETP 1, an EP group is 32 consecutive ranks."""
+    job = moe_training(model="qwen-moe-24l", dp=4, pp=2, ep=8, layers=2, microbatches=2, hidden=256, ffn=256,
+                       seq=256, nics_per_server=8)  # fmt: skip
+    members = {f.src for f in job.flows if f.coflow == "i0.ep.dispatch.l0.m0.pp0d0t0"}
+    assert members == {f"p0d0t{t}" for t in range(8)}  # TP 8 x DP 4 plane, 8 consecutive = one replica
+
+
+def test_buckets_follow_megatron():
+    """Megatron-Core: max(40e6, 1e6 dp) parameters per bucket on stage 0, one bucket elsewhere;
+    a bucket closes once it holds at least the size (here at layer boundaries)."""
+    assert megatron_bucket(16, 0, 0) == 40e6 and megatron_bucket(64, 0, 0) == 64e6
+    assert megatron_bucket(16, 1, 0) == float("inf") and megatron_bucket(16, 0, 1) == float("inf")
+    assert buckets([5, 4, 3, 2, 1], 15, 40) == [[5, 4, 3], [2, 1]]
+    assert buckets([3, 2], 50, 40) == [[3], [2]] and buckets([3, 2, 1], 1, float("inf")) == [[3, 2, 1]]
+    job = moe_training(model="gpt3-13b", dp=2, layers=8, microbatches=4, nics_per_server=2, layout="dp-outer")
+    dense = {f.coflow for f in job.flows if f.coflow_type == "DP"}
+    per_layer = 12 * 5120**2 // 4  # 78.6 M parameters per tensor rank: a bucket each on stage 0
+    assert per_layer > 40e6
+    by_stage = {p: sorted(c for c in dense if f".p{p}t0" in c) for p in range(4)}
+    assert by_stage[0] == ["i0.dp.l0.p0t0", "i0.dp.l1.p0t0"]
+    assert all(len(by_stage[p]) == 1 for p in (1, 2, 3))  # one bucket: starts after its first layer's backward
+    first = next(f for f in job.flows if f.id == "i0.dp.l3.p1t0.s0.r0")
+    assert list(first.deps) == ["i0.B.attn.l2.m3.p1d0t0"]
+    one = moe_training(model="gpt3-13b", dp=2, layers=8, microbatches=4, nics_per_server=2, bucket_params=10**12)
+    assert len({f.coflow for f in one.flows if f.coflow_type == "DP" and f.coflow.endswith("p0t0")}) == 1
+
+
+def test_crossing_names_what_each_rank_order_puts_on_the_network():
+    kw = dict(model="qwen-moe-12l", dp=8, layers=4, microbatches=4, nics_per_server=2)
+    assert crossing(moe_training(**kw)) == {"PP"}  # Megatron's order: a stage (EP 8 = DP 8) is a server
+    assert crossing(moe_training(**kw, layout="dp-outer")) == {"EP", "DP"}

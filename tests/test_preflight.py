@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from railbed import machine
+from railbed.backend import backend
 from railbed.errors import SpecError
 from railbed.job import Job, Location
 from railbed.scheduler import Scheduler
@@ -17,7 +18,7 @@ from railbed.spec import ClusterSpec
 from railbed.topology import Topology, default_scale
 from railbed.units import RateScale
 from scenarios.runner import PARTIAL, Scenario, preflight, results_dir, simulate_scenario
-from scenarios.sweep import _scenario_mapping, set_dotted
+from scenarios.sweep import scenario_mapping, set_dotted
 from schedulers import REGISTRY, SchedulerSpec, TagPriority, _parameters, make
 from simulator import simulate
 
@@ -48,16 +49,16 @@ def specs(*names: str) -> list[SchedulerSpec]:
 )
 def test_pins_outside_the_cluster_are_named(tmp_path, pin, field):
     with pytest.raises(SpecError) as err:
-        preflight(scenario(two_endpoint_job(*pin)), specs("fifo"), tmp_path / "out", emulate=False)
+        preflight(scenario(two_endpoint_job(*pin)), specs("fifo"), tmp_path / "out")
     assert err.value.field == field
 
 
 @pytest.mark.parametrize("dscp", [64, -1, "EF", 46.0, True, None])
 def test_tag_priority_checks_the_tags_it_reads(tmp_path, dscp):
     sc = scenario(two_endpoint_job(tags={"dscp": dscp}), ["fifo", "tag-priority"])
-    preflight(sc, specs("fifo"), tmp_path / "out", emulate=False)  # fifo reads no tags
+    preflight(sc, specs("fifo"), tmp_path / "out")  # fifo reads no tags
     with pytest.raises(SpecError) as err:
-        preflight(sc, specs("fifo", "tag-priority"), tmp_path / "out", emulate=False)
+        preflight(sc, specs("fifo", "tag-priority"), tmp_path / "out")
     assert err.value.field == "job.items.f.tags.dscp" and "tag-priority" in str(err.value)
     TagPriority().check(two_endpoint_job(tags={"dscp": 46, "rate": 1e9}), sc.cluster)  # accepted
     with pytest.raises(SpecError, match="rate"):
@@ -79,14 +80,14 @@ def test_a_placement_the_scheduler_gets_wrong_is_bad_input(tmp_path, monkeypatch
     job.endpoint("b")
     job.flow("f", "a", "b", 1)
     with pytest.raises(SpecError) as err:
-        preflight(scenario(job.validate(), ["offside"]), specs("fifo", "offside"), tmp_path / "out", emulate=False)
+        preflight(scenario(job.validate(), ["offside"]), specs("fifo", "offside"), tmp_path / "out")
     assert err.value.field == "schedulers[1]" and "server 7" in str(err.value)
 
 
 def test_out_must_not_be_a_file(tmp_path):
     (tmp_path / "out").write_text("x")
     with pytest.raises(SpecError) as err:
-        preflight(scenario(two_endpoint_job()), specs("fifo"), tmp_path / "out", emulate=False)
+        preflight(scenario(two_endpoint_job()), specs("fifo"), tmp_path / "out")
     assert err.value.field == "--out"
 
 
@@ -108,7 +109,7 @@ def test_emulation_limits_come_from_the_measurement(tmp_path):
     fast = dict(machine.problems(small, topo, RateScale(1), cores=2, memory=24e9))
     assert "above the 10 Gbit/s" in fast["scale"]
     with pytest.raises(SpecError) as err:
-        preflight(scenario(two_endpoint_job()), specs("fifo"), tmp_path / "out", scale=1e6)
+        preflight(scenario(two_endpoint_job()), specs("fifo"), tmp_path / "out", scale=1e6, backend=backend("emulate"))
     assert err.value.field == "scale"
 
 
@@ -135,9 +136,9 @@ def test_simulate_writes_nothing_for_bad_input(tmp_path):
 def test_an_out_directory_under_a_file_is_named_before_anything_runs(tmp_path):
     (tmp_path / "f").write_text("a file\n")
     with pytest.raises(SpecError) as err:
-        preflight(scenario(two_endpoint_job()), specs("fifo"), tmp_path / "f" / "out", emulate=False)
+        preflight(scenario(two_endpoint_job()), specs("fifo"), tmp_path / "f" / "out")
     assert err.value.field == "--out" and "is a file" in err.value.message
-    preflight(scenario(two_endpoint_job()), specs("fifo"), tmp_path / "new" / "deeper", emulate=False)  # fine
+    preflight(scenario(two_endpoint_job()), specs("fifo"), tmp_path / "new" / "deeper")  # fine
 
 
 # ---------------------------------------------------- scheduler arguments at their extremes
@@ -167,7 +168,7 @@ def _fuzz_cases():
 @functools.cache
 def _scenario_for(module: str) -> tuple[Scenario, dict]:
     path, overrides, base = SCENARIOS.get(module, DEFAULT_SCENARIO)
-    data, where = _scenario_mapping(str(path), Path("."))
+    data, where = scenario_mapping(str(path), Path("."))
     for key, value in overrides.items():
         set_dotted(data, key, value, key)
     return Scenario.from_dict(data, where), base
@@ -192,7 +193,7 @@ def test_every_scheduler_argument_at_its_extremes_is_refused_by_name_or_placed(t
         return
     t0 = time.perf_counter()
     try:
-        preflight(sc, [spec], tmp_path / "out", emulate=False)
+        preflight(sc, [spec], tmp_path / "out")
     except SpecError as exc:
         assert "\n" not in str(exc)
         return

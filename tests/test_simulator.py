@@ -174,13 +174,6 @@ def test_cross_rail_flows_cross_the_ecmp_spine_of_both_backends():
     assert res.items["f"].end == pytest.approx(wire_bytes(S) * 8 / 100e9, rel=1e-12)
 
 
-def test_unknown_engine_is_a_spec_error():
-    from railbed.errors import SpecError
-
-    with pytest.raises(SpecError, match="engine"):
-        Simulation(flows_job(("a", 0, 1, S)), by_name("fifo"), star(), engine="fast")
-
-
 # ----------------------------------------------------- numba == reference
 def random_instance(rng: random.Random, nlinks: int, nflows: int, classes: int = 3):
     capacity = [rng.choice([1e9, 2.5e9, 1e10, rng.uniform(1e8, 1e10)]) for _ in range(nlinks)]
@@ -260,8 +253,8 @@ def test_numba_and_reference_runs_end_every_item_at_the_same_time(seed):
     def sched():  # chunks: splits, wake-ups, progress reads and re-marks (interface v2) on both engines
         return SmallFirst(limit=2, chunk=1 << 20) if choice == "small-first-chunks" else by_name(choice)
 
-    fast = simulate(job, sched(), spec, policy=policy, engine="numba")
-    slow = simulate(job, sched(), spec, policy=policy, engine="reference")
+    fast = simulate(job, sched(), spec, policy=policy, network=NumbaNetwork)
+    slow = simulate(job, sched(), spec, policy=policy, network=ReferenceNetwork)
     assert ends(fast) == pytest.approx(ends(slow), rel=1e-9, abs=1e-15)
     for name, stats in slow.links.items():
         assert fast.links[name]["bytes"] == stats["bytes"]
@@ -270,8 +263,8 @@ def test_numba_and_reference_runs_end_every_item_at_the_same_time(seed):
 def test_a_training_job_is_the_same_on_both_engines():
     job = hybrid_parallel(dp=4, pp=4, microbatches=2, iterations=1, layout="rail", gpus_per_server=4)
     spec = ClusterSpec.load("examples/rail-4x4.yaml")
-    fast = simulate(job, by_name("fifo"), spec, engine="numba")
-    slow = simulate(job, by_name("fifo"), spec, engine="reference")
+    fast = simulate(job, by_name("fifo"), spec, network=NumbaNetwork)
+    slow = simulate(job, by_name("fifo"), spec, network=ReferenceNetwork)
     assert fast.makespan == pytest.approx(slow.makespan, rel=1e-9)
     assert ends(fast) == pytest.approx(ends(slow), rel=1e-9)
 
@@ -432,8 +425,8 @@ class Chaos(Scheduler):
 def test_interface_v2_runs_agree_on_both_engines(seed):
     job, spec = random_job(random.Random(2000 + seed))
     policy = "dscp-priority" if seed % 3 else "fifo"
-    fast = simulate(job, Chaos(seed), spec, policy=policy, engine="numba")
-    slow = simulate(job, Chaos(seed), spec, policy=policy, engine="reference")
+    fast = simulate(job, Chaos(seed), spec, policy=policy, network=NumbaNetwork)
+    slow = simulate(job, Chaos(seed), spec, policy=policy, network=ReferenceNetwork)
     assert ends(fast) == pytest.approx(ends(slow), rel=1e-9, abs=1e-15)
     assert any(r.children for r in fast.items.values()) or not job.flows
     for name, stats in slow.links.items():

@@ -1,14 +1,18 @@
-"""Sweeps: the grid, resume, failed points, and a small simulated sweep in Ray's local mode."""
+"""Sweeps: the grid, every point checked before anything runs, the grid limit, resume, failed
+points, and a small simulated sweep in Ray's local mode (a real cluster: test_sweep_cluster.py)."""
 
 import csv
 import json
 from pathlib import Path
 
 import pytest
+import yaml
 
+from railbed.cli import main
 from railbed.errors import SpecError
 from railbed.metrics import metric
 from railbed.results import RunResult
+from scenarios import sweep as sweep_module
 from scenarios.sweep import Sweep, point_id, run_sweep
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -54,10 +58,84 @@ def test_bad_sweep_names_the_field(extra, field):
     assert err.value.field.startswith(field)
 
 
+def no_ray(*args, **kwargs):
+    pytest.fail("Ray started although the sweep should have ended before")
+
+
+def cli(tmp_path: Path, data: dict, *extra: str) -> int:
+    path = tmp_path / "sweep.yaml"
+    path.write_text(yaml.safe_dump(data))
+    return main(["sweep", str(path), "--out", str(tmp_path / "out"), *extra])
+
+
+def test_a_sweep_as_the_scenario_is_refused_naming_the_field(tmp_path, capsys):
+    inner = tmp_path / "inner.yaml"
+    inner.write_text(yaml.safe_dump({"name": "inner", "scenario": SCENARIO, "axes": {"rate": ["50Gbit"]}}))
+    assert cli(tmp_path, {"name": "outer", "scenario": str(inner), "axes": {"rate": ["50Gbit"]}}) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("railbed: scenario: ")
+    assert "inner.yaml is a sweep file (it has axes, scenario), not a scenario" in err[0]
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize(
+    "axes, field, says",
+    [
+        ({"job.args.colour": ["red"]}, "job.args", "colour"),  # an unknown job argument
+        ({"rate": ["100Gbit", "-5Gbit"]}, "cluster.servers[0].nic_rate", "-5Gbit"),  # a negative rate
+        ({"job.args.dp": [2, 8]}, "job.endpoints.", "the cluster has 4"),  # only the run's preflight sees it
+        ({"schedulers": [["fifo"], ["fifo", {"name": "small-first", "args": {"limit": 0}}]]}, "schedulers[1]", ""),
+    ],
+)
+def test_every_point_is_checked_before_anything_runs_or_is_written(tmp_path, capsys, monkeypatch, axes, field, says):
+    monkeypatch.setattr(sweep_module, "start_ray", no_ray)
+    data = {"name": "bad", "scenario": SCENARIO, "axes": {"job.args.gradient": ["1MB", "2MB"], **axes}}
+    assert cli(tmp_path, data) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("railbed: point ") and f": {field}" in err[0] and says in err[0], err
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_grid_above_the_limit_is_refused_at_once_with_its_size(tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(sweep_module, "start_ray", no_ray)
+    monkeypatch.setattr(Sweep, "grid", lambda self: pytest.fail("the grid was made"))
+    values = [f"{i}MB" for i in range(1, 101)]
+    data = {"name": "huge", "scenario": SCENARIO, "axes": {"job.args.gradient": values, "seed": list(range(1000))}}
+    assert cli(tmp_path, data) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "axes: 100000 points (100 job.args.gradient x 1000 seed)" in err[0]
+    assert "more than --max-points 1000; pass --max-points 100000" in err[0]
+    assert not (tmp_path / "out").exists()
+    assert sweep(axes={"seed": list(range(6))}).size() == 6
+    with pytest.raises(SpecError, match="6 points"):
+        run_sweep(sweep(axes={"seed": list(range(6))}), tmp_path / "out", echo=print, max_points=5)
+
+
+def test_checking_the_points_prints_an_estimate_then_progress(tmp_path, monkeypatch):
+    """An estimate after the second check, progress every PROGRESS_SECONDS (0 here: every
+    check); scenarios that differ only in seed are checked once."""
+    monkeypatch.setattr(sweep_module, "PROGRESS_SECONDS", 0.0)
+    checked = []
+    real = sweep_module._check_point
+    monkeypatch.setattr(sweep_module, "_check_point", lambda sc, *a: (checked.append(sc), real(sc, *a)))
+    lines = []
+    axes = {"job.args.gradient": ["1MB", "2MB", "3MB", "4MB"], "seed": [1, 2, 3]}
+    points = sweep(axes=axes).points(lines.append, tmp_path)
+    assert len(points) == 12 and len(checked) == 4
+    assert lines[0].startswith("  checking 4 scenarios first: about ") and "s for one)" in lines[0]
+    assert [x.split(" (")[0] for x in lines[1:]] == ["  checked 3/4", "  checked 4/4"]
+    assert lines[-1].endswith("about 0 s left)")
+
+
 def test_small_simulated_sweep_on_local_ray_resumes_and_records_failures(tmp_path, monkeypatch):
     """Four tiny points on a local Ray instance (2 CPUs). dp = 8 pins pipeline stages to
-    servers the 4-server cluster lacks: valid input, but the run fails at placement."""
+    servers the 4-server cluster lacks: the check before the sweep refuses it, so that check
+    is skipped here to stand for a failure only the run finds (the worker's placement fails)."""
     pytest.importorskip("ray")
+    real = sweep_module._check_point
+    monkeypatch.setattr(
+        sweep_module, "_check_point", lambda sc, *a: None if sc["job"]["args"]["dp"] == 8 else real(sc, *a)
+    )
     sw = sweep(axes={"rate": ["50Gbit", "100Gbit"], "job.args.dp": [2, 8], "job.args.gradient": ["1MB"]})
     lines = []
     rows = run_sweep(sw, tmp_path, echo=lines.append, cpus=2)
@@ -83,7 +161,7 @@ def test_small_simulated_sweep_on_local_ray_resumes_and_records_failures(tmp_pat
     before = {p.name: (p / "point.json").stat().st_mtime_ns for p in (tmp_path / "points").iterdir()}
     lines.clear()
     assert run_sweep(sw, tmp_path, echo=lines.append, cpus=2) == rows
-    assert "2 done already" in lines[0]
+    assert any("2 done already, 2 to run" in line for line in lines)
     after = {p.name: (p / "point.json").stat().st_mtime_ns for p in (tmp_path / "points").iterdir()}
     assert sorted(n for n in before if before[n] != after[n]) == sorted({r["point"] for r in bad})
     # nothing left to run: no Ray at all

@@ -23,6 +23,7 @@ from workloads.gnn_epoch import gnn_epoch
 from workloads.gnn_fullgraph import gnn_fullgraph
 from workloads.gnn_hybrid import gnn_hybrid
 from workloads.llm import hybrid_parallel
+from workloads.mechanisms import leo_toll, oes_incast, pp_chain, relay_allgather
 from workloads.moe import item_estimate as _moe_items
 from workloads.moe import moe_arrays, moe_training
 from workloads.requests import presets as _request_presets
@@ -39,9 +40,13 @@ GENERATORS: dict[str, Callable[..., Job]] = {
     "gnn_epoch": gnn_epoch,
     "moe_training": moe_training,
     "requests": requests,
+    "pp_chain": pp_chain,  # the mechanism tests' tiny jobs (workloads/mechanisms.py)
+    "oes_incast": oes_incast,
+    "relay_allgather": relay_allgather,
+    "leo_toll": leo_toll,
 }
 SIZE_ARGS = {"activation", "gradient", "size"}
-TIME_ARGS = {"fwd", "bwd", "compute"}
+TIME_ARGS = {"fwd", "bwd", "compute", "duration"}
 
 
 MAX_ITEMS = 5_000_000  # the 8192-GPU benchmark job has 2.3 million items (about 3 GB in memory)
@@ -57,11 +62,12 @@ def _a2a_items(n=4, iterations=1, **_) -> int:
     return iterations * n * n
 
 
-def _request_items(preset="kvs-c", requests=2000, **_) -> int:
+def _request_items(preset="kvs-c", requests=None, load=1e6, duration=None, **_) -> int:
     """requests' items: per request its arrival task and two flows per round trip."""
     types = _request_presets().get(preset, ())
     trips = max((len(t.round_trips) for t in types), default=1)
-    return requests * (1 + 2 * trips)
+    count = requests if duration is None else load * duration  # both given: the generator refuses it
+    return int(count if count is not None else 2000) * (1 + 2 * trips)
 
 
 def _gnn_items(machines=4, workers=6, samplers_per_worker=2, iterations=10, **_) -> int:
@@ -115,16 +121,16 @@ def generate(name: str, args: Mapping[str, Any] | None = None, field: str = "job
     ``float``, ``str``, ``dict[str, int]``, optional), sizes and durations
     are parsed from strings, and a job of more than :data:`MAX_ITEMS` items
     is refused before it is built."""
-    gen, kwargs, hints, items = _checked(name, args, field)
+    gen, kwargs, hints, items = checked_args(name, args, field)
     if items > MAX_ITEMS:
-        hint = " (railbed simulate --engine compact builds it as arrays)" if name in ARRAY_FORMS else ""
+        hint = " (railbed simulate --backend fluid-rules builds it as arrays)" if name in ARRAY_FORMS else ""
         raise SpecError(f"{field}.args", f"{name} would make about {items:.3g} items; at most {MAX_ITEMS}{hint}")
     return _call(gen, kwargs, hints, field)
 
 
 def too_many_items(name: str, args: Mapping[str, Any] | None = None, field: str = "job") -> bool:
     """Would :func:`generate` refuse this job for its size (and only for that)?"""
-    return _checked(name, args, field)[3] > MAX_ITEMS
+    return checked_args(name, args, field)[3] > MAX_ITEMS
 
 
 def generate_arrays(name: str, args: Mapping[str, Any] | None = None, field: str = "job"):
@@ -132,7 +138,7 @@ def generate_arrays(name: str, args: Mapping[str, Any] | None = None, field: str
     (the compact engine's input, :func:`simulator.compact.compact_arrays`), for generators with
     an array form (:data:`ARRAY_FORMS`). The item bound is :data:`MAX_ARRAY_ITEMS`, not
     :data:`MAX_ITEMS`: an item costs about 80 bytes here, 830 as a Python object."""
-    gen, kwargs, hints, items = _checked(name, args, field)
+    gen, kwargs, hints, items = checked_args(name, args, field)
     if name not in ARRAY_FORMS:
         raise SpecError(f"{field}.generator", f"{name} has no array form (those that do: {', '.join(ARRAY_FORMS)})")
     if items > MAX_ARRAY_ITEMS:
@@ -140,7 +146,7 @@ def generate_arrays(name: str, args: Mapping[str, Any] | None = None, field: str
     return _call(ARRAY_FORMS[name], kwargs, hints, field)
 
 
-def _checked(name, args, field):
+def checked_args(name, args, field):
     """(generator, checked keyword arguments, its annotations, item estimate); see :func:`generate`."""
     gen = GENERATORS.get(name) if isinstance(name, str) else None
     if gen is None:

@@ -70,6 +70,7 @@ Compute (the paper gives per-epoch times, not per-layer compute)
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -126,7 +127,13 @@ def partitioned_graph(
 
 def requirements(graph: dict) -> Requirements:
     """The requirement set of an exchange (``tags["graph"]`` of its flows): which GPU computes every
-    vertex, which GPUs need it, and its embedding bytes."""
+    vertex, which GPUs need it, and its embedding bytes. A hand-written set (the mechanism tests,
+    ``workloads.mechanisms.relay_allgather``) is ``graph["explicit"]``: ``"0>5:1000;1>2,3:64"``,
+    one vertex per ``;`` (its GPU, the GPUs that need it, its bytes)."""
+    if "explicit" in graph:
+        parts = [re.fullmatch(r"(\d+)>([\d,]+):(\d+)", v).groups() for v in graph["explicit"].split(";")]
+        dests = [[int(g) for g in b.split(",")] for _, b, _ in parts]
+        return Requirements.from_lists([int(a) for a, _, _ in parts], dests, [float(n) for _, _, n in parts])
     keys = ("dataset", "gpus", "max_edges", "locality", "partitioner", "seed", "hidden")
     return _requirements(*(graph[k] for k in keys), graph.get("near"))
 

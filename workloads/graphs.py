@@ -322,14 +322,14 @@ def _dataset_graph(name: str, scale: float, mixing: float, seed: int) -> Graph:
     ds = DATASETS[name]
     n, entries = dataset_shape(ds, scale)
     meta = {"dataset": name, "scale": scale, "mixing": mixing, "seed": seed, "nodes": n}
-    arrays = _load(meta) if entries > DISK_CACHE_ENTRIES else None
+    arrays = load_cached(meta) if entries > DISK_CACHE_ENTRIES else None
     if arrays is None:
         indptr, indices, community = community_graph(n, entries, mixing, seed)
         train, val, test = masks(n, ds.split, ds.nodes, seed)
         arrays = {"indptr": indptr, "indices": indices, "community": community,
                   "train": train, "val": val, "test": test}  # fmt: skip
         if entries > DISK_CACHE_ENTRIES:
-            _save(meta, arrays)
+            save_cached(meta, arrays)
     meta |= {"entries": int(arrays["indptr"][-1]), "communities": int(arrays["community"].max()) + 1}
     meta["simple"] = True  # csr_from_edges: symmetric, no self-loops, no repeats
     return Graph(arrays["indptr"], arrays["indices"], arrays["train"], arrays["val"], arrays["test"], ds.features, meta)
@@ -347,7 +347,7 @@ def _cache_path(meta: dict) -> Path:
 GENERATOR_VERSION = 1  # bump when community_graph or masks change what they make
 
 
-def _load(meta: dict) -> dict | None:
+def load_cached(meta: dict) -> dict | None:
     path = _cache_path(meta)
     if not path.exists():
         return None
@@ -358,7 +358,7 @@ def _load(meta: dict) -> dict | None:
         return None
 
 
-def _save(meta: dict, arrays: dict) -> None:
+def save_cached(meta: dict, arrays: dict) -> None:
     path = _cache_path(meta)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)

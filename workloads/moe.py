@@ -8,36 +8,72 @@ to the tokens the GPU received) -> combine all-to-all. A dense layer
 mirrors it (combine gradients, expert backward, dispatch gradients,
 attention backward) at twice the compute.
 
-**Parallelism** ``(tp, pp, dp, ep)``. ``layout`` orders the ranks, TP
-fastest: ``"dp-outer"`` (default) ``r = t + tp * (p + pp * d)``, a
-replica's stages side by side and a stage's replicas on different
-servers, so DP and EP coflows cross the network as the paper's testbed
-measures them (EP over 80 % of Qwen's network traffic, §5.5.2);
-``"megatron"`` ``r = t + tp * (d + dp * p)`` (Megatron's default order,
-which on 8-GPU servers keeps a TP 1 job's DP and EP inside a server). The
-paper does not say which it used. Rank *r* sits on server ``r //
+**Parallelism** ``(tp, pp, dp, ep)``. ``layout`` is one of Megatron-LM's
+two rank orders (``initialize_model_parallel``'s ``order``), TP fastest:
+``"megatron"`` (default, ``tp-cp-ep-dp-pp``) ``r = t + tp * (d + dp * p)``,
+the pipeline outermost, so PP crosses servers; ``"dp-outer"`` (its
+``--use-tp-pp-dp-mapping``, ``tp-cp-ep-pp-dp``) ``r = t + tp * (p + pp *
+d)``, a replica's stages side by side. Rank *r* sits on server ``r //
 gpus_per_server``, GPU ``g = r % gpus_per_server`` and NIC ``g *
 nics_per_server // gpus_per_server`` (8 GPUs on 2 NICs: GPUs 0-3 on NIC 0,
-4-7 on NIC 1, as the §5.5.1 testbed must share them). TP stays inside a server: its
+4-7 on NIC 1, as the §5.5.1 testbed must share them). The thesis names
+neither order; which of its scopes each keeps (Table 5.1: TP inside a
+node, EP across nodes inside a rack, DP and PP across racks) is
+:func:`crossing`'s to say, and the scenarios' choice is in
+``scenarios/hermod/README.md``. TP stays inside a server: its
 all-reduces run on NVLink and are folded into the compute times, as in
 :mod:`workloads.llm`; with sequence parallelism each tensor rank holds
 ``1/tp`` of a microbatch's tokens, so PP and EP flows carry ``1/tp`` of the
-tokens each. EP groups are ``ep`` consecutive ranks of a stage's
-``dp * tp`` (data, tensor) plane (Megatron's expert parallelism over the
-DP x TP ranks, so EP 32 fits TP 8 x DP 16 of Table 5.5); each GPU holds
-``experts / ep`` experts. A stage's data-parallel replicas ring-all-reduce
-each layer's dense gradients (``bucket_layers`` layers per bucket),
-``1/tp`` of them per tensor rank; the expert gradients are reduced over
-the ``dp * tp / ep`` GPUs holding the same experts. With ``zero2`` the
-ring is a reduce-scatter (tag ``dp_phase: rs``) then an all-gather of the
-updated parameters (``dp_phase: ag``): ZeRO-2 moves the same bytes as an
+tokens each.
+
+**Experts.** Megatron-Core's expert grid over a stage's ``dp * tp``
+ranks: local rank ``t + tp * d = et + etp * (e + ep * ed)``, expert tensor
+rank ``et`` fastest, then the EP rank ``e``, then the expert-data rank
+``ed``. ``etp`` (``expert_tensor_parallel_size``) is Megatron's default,
+``tp``, when ``ep`` divides ``dp``: an EP group is then ``ep`` consecutive
+data-parallel replicas at one tensor rank, so with TP 8 on 8-GPU servers
+(every simulated model of Table 5.5) each member is on another server, the
+"intra-rack" cross-node scope of Table 5.1. Otherwise (Qwen-MoE-24L: EP 32
+over DP 16) ``etp = 1`` (Megatron-Core's MoE parallel folding): an EP group
+is ``ep`` consecutive ranks of the plane. Each GPU holds ``experts / ep``
+experts, ``1/etp`` of each. The all-to-alls carry each GPU's own
+(sequence-parallel) tokens, as Megatron-Core's all-to-all token dispatcher
+does; with ``etp > 1`` the tokens are then gathered in the expert-tensor
+group over NVLink (free here) and every member computes ``1/etp`` of them.
+Expert gradients are reduced over the ``edp = dp * tp / (etp * ep)`` GPUs
+holding the same expert shard.
+
+**Data parallelism.** A stage's data-parallel replicas reduce the dense
+gradients, ``1/tp`` of them per tensor rank, and the expert gradients over
+their ``edp`` GPUs, in buckets as Megatron-Core's
+``DistributedDataParallel`` with ``overlap_grad_reduce`` (which the thesis
+enabled, §5.1.2: "the overlap-grad-reduce training parameter is enabled"):
+gradient synchronisation runs on the last microbatch only (§5.2.2 Case
+II: "DP coflows are invoked only after the last microbatch completes its
+gradient calculation for the layer"); a bucket's reduction starts when the
+last microbatch's backward pass has produced all its gradients, so it
+overlaps the rest of that backward pass. Bucket size (``bucket_params``,
+parameters): Megatron-Core's default, ``DistributedDataParallelConfig.
+bucket_size``: "If unspecified, MCore uses a default value of
+max(40000000, 1000000 * dp_size) parameters" (megatron/core/distributed/
+distributed_data_parallel_config.py), and ``DistributedDataParallel``
+turns bucketing off on pipeline stages after the first ("since
+data-parallel communication on these stages is not on the critical
+path") and on model chunks after the first: one bucket there
+(:func:`megatron_bucket`). Dense and expert parameters fill separate
+buckets (Megatron's expert-parallel buffers). Buckets are cut at layer
+boundaries once they hold at least the size (Megatron's rule, which cuts
+at parameter boundaries: a layer larger than the bucket is one bucket
+here, since its backward pass is one task). With ``zero2`` the ring is a
+reduce-scatter (tag ``dp_phase: rs``) then an all-gather of the updated
+parameters (``dp_phase: ag``): ZeRO-2 moves the same bytes as an
 all-reduce (§5.1.1), the phases only say when the data is consumed.
 Without, every step is ``dp_phase: ar``. ``dp_algo: tree`` uses NCCL's
 double binary tree instead (half the bytes per tree, reduce then
-broadcast; Hermod runs each tree at half the line rate, §5.3.2). DP flows carry the last
-microbatch id: they start after the last microbatch's backward pass
-(§5.3.1). No barrier between iterations: the next iteration's forward pass
-of a layer waits only for that layer's DP (clip-by-value, §5.2.2 note 4).
+broadcast; Hermod runs each tree at half the line rate, §5.3.2). DP flows
+carry the last microbatch id. No barrier between iterations: the next
+iteration's forward pass of a layer waits only for that layer's DP
+(clip-by-value, §5.2.2 note 4).
 
 **Routing.** Per (iteration, layer) the experts' popularity is drawn from
 a Dirichlet of concentration ``skew`` (small: skewed, as EP matrices are,
@@ -62,7 +98,13 @@ expert moves ``hidden * 2`` bytes. Dense parameters per layer: ``4 h^2``
 attention (+ ``2 h ffn`` MLP when dense); an expert ``3 h ffn`` (SwiGLU).
 **Compute** (forward, backward twice that): attention ``tokens (8 h^2 +
 4 seq h)`` FLOPs, an expert ``6 h ffn`` per routed token, a dense MLP
-``4 h ffn`` per token, over ``gpu_tflops * efficiency``.
+``4 h ffn`` per token, over ``gpu_tflops * efficiency``: 312 TFLOP/s, the
+testbed's A100 (§5.5.1) in bf16 dense (NVIDIA's A100 datasheet), at 0.5,
+the share of peak Megatron-LM's PTD-P sustains per A100 ("per-GPU
+throughput of 52% of theoretical peak", Narayanan et al. 2021, the
+thesis's [125]). Checked against the thesis's own profile (Case I,
+§5.2.2: attention 2.4 ms + gate 0.6 ms against a PP coflow of ~4 ms) by
+``python scenarios/hermod/calibration.py``.
 
 **Presets** (``model``, Table 5.5): layers, experts, PP/TP/EP, sequence
 length and microbatch size from the table; the rest, where the table is
@@ -152,6 +194,11 @@ class _Shape:
     microbatches: int
     chunks: int
     flops: float  # effective FLOP/s of a GPU
+    etp: int = 1  # expert tensor parallel size (module docstring, "Experts")
+
+    @property
+    def edp(self) -> int:  # expert data parallel size: GPUs holding the same expert shard
+        return self.dp * self.tp // (self.etp * self.ep)
 
     @property
     def tokens(self) -> int:  # per GPU and microbatch (sequence parallel)
@@ -170,7 +217,7 @@ class _Shape:
         return (4 * h * h + (0 if self.experts else 2 * h * self.ffn)) * BYTES // self.tp
 
     def expert_grad(self) -> int:
-        return (self.experts // self.ep) * 3 * self.hidden * self.ffn * BYTES
+        return (self.experts // self.ep) * 3 * self.hidden * self.ffn * BYTES // self.etp
 
 
 @dataclass
@@ -181,7 +228,7 @@ class _Builder:
     skew: float
     metadata: int
     zero2: bool
-    bucket: int
+    bucket: float | None  # parameters per gradient bucket; None: Megatron's default (megatron_bucket)
     tree: bool = False
     last: dict[str, list[str]] = field(default_factory=dict)  # endpoint -> items its GPU's next op waits for
     dp_done: dict[tuple[str, int], list[str]] = field(default_factory=dict)  # (endpoint, layer) -> its DP ends
@@ -211,9 +258,17 @@ class _Builder:
         """A stage's ranks in (data, tensor) order, tensor fastest."""
         return [self.name(p, d, t) for d in range(self.s.dp) for t in range(self.s.tp)]
 
-    def ep_group(self, p: int, q: int) -> list[str]:
-        e = self.s.ep
-        return self.plane(p)[(q // e) * e : (q // e + 1) * e]
+    def expert_rank(self, p: int, et: int, e: int, ed: int) -> str:
+        """The GPU of stage ``p`` at expert-tensor rank ``et``, expert rank ``e``, expert-data
+        rank ``ed``: Megatron-Core's expert grid, ``etp`` fastest, then ``ep``, then the rest,
+        over the same ranks as the stage's (data, tensor) plane (module docstring, "Experts")."""
+        s = self.s
+        return self.plane(p)[et + s.etp * (e + s.ep * ed)]
+
+    def ep_groups(self, p: int) -> list[list[str]]:
+        """Stage ``p``'s EP groups, each ``ep`` GPUs holding every expert once."""
+        s = self.s
+        return [[self.expert_rank(p, et, e, ed) for e in range(s.ep)] for ed in range(s.edp) for et in range(s.etp)]
 
     def layers_of(self, vs: int) -> range:
         n = self.s.layers // (self.s.pp * self.s.chunks)
@@ -243,7 +298,7 @@ def _check_int(name: str, value, low: int = 1) -> int:
     return value
 
 
-def _shape(model, args: dict, dp: int, microbatches, chunks: int, flops: float, shrink: int = 1) -> _Shape:
+def shape(model, args: dict, dp: int, microbatches, chunks: int, flops: float, shrink: int = 1) -> _Shape:
     if model is not None and model not in PRESETS:
         raise SpecError("model", f"unknown model {model!r} (known: {', '.join(PRESETS)})")
     base = dict(DEFAULTS, **(PRESETS[model] if model else {}))
@@ -256,7 +311,9 @@ def _shape(model, args: dict, dp: int, microbatches, chunks: int, flops: float, 
         base[k] //= shrink
     flops /= shrink
     mb = base["pp"] * 2 if microbatches is None else _check_int("microbatches", microbatches)
-    return _Shape(**base, dp=_check_int("dp", dp), microbatches=mb, chunks=chunks, flops=flops)
+    dp = _check_int("dp", dp)
+    etp = base["tp"] if base["ep"] and dp % base["ep"] == 0 else 1  # module docstring, "Experts"
+    return _Shape(**base, dp=dp, microbatches=mb, chunks=chunks, flops=flops, etp=etp)
 
 
 def _validate(s: _Shape, schedule: str, gpus: int, nics: int) -> None:
@@ -289,12 +346,12 @@ def moe_training(
     schedule: str = "1f1b",
     chunks: int = 1,
     zero2: bool = False,
-    bucket_layers: int = 1,
+    bucket_params: int | None = None,
     dp_algo: str = "ring",
     skew: float = 1.0,
     seed: int = 0,
     metadata: int = 512,
-    layout: str = "dp-outer",
+    layout: str = "megatron",
     gpus_per_server: int = 8,
     nics_per_server: int = 8,
     gpu_tflops: float = 312.0,
@@ -333,11 +390,27 @@ def moe_arrays(**kwargs):
     return _build(ArrayJob, args).finish()
 
 
+def describe(**kwargs) -> dict:
+    """What :func:`moe_training` with these arguments builds, without building it (the
+    reproduction report's labels): model, layers and the model's own layer count, GPUs
+    (tp x pp x dp), microbatches, iterations, shrink. Same arguments and checks as ``moe_training``."""
+    import inspect
+
+    params = inspect.signature(moe_training).parameters
+    a = {k: kwargs.get(k, p.default) for k, p in params.items()}
+    shape_args = {k: a[k] for k in ("layers", "experts", "topk", "hidden", "ffn", "pp", "tp", "ep", "seq", "mbs")}
+    s = shape(a["model"], shape_args, a["dp"], a["microbatches"], _check_int("chunks", a["chunks"]), 1.0,
+               _check_int("shrink", a["shrink"]))  # fmt: skip
+    own = PRESETS[a["model"]]["layers"] if a["model"] else s.layers  # a model without a preset is what it is
+    return {"model": a["model"] or "moe", "layers": s.layers, "model_layers": own, "gpus": s.tp * s.pp * s.dp,
+            "microbatches": s.microbatches, "iterations": a["iterations"], "shrink": a["shrink"]}  # fmt: skip
+
+
 def _build(make, a: dict):
     """The generator: ``make(name)`` is the sink (a :class:`Job` or an ``ArrayJob``)."""
-    model, dp, microbatches, iterations, schedule, chunks, zero2, bucket_layers = (
+    model, dp, microbatches, iterations, schedule, chunks, zero2, bucket_params = (
         a["model"], a["dp"], a["microbatches"], a["iterations"], a["schedule"], a["chunks"], a["zero2"],
-        a["bucket_layers"],
+        a["bucket_params"],
     )  # fmt: skip
     dp_algo, skew, seed, metadata, layout, gpus_per_server, nics_per_server, gpu_tflops, efficiency, name = (
         a["dp_algo"], a["skew"], a["seed"], a["metadata"], a["layout"], a["gpus_per_server"], a["nics_per_server"],
@@ -351,11 +424,12 @@ def _build(make, a: dict):
     if not (isinstance(skew, (int, float)) and skew > 0):
         raise SpecError("skew", f"must be > 0, got {skew!r}")
     flops, shrink = gpu_tflops * 1e12 * efficiency, _check_int("shrink", a["shrink"])
-    s = _shape(model, shape_args, dp, microbatches, _check_int("chunks", chunks), flops, shrink)
+    s = shape(model, shape_args, dp, microbatches, _check_int("chunks", chunks), flops, shrink)
     gpus, nics = _check_int("gpus_per_server", gpus_per_server), _check_int("nics_per_server", nics_per_server)
     _validate(s, schedule, gpus, nics)
     _check_int("iterations", iterations)
-    _check_int("bucket_layers", bucket_layers)
+    if bucket_params is not None:
+        _check_int("bucket_params", bucket_params)
     _check_int("seed", seed, 0)
     _check_int("metadata", metadata, 0)
     if not s.experts:
@@ -363,7 +437,7 @@ def _build(make, a: dict):
     label = name or f"{model or 'moe'}-t{s.tp}p{s.pp}d{s.dp}e{s.ep}-{schedule}"
     if dp_algo not in ("ring", "tree"):
         raise SpecError("dp_algo", f"must be ring or tree, got {dp_algo!r}")
-    b = _Builder(make(label), s, np.random.default_rng(seed), float(skew), metadata, bool(zero2), bucket_layers)
+    b = _Builder(make(label), s, np.random.default_rng(seed), float(skew), metadata, bool(zero2), bucket_params)
     b.tree = dp_algo == "tree"
     if layout not in ("dp-outer", "megatron"):
         raise SpecError("layout", f"must be dp-outer or megatron, got {layout!r}")
@@ -444,8 +518,7 @@ def _layer(b: _Builder, it: int, kind: str, m: int, p: int, layer: int) -> None:
             tid = b.job.task(f"i{it}.{kind}.attn.l{layer}.m{m}.{ep}", ep, scale * s.attn_time(), b.last[ep], **attrs)
             b.last[ep] = [tid]
     if s.experts:
-        for g in range(len(plane) // s.ep):
-            _moe_block(b, it, kind, m, p, layer, g, scale)
+        _moe_block(b, it, kind, m, p, layer, scale)
     if kind == "B" and s.experts:
         for ep in plane:
             tid = b.job.task(f"i{it}.{kind}.attn.l{layer}.m{m}.{ep}", ep, scale * s.attn_time(), b.last[ep], **attrs)
@@ -455,26 +528,44 @@ def _layer(b: _Builder, it: int, kind: str, m: int, p: int, layer: int) -> None:
             b.keep(f"i{it}.B.attn.l{layer}.m{m}.{ep}", b.last[ep][0])
 
 
-def _moe_block(b: _Builder, it: int, kind: str, m: int, p: int, layer: int, g: int, scale: float) -> None:
-    """All-to-all, expert compute, all-to-all in EP group ``g`` of stage ``p``."""
+def _moe_block(b: _Builder, it: int, kind: str, m: int, p: int, layer: int, scale: float) -> None:
+    """All-to-all, expert compute, all-to-all in every EP group of stage ``p``. A GPU's expert
+    shard computes the tokens routed to it from the ``etp`` EP groups of its expert-tensor group
+    (gathered over NVLink, free), ``1/etp`` of the work each, after all of them arrived; the
+    combine waits for the whole expert-tensor group (its reduce-scatter)."""
     s = b.s
-    group = b.ep_group(p, g * s.ep)
-    tokens = b.matrix(it, layer, m, p, g)
     attrs = dict(iteration=it, microbatch=m, layer=layer)
-    if kind == "F" and b.metadata and s.ep > 1:
-        _metadata(b, it, m, layer, group, attrs)
+    groups = b.ep_groups(p)
     first = "dispatch" if kind == "F" else "combine-grad"
     second = "combine" if kind == "F" else "dispatch-grad"
-    into = _all_to_all(b, it, kind, m, layer, g, group, tokens, first, attrs)
-    for j, ep in enumerate(group):
-        routed = int(tokens[:, j].sum())
-        tid = b.job.task(
-            f"i{it}.{kind}.expert.l{layer}.m{m}.{ep}", ep, scale * s.expert_time(routed), b.last[ep] + into[j], **attrs
-        )
-        b.last[ep] = [tid]
-    back = _all_to_all(b, it, kind, m, layer, g, group, tokens.T, second, attrs)
-    for j, ep in enumerate(group):
-        b.last[ep] = b.last[ep] + back[j]
+    mats, into = [], {}
+    for g, group in enumerate(groups):
+        tokens = b.matrix(it, layer, m, p, g)
+        mats.append(tokens)
+        if kind == "F" and b.metadata and s.ep > 1:
+            _metadata(b, it, m, layer, group, attrs)
+        for j, flows in enumerate(_all_to_all(b, it, kind, m, layer, g, group, tokens, first, attrs)):
+            into[group[j]] = flows
+    routed: dict[tuple[int, int], int] = {}  # (expert-data rank, expert rank) -> tokens into that shard
+    for g, tokens in enumerate(mats):
+        for j in range(s.ep):
+            routed[(g // s.etp, j)] = routed.get((g // s.etp, j), 0) + int(tokens[:, j].sum())
+    tids: dict[str, str] = {}
+    for g, group in enumerate(groups):
+        for j, ep in enumerate(group):
+            peers = [b.expert_rank(p, et, j, g // s.etp) for et in range(s.etp)]
+            tids[ep] = b.job.task(
+                f"i{it}.{kind}.expert.l{layer}.m{m}.{ep}", ep, scale * s.expert_time(routed[(g // s.etp, j)]) / s.etp,
+                b.last[ep] + [f for q in peers for f in into[q]], **attrs,
+            )  # fmt: skip
+    for g, group in enumerate(groups):
+        for j, ep in enumerate(group):
+            b.last[ep] = [tids[ep]] + [tids[q] for q in (b.expert_rank(p, et, j, g // s.etp) for et in range(s.etp))
+                                       if q != ep]  # fmt: skip
+    for g, group in enumerate(groups):
+        back = _all_to_all(b, it, kind, m, layer, g, group, mats[g].T, second, attrs)
+        for j, ep in enumerate(group):
+            b.last[ep] = b.last[ep] + back[j]
 
 
 def _all_to_all(b, it, kind, m, layer, g, group, tokens, what, attrs) -> list[list[str]]:
@@ -512,21 +603,47 @@ def _metadata(b, it, m, layer, group, attrs) -> None:
 
 
 def _dp_sync(b: _Builder, it: int) -> None:
-    """Per bucket of layers: dense gradients over the data-parallel replicas, expert gradients
-    over the GPUs holding the same experts (ring all-reduce, or ZeRO-2 reduce-scatter + all-gather)."""
+    """Per bucket (:func:`buckets`): dense gradients over the data-parallel replicas, expert
+    gradients over the expert-data-parallel GPUs (ring all-reduce, or ZeRO-2 reduce-scatter +
+    all-gather)."""
     s = b.s
     for p in range(s.pp):
-        stage_layers = sorted((vs_l for c in range(s.chunks) for vs_l in b.layers_of(c * s.pp + p)), reverse=True)
-        for k in range(0, len(stage_layers), b.bucket):
-            bucket = stage_layers[k : k + b.bucket]
-            for t in range(s.tp):
-                ranks = [b.name(p, d, t) for d in range(s.dp)]
-                _allreduce(b, it, ranks, s.dense_grad() * len(bucket), bucket, f"i{it}.dp.l{bucket[0]}.p{p}t{t}")
-            if s.experts and s.dp * s.tp > s.ep:
-                plane = b.plane(p)
-                for q in range(s.ep):
-                    ranks = plane[q :: s.ep]
-                    _allreduce(b, it, ranks, s.expert_grad() * len(bucket), bucket, f"i{it}.edp.l{bucket[0]}.p{p}q{q}")
+        for c in range(s.chunks):
+            layers = list(reversed(b.layers_of(c * s.pp + p)))
+            size = b.bucket if b.bucket is not None else megatron_bucket(s.dp, p, c)
+            for bucket in buckets(layers, s.dense_grad() // BYTES, size):
+                for t in range(s.tp):
+                    ranks = [b.name(p, d, t) for d in range(s.dp)]
+                    _allreduce(b, it, ranks, s.dense_grad() * len(bucket), bucket, f"i{it}.dp.l{bucket[0]}.p{p}t{t}")
+            if not s.experts or s.edp < 2:
+                continue
+            for bucket in buckets(layers, s.expert_grad() // BYTES, size):
+                for et in range(s.etp):
+                    for e in range(s.ep):
+                        ranks = [b.expert_rank(p, et, e, ed) for ed in range(s.edp)]
+                        prefix = f"i{it}.edp.l{bucket[0]}.p{p}q{e + s.ep * et}"
+                        _allreduce(b, it, ranks, s.expert_grad() * len(bucket), bucket, prefix)
+
+
+def megatron_bucket(dp: int, stage: int, chunk: int) -> float:
+    """Megatron-Core's gradient bucket, in parameters, with ``overlap_grad_reduce`` on (module
+    docstring, "Data parallelism"): ``max(40e6, 1e6 * dp)`` on pipeline stage 0's first model
+    chunk, one bucket (infinite) elsewhere."""
+    return float(max(40_000_000, 1_000_000 * dp)) if stage == 0 and chunk == 0 else float("inf")
+
+
+def buckets(layers: list[int], params_per_layer: int, size: float) -> list[list[int]]:
+    """``layers`` (in backward order) cut into buckets: a bucket closes once it holds at least
+    ``size`` parameters (Megatron's rule, at layer granularity)."""
+    out: list[list[int]] = [[]]
+    held = 0
+    for layer in layers:
+        out[-1].append(layer)
+        held += params_per_layer
+        if held >= size:
+            out.append([])
+            held = 0
+    return [bk for bk in out if bk]
 
 
 def _allreduce(b: _Builder, it: int, ranks: list[str], nbytes: int, bucket: list[int], prefix: str) -> None:
@@ -599,6 +716,15 @@ def _ring(b: _Builder, it: int, ranks: list[str], nbytes: int, after, bucket, pr
 def _last_bwd(s: _Shape) -> int:
     """The microbatch whose backward pass a stage runs last (in every schedule here: the last)."""
     return s.microbatches - 1
+
+
+def crossing(job) -> set[str]:
+    """The coflow types with a flow between servers in ``job`` (a :class:`Job`): which of Table
+    5.1's network scopes a layout keeps (module docstring, "Parallelism")."""
+    return {
+        f.coflow_type for f in job.flows
+        if f.coflow_type and job.endpoints[f.src].pin.server != job.endpoints[f.dst].pin.server
+    }  # fmt: skip
 
 
 def item_estimate(model=None, dp=2, microbatches=None, iterations=1, **kw) -> int:

@@ -306,7 +306,7 @@ _PARTS: dict[tuple, np.ndarray] = {}
 
 
 def _cached(graph: Graph, partitioner: str, parts: int, seed: int) -> np.ndarray:
-    from workloads.graphs import DISK_CACHE_ENTRIES, _load, _save
+    from workloads.graphs import DISK_CACHE_ENTRIES, load_cached, save_cached
 
     base = {k: graph.meta[k] for k in ("dataset", "scale", "mixing", "seed", "nodes")}
     meta = base | {"partitioner": partitioner, "parts": parts, "partition_seed": seed}
@@ -314,10 +314,10 @@ def _cached(graph: Graph, partitioner: str, parts: int, seed: int) -> np.ndarray
     if key in _PARTS:
         return _PARTS[key]
     disk = graph.entries > DISK_CACHE_ENTRIES
-    stored = _load(meta) if disk else None
+    stored = load_cached(meta) if disk else None
     part = stored["part"] if stored is not None else partition(partitioner, graph, parts, seed)
     if disk and stored is None:
-        _save(meta, {"part": part})
+        save_cached(meta, {"part": part})
     if len(_PARTS) >= 8:
         _PARTS.pop(next(iter(_PARTS)))
     _PARTS[key] = part

@@ -42,6 +42,7 @@ is 64 B; DFS's acknowledgement is 8 B.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -116,10 +117,12 @@ def request_stream(
     seed: int = 0,
     keys: int = 20_000_000,
     name: str = "requests",
+    times: list[float] | None = None,
 ) -> Job:
-    """The job of ``n`` requests of ``types`` (mixed by their shares) at ``load`` requests/s."""
+    """The job of ``n`` requests of ``types`` (mixed by their shares) at ``load`` requests/s, or at
+    the given arrival ``times`` (the mechanism tests' hand-made streams)."""
     rng = np.random.default_rng([seed, 1])
-    at = arrivals(n, load, arrival, seed)
+    at = arrivals(n, load, arrival, seed) if times is None else np.asarray(times, dtype=float)
     shares = np.array([t.share for t in types], dtype=float)
     kinds = rng.choice(len(types), size=n, p=shares / shares.sum())
     ranks = np.floor(np.exp(rng.random(n) * np.log(keys))).astype(np.int64)  # Zipf(1) ranks in 1..keys
@@ -159,19 +162,34 @@ def _option(path: str, way: str, first: RequestType | None) -> PathOption:
     return PathOption(path, Leg(resp, "nic"), Leg("nic", req))
 
 
+def request_count(load: float, requests: int | None = None, duration: float | None = None) -> int:
+    """How many requests a stream has: ``requests``, or ``ceil(load * duration)`` (at least 1)
+    when a ``duration`` of arrivals (model seconds) is given instead; 2000 when neither is."""
+    if requests is not None and duration is not None:
+        raise SpecError("duration", "give requests or duration, not both")
+    if duration is None:
+        return 2000 if requests is None else requests
+    _check(duration, "duration", isinstance(duration, (int, float)) and 0 < duration < float("inf"), "positive")
+    return max(1, math.ceil(load * duration))
+
+
 def requests(
     preset: str = "kvs-c",
     load: float = 1e6,
-    requests: int = 2000,
+    requests: int | None = None,
     arrival: str = "poisson",
     seed: int = 0,
     size: int = 1 << 20,
     keys: int = 20_000_000,
+    duration: float | None = None,
 ) -> Job:
-    """LEO's request stream ``preset`` (see the module docstring) at ``load`` requests/s (model)."""
+    """LEO's request stream ``preset`` (see the module docstring) at ``load`` requests/s (model):
+    ``requests`` requests, or as many as arrive in ``duration`` (model seconds: a sweep over
+    loads then runs every load for the same model time)."""
     table = presets(size)
     _check(preset, "preset", preset in table, f"one of {', '.join(table)}")
     _check(load, "load", isinstance(load, (int, float)) and 0 < load < float("inf"), "a positive rate (requests/s)")
+    requests = request_count(load, requests, duration)
     _check(requests, "requests", isinstance(requests, int) and 1 <= requests <= 1_000_000, "in 1..1000000")
     _check(arrival, "arrival", arrival in ARRIVALS, f"one of {', '.join(ARRIVALS)}")
     _check(size, "size", isinstance(size, int) and size >= 2, "at least 2 bytes")

@@ -39,8 +39,13 @@ def test_sancus_ring_broadcasts_cross_servers_on_the_emulator(tmp_path: Path):
                "intra_host": "pcie8"}], "fabric": {"type": "single_switch"}}  # fmt: skip
     job = {"generator": "gnn_cagnet", "args": {"dataset": "reddit", "gpus": 4, "gpus_per_server": 2, "epochs": 2,
                                                "scale": 0.01}}  # fmt: skip
-    data = {"name": "sancus-small", "cluster": cluster, "job": job, "scale": 100,
-            "schedulers": ["cagnet", {"name": "cagnet", "label": "scs-e1", "job": {"staleness": "epoch"}}]}
+    data = {
+        "name": "sancus-small",
+        "cluster": cluster,
+        "job": job,
+        "scale": 100,
+        "schedulers": ["cagnet", {"name": "cagnet", "label": "scs-e1", "job": {"staleness": "epoch"}}],
+    }
     sc = Scenario.from_dict(data, tmp_path)
     emu = {r.scheduler: r for r in run_scenario(sc, tmp_path / "emu", echo=lambda _m: None, plots=False)}
     for run in emu.values():

@@ -56,3 +56,23 @@ def test_lower_priority_waits_at_the_host_and_dscp_is_on_the_wire(tmp_path):
         if scapy_all.IP in pkt and scapy_all.TCP in pkt and len(pkt[scapy_all.TCP].payload) > 0:
             seen.add(pkt[scapy_all.IP].tos >> 2)
     assert set(dscp.values()) <= seen
+
+
+def test_pp_preempts_dp_in_flight_of_the_same_microbatch():
+    """Issue 25's mechanism on real sockets: a DP flow on the wire from 0, a PP flow of the same
+    microbatch ready at T/2 on the same NIC. hermod's queues (PP 7, DP 0) give the PP flow the
+    link at once: it ends at 1.5 T (by hand, tests/test_hermod_sim.py gives it exactly);
+    hermod-literal's one queue shares it: 2 T."""
+    job = Job("pp-over-dp")
+    job.endpoint("a", Location(0, "gpu0", 0))
+    job.endpoint("b", Location(1, "gpu0", 0))
+    job.flow("dp", "a", "b", S, coflow="dp", coflow_type="DP", microbatch=0, layer=0)
+    job.task("c", "a", T / 2)
+    job.flow("pp", "a", "b", S, ["c"], coflow="pp", coflow_type="PP", microbatch=0, layer=0)
+    job.validate()
+    with Testbed(SPEC, scale=K) as tb:
+        got = {name: run(job, by_name(name), tb).items for name in ("hermod", "hermod-literal")}
+    assert got["hermod"]["pp"].end == pytest.approx(1.5 * T, rel=0.1)
+    assert got["hermod"]["dp"].end == pytest.approx(2 * T, rel=0.1)
+    assert got["hermod-literal"]["pp"].end == pytest.approx(2 * T, rel=0.1)
+    assert got["hermod-literal"]["pp"].end > got["hermod"]["pp"].end * 1.15  # beyond the band: the mechanism shows

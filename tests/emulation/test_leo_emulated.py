@@ -33,6 +33,7 @@ def test_every_request_is_sent_answered_and_complete():
         assert len({res.items[f"q{i}.{k}{d}"].option for k in (0, 1) for d in "ob"}) == 1
     assert len(request_latencies(res)) == N  # each request answered once
     assert "request messages on 2 persistent connections" in " ".join(res.notes)  # one each way, reused
+    assert any(n.startswith("capacity (the datapath binds)") for n in res.notes)  # notes() on the emulator
     sim = simulate(job, by_name("leo"), spec)
     assert [sim.items[f"q{i}.0o"].option for i in range(N)] == [res.items[f"q{i}.0o"].option for i in range(N)]
 

@@ -1,0 +1,146 @@
+"""The backend seam: what runs a job under a scheduler on a cluster and returns a :class:`RunResult`.
+
+Every backend drives the same scheduler contract (:mod:`railbed.scheduler`) and returns the same
+result schema; it differs in what it models (:class:`Capabilities`). Registered by name in
+:data:`BACKENDS` (``"module:attribute"``, imported when a run first names it, so naming the
+emulator costs no Mininet import)::
+
+    emulate          the emulated cluster: namespaces, tc, real TCP flows (emulator/backend.py; root)
+    fluid            the flow-level simulator: every scheduler hook, max-min rates in numba
+    fluid-reference  the same with the plain-Python network: the slow, obviously correct twin
+    fluid-rules      one numba kernel over the schedulers' rules (Scheduler.rule): jobs as arrays,
+                     thousands of GPUs (simulator/backend.py)
+
+Old spellings (``--engine numba|reference|compact``) are aliases with a note. A name is
+decoded once, where an input is read (the CLI's ``--backend``, a claims file's ``engine``),
+by :func:`backend`; what travels on is the :class:`Backend`.
+
+A backend is used one run at a time (:meth:`Backend.run`) or, to build a cluster once for
+several runs (the emulator: one testbed for every scheduler of a scenario), through
+:meth:`Backend.session`. :meth:`Backend.check` is its part of the pre-flight: what this
+machine can do at the run's size, before anything is built or written.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+from railbed.job import Job
+from railbed.plugins import Registry
+from railbed.results import RunResult
+from railbed.scheduler import Scheduler
+from railbed.spec import ClusterSpec
+
+
+@dataclass(frozen=True)
+class Capabilities:
+    """What a backend models and needs (a run checks these, never a backend's name)."""
+
+    needs_root: bool = False  # builds namespaces and links: root, one testbed per machine
+    packets: bool = False  # carries packets: TCP dynamics, ACKs, queues and drops are in its times
+    hooks: bool = True  # calls every scheduler hook during the run; False: place, rule and gate_split only
+    host_models: bool = True  # times intra-host legs with the servers' hardware models (railbed.hosts)
+    array_jobs: bool = False  # runs jobs too large for a Job, built as arrays (workloads.ARRAY_FORMS)
+    exact: bool = True  # the same inputs give the same times (no wall clock in them)
+    max_gpus: int = 0  # the largest cluster run with it here in minutes (README, bench/), for messages
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """How to run, beside the job, scheduler and cluster: a scenario's settings. A backend reads
+    those it has a use for (the simulators: ``policy`` and ``progress``)."""
+
+    policy: Any = "dscp-priority"  # tc policy (a name or a Policy): which DSCPs are strict-priority classes
+    progress: Callable[[str], None] | None = None  # progress lines of a long run
+    run_dir: Path | None = None  # where a run may write files of its own (packet captures, items.npz)
+    scale: float | None = None  # k of an emulated cluster (None: chosen for this machine)
+    latency: str = "auto"  # how the emulator makes link latency: auto | netem | agents
+    trace: float = 0.0  # s between received-bytes samples per flow (0: off)
+    timeout: float | None = None  # real seconds per run
+    strict: bool = False  # a broken fidelity report fails the run
+    flow_progress: float = 0.01  # model s between the emulator's reports of flow bytes (0: off)
+    capture: Any = None  # packet captures around each run (emulator.capture.CaptureSpec)
+    analysis: bool = True  # add the run's analysis (railbed.analysis: network-free bound, critical path, overlap)
+
+
+class Session(Protocol):
+    """A cluster built (or modelled) once for several runs."""
+
+    scale: float | None  # the rate scale k runs use (None: model time is the backend's own time)
+
+    def describe(self) -> str:
+        """One line on what was built (empty when nothing was)."""
+        ...
+
+    def run(self, job: Job, scheduler: Scheduler, options: RunOptions) -> RunResult: ...
+
+
+class Backend(Protocol):
+    name: str
+    summary: str  # one line for ``--help``
+    capabilities: Capabilities
+
+    def check(self, cluster: ClusterSpec, options: RunOptions) -> float | None:
+        """The pre-flight's part: what this machine can do for this cluster (``SpecError`` or
+        ``EnvironmentProblem``); returns the scale k runs will use, None if it has none."""
+        ...
+
+    def session(self, cluster: ClusterSpec, options: RunOptions) -> contextlib.AbstractContextManager[Session]: ...
+
+    def run(self, job: Job, scheduler: Scheduler, cluster: ClusterSpec, options: RunOptions) -> RunResult:
+        """One run, ``job`` under ``scheduler`` on ``cluster``."""
+        ...
+
+
+class Unbuilt:
+    """The :class:`Session` of a backend that builds nothing: each run is :meth:`Backend.run`."""
+
+    scale = None
+
+    def __init__(self, backend: Backend, cluster: ClusterSpec) -> None:
+        self.backend, self.cluster = backend, cluster
+
+    def describe(self) -> str:
+        return ""
+
+    def run(self, job: Job, scheduler: Scheduler, options: RunOptions) -> RunResult:
+        return self.backend.run(job, scheduler, self.cluster, options)
+
+
+class ModelBackend:
+    """Base of the backends that build nothing (the simulators): no pre-flight, a session per run."""
+
+    name = ""
+    summary = ""
+    capabilities = Capabilities()
+
+    def check(self, cluster: ClusterSpec, options: RunOptions) -> float | None:
+        return None
+
+    @contextlib.contextmanager
+    def session(self, cluster: ClusterSpec, options: RunOptions) -> Iterator[Session]:
+        yield Unbuilt(self, cluster)
+
+    def run(self, job: Job, scheduler: Scheduler, cluster: ClusterSpec, options: RunOptions) -> RunResult:
+        raise NotImplementedError
+
+
+BACKENDS = Registry(
+    "backend",
+    {
+        "emulate": "emulator.backend:EMULATE",
+        "fluid": "simulator.backend:FLUID",
+        "fluid-reference": "simulator.backend:FLUID_REFERENCE",
+        "fluid-rules": "simulator.backend:FLUID_RULES",
+    },
+    aliases={"numba": "fluid", "reference": "fluid-reference", "compact": "fluid-rules"},
+)
+
+
+def backend(name: object, field: str = "backend") -> Backend:
+    """The backend registered as ``name`` (or an old spelling of it); ``SpecError(field)`` if none."""
+    return BACKENDS.get(name, field)

@@ -1,0 +1,82 @@
+"""The flow-level simulator as backends (:mod:`railbed.backend`): three ways to run one fluid model.
+
+* ``fluid`` (:data:`FLUID`): :class:`simulator.run.Simulation`, the Dispatcher and every scheduler
+  hook at every event, max-min rates in numba (:class:`~simulator.network.NumbaNetwork`);
+* ``fluid-reference`` (:data:`FLUID_REFERENCE`): the same loop over the plain-Python network
+  (:class:`~simulator.network.ReferenceNetwork`), the oracle the tests compare with;
+* ``fluid-rules`` (:data:`FLUID_RULES`): :mod:`simulator.compact`, the whole run in one numba
+  kernel over the schedulers' rules (``Scheduler.rule``, ``gate_split``), equal item for item
+  to ``fluid`` where it runs; it also takes a job built as arrays
+  (:class:`workloads.arrays.ArrayJob`), returning a result without per-item records and
+  writing the items to ``run_dir/items.npz``.
+"""
+
+from __future__ import annotations
+
+import time
+
+from railbed.backend import Capabilities, ModelBackend, RunOptions
+from railbed.dispatch import run_label
+from railbed.job import Job
+from railbed.results import RunResult
+from railbed.scheduler import Scheduler
+from railbed.spec import ClusterSpec
+from simulator.network import NumbaNetwork, ReferenceNetwork
+from simulator.run import simulate
+
+
+class Fluid(ModelBackend):
+    """Every hook at every event (:func:`simulator.simulate`) over ``network``."""
+
+    def __init__(self, name: str, summary: str, network: type, max_gpus: int) -> None:
+        self.name, self.summary, self.network = name, summary, network
+        self.capabilities = Capabilities(max_gpus=max_gpus)
+
+    def run(self, job: Job, scheduler: Scheduler, cluster: ClusterSpec, options: RunOptions) -> RunResult:
+        return simulate(
+            job,
+            scheduler,
+            cluster,
+            options.policy,
+            network=self.network,
+            progress=options.progress,
+            analysis=options.analysis,
+        )
+
+
+class FluidRules(ModelBackend):
+    """One numba kernel over the schedulers' rules (:mod:`simulator.compact`)."""
+
+    name = "fluid-rules"
+    summary = "one numba kernel over the schedulers' rules (Scheduler.rule); jobs as arrays, thousands of GPUs"
+    capabilities = Capabilities(hooks=False, host_models=False, array_jobs=True, max_gpus=8192)
+
+    def run(self, job, scheduler: Scheduler, cluster: ClusterSpec, options: RunOptions) -> RunResult:
+        from simulator.compact import compact, compact_arrays, run_compact
+
+        if isinstance(job, Job):
+            run = run_compact(compact(job, scheduler, cluster, options.policy), analysis=options.analysis)
+            result = run.to_run_result(job, run_label(scheduler))
+            result.cluster = cluster.name
+            result.notes += scheduler.notes()  # the Dispatcher adds them on the other backends
+            return result
+        t0 = time.perf_counter()
+        cj = compact_arrays(job, scheduler, cluster, options.policy)
+        seconds = time.perf_counter() - t0
+        del job  # the arrays and a run do not both fit in 8 GB at 8192 GPUs (the caller drops its own)
+        run = run_compact(cj, analysis=options.analysis)
+        if options.run_dir is not None:
+            options.run_dir.mkdir(parents=True, exist_ok=True)
+            run.save_items(options.run_dir / "items.npz")
+        result = run.summary_result(run_label(scheduler), cluster.name)
+        result.notes.append(f"compacted in {seconds:.1f} s, run in {run.wall_seconds:.1f} s")
+        result.notes += scheduler.notes()
+        return result
+
+
+# max_gpus: one Hermod training iteration measured (bench/bench_simulator.py, bench/bench_compact.py)
+FLUID = Fluid("fluid", "the flow-level simulator: every scheduler hook, max-min rates in numba", NumbaNetwork, 8192)
+FLUID_REFERENCE = Fluid(
+    "fluid-reference", "fluid over the plain-Python network: the slow, obviously correct twin", ReferenceNetwork, 1024
+)
+FLUID_RULES = FluidRules()

@@ -1,0 +1,34 @@
+"""The committed REPRODUCTION.md's ``--quick`` sections are what the code produces now.
+
+Regenerates each paper's quick section (simulated rows, no figures) into a
+copy of the committed file and compares it with the committed section. A
+change to a scheduler, a scenario, a claims file or the report that moves a
+number fails here until ``railbed reproduce PAPER --quick --write
+REPRODUCTION.md`` is rerun and the new tables committed (with the reason).
+Sections made with other flags (``--emulate``, ``--full-size``) are not
+regenerated: they are wall-clock runs or minutes each; they stay as made.
+"""
+
+from pathlib import Path
+
+import pytest
+
+from scenarios.reproduce import PAPERS, block_sections, reproduce
+
+ROOT = Path(__file__).resolve().parent.parent
+COMMITTED = ROOT / "REPRODUCTION.md"
+QUICK = [p for p in PAPERS if (p, " --quick") in block_sections(COMMITTED.read_text())]
+
+
+def test_every_paper_has_a_committed_quick_section():
+    assert QUICK == list(PAPERS)
+
+
+@pytest.mark.parametrize("paper", QUICK)
+def test_committed_quick_section_is_what_the_code_produces(tmp_path, paper):
+    fresh = tmp_path / "REPRODUCTION.md"
+    fresh.write_text(COMMITTED.read_text())
+    reproduce(paper, tmp_path / "out", quick=True, echo=lambda _m: None, write=fresh, plots=False)
+    want = block_sections(fresh.read_text())[(paper, " --quick")]
+    have = block_sections(COMMITTED.read_text())[(paper, " --quick")]
+    assert have == want, f"regenerate: railbed reproduce {paper} --quick --write REPRODUCTION.md"
