@@ -231,6 +231,9 @@ def test_missing_fidelity_reads_na_and_room_reads_the_analysis():
     assert room(run) == "n/a"
     run.analysis = {"max_speedup": 1.0213, "overlap": {"DP/EP": 0.08, "PP/DP": 0.02, "DP/DP": 0.3}}
     assert room(run) == "max speedup 1.02x; overlap DP/DP 30 %, DP/EP 8 %"
+    share = {"DP": {"DP": 0.0, "graph-data": 0.05}, "graph-data": {"DP": 0.05, "graph-data": 0.18}}
+    run.analysis["overlap"] = {"types": ["DP", "graph-data"], "share": share, "links": {}, "links_with_overlap": 4}
+    assert room(run) == "max speedup 1.02x; overlap graph-data/graph-data 18 %, DP/graph-data 5 %"
 
 
 def test_a_row_on_the_compact_engine_reads_the_same_number_as_on_numba(tmp_path):
