@@ -106,3 +106,11 @@ def test_report_reads_knees_and_ratios_from_curves():
     assert "at acc-only's knee (5 M/s) | 1.3x | 1.29x | 1.25x |" in text  # 40 / 31 and 40 / 32
     dive = "\n".join(deep_dive_section(cs))
     assert "| leo | 1.17x | 1.40x | 0.88x | 1.50x |" in dive  # 7/6, 7/5, 7/8; at 8 M: 60 / 40
+
+
+def test_report_names_the_scenarios_it_ran():
+    from scenarios.leo.report import SCENARIOS, command
+
+    assert command(False) == "python -m scenarios.leo.report"
+    assert command(True, ("kvs", "dfs")) == "python -m scenarios.leo.report --quick --only kvs --only dfs"
+    assert command(False, SCENARIOS[:1]) == "python -m scenarios.leo.report --only kvs"
