@@ -5,7 +5,7 @@ module runs them (or reads finished ones with ``--resume``), reads every schedul
 (steady-state median latency per load, :func:`railbed.metrics.load_curve`), its knee
 (:func:`railbed.metrics.knee`: the sustainable throughput) and the capacity check of the
 stream (:func:`schedulers.leo.capacity_check`), and writes ``report.md`` in ``--out`` (and,
-with ``--docs``, between the markers of ``docs/leo.md``): per scenario the check and each
+with ``--docs``, between the markers ``--block`` names in ``docs/leo.md``): per scenario the check and each
 scheduler's knee; KVS against the thesis's 1.2-2x and 1.3x; the deep dive's distance to the
 MILP; the heuristic's variants. Nothing here is typed: every number comes from the runs.
 
@@ -262,12 +262,13 @@ def main(argv=None) -> int:
     ap.add_argument("--quick", action="store_true", help="a quarter of each load's arrivals (shapes only)")
     ap.add_argument("--only", action="append", choices=SCENARIOS, help="these scenarios (repeatable)")
     ap.add_argument("--docs", type=Path, help="also write the report between the markers of this file")
+    ap.add_argument("--block", default="leo-report", help="the markers' name: <!-- BLOCK:begin --> ... end")
     args = ap.parse_args(argv)
     text = report(args.out, args.resume, args.quick, tuple(args.only or SCENARIOS))
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "report.md").write_text(text)
     if args.docs:
-        write_between(args.docs, text)
+        write_between(args.docs, text, f"<!-- {args.block}:begin -->", f"<!-- {args.block}:end -->")
     print(text)
     return 0
 
