@@ -8,9 +8,12 @@ A scenario is YAML (``railbed run scenario.yaml``)::
       generator: hybrid_parallel
       args: {dp: 4, pp: 2, microbatches: 2, gradient: 16MB, activation: 4MB, fwd: 1ms, bwd: 2ms}
     # job: {file: saved-job.json}      # ... or a saved job (replay)
-    schedulers:                        # names, or {name, args, label}: one scheduler, several settings
+    schedulers:                        # names, or {name, args, label, job}: one scheduler, several settings
       - fifo
       - {name: small-first, args: {limit: 2}, label: small-first-2}
+      # - {name: fifo, label: metis, job: {partitioner: metis}}   # a variant: this run's job takes these
+      #                                  # generator arguments over job.args (a system whose data differs),
+      #                                  # or {generator: NAME, args: {...}}: a job of its own
     policy: dscp-priority              # tc policy (tc_policies.plan.POLICIES): dscp-priority | fifo
     scale: 400                         # k; default: chosen for this machine
     latency: auto                      # auto | netem | agents
@@ -31,9 +34,9 @@ once), one after the other; ``railbed simulate`` runs them on a simulator
 :func:`run_on` a backend of :data:`railbed.backend.BACKENDS`. The
 results directory gets ``scenario.yaml``, ``cluster.yaml``, ``job.json`` (replayable), ``<label>/result.json`` and
 ``<label>/summary.txt`` per run (a scheduler's label is its name unless the
-scenario gives one), ``comparison.txt`` and ``index.json`` (makespan per
-run), ``provenance.json`` (code, command, machine, k, package versions,
-seeds: ``railbed/provenance.py``) and, unless ``--no-plots``, the standard
+scenario gives one; ``<label>/job.json`` for a run with its own job),
+``comparison.txt`` and ``index.json`` (makespan per run), ``provenance.json``
+(code, command, machine, k, package versions, seeds: ``railbed/provenance.py``) and, unless ``--no-plots``, the standard
 figures in ``figures/`` (``railbed/plots.py``) and each run's
 ``trace.json``, ``flows.csv``, ``tasks.csv`` and ``links.csv``
 (``railbed/export.py``). A scenario with ``loads`` (LEO's request streams)
@@ -97,6 +100,7 @@ class Scenario:
     capture: Any = None  # emulator.capture.CaptureSpec
     loads: list[float] | None = None  # offered loads (the generator's ``load``), one run per scheduler each
     jobs: list[Job] | None = None  # the job at each load
+    variants: dict[str, Job] | None = None  # run label -> its own job (a scheduler entry's ``job`` overrides)
     arrays: tuple[str, dict] | None = None  # (generator, args) of a job too large for a Job: built as arrays
     backend: str | None = None  # the backend's canonical name (decoded by railbed.backend), None: not given
     packet: Any = None  # simulator.packet.options.PacketOptions
@@ -119,12 +123,16 @@ class Scenario:
     def points(self, specs: list[SchedulerSpec]) -> list[tuple[SchedulerSpec, Job]]:
         """(scheduler, job) of every run: each scheduler on the job, or at each load (``label@load``)."""
         if not self.loads:
-            return [(spec, self.job) for spec in specs]
+            return [(spec, self.job_of(spec)) for spec in specs]
         return [
             (SchedulerSpec(spec.name, spec.args, f"{spec.run_label}@{load:g}"), job)
             for load, job in zip(self.loads, self.jobs or [])
             for spec in specs
         ]
+
+    def job_of(self, spec: SchedulerSpec) -> Job:
+        """The job ``spec``'s run takes: its variant's when its entry overrides job arguments."""
+        return (self.variants or {}).get(spec.run_label, self.job)
 
     @classmethod
     def load(cls, path: str | Path, arrays: bool = False) -> Scenario:
@@ -151,6 +159,7 @@ class Scenario:
         big = bool(arrays) and not loads and _array_job(data["job"], always=arrays == "always")
         job = jobs[0] if jobs else None if big else _job(data["job"], base)
         specs = _scheduler_specs(data["schedulers"])
+        variants = _variants(specs, data["job"], base, bool(loads) or big)
         policy = _choice(data.get("policy", "dscp-priority"), "policy", tuple(POLICIES))
         latency = _choice(data.get("latency", "auto"), "latency", ("auto", "netem", "agents"))
         return cls(
@@ -169,6 +178,7 @@ class Scenario:
             capture=_capture(data.get("capture"), cluster),
             loads=loads,
             jobs=jobs,
+            variants=variants,
             arrays=(data["job"]["generator"], data["job"].get("args") or {}) if big else None,
             backend=scenario_backend(data),
             packet=_packet(data.get("packet")),
@@ -207,6 +217,39 @@ def _job(value: Any, base: Path) -> Job:
         except SpecError as exc:
             raise SpecError(f"job.{exc.field}" if exc.field != "job" else "job.file", exc.message) from None
     return generate(value["generator"], value.get("args"), "job")
+
+
+def _variants(specs: list[SchedulerSpec], job: Any, base: Path, refused: bool) -> dict[str, Job] | None:
+    """Run label -> its job, for the scheduler entries with a ``job:``: arguments over the
+    scenario's ``job.args`` (``{partitioner: metis}``), or a whole generated job of its own
+    (``{generator: NAME, args: {...}}``: another system's job on the same cluster). Not with
+    ``loads`` or a job built as arrays (``refused``); overrides need the scenario's job generated."""
+    out = {}
+    for i, spec in enumerate(specs):
+        if not spec.job:
+            continue
+        where = f"schedulers[{i}].job"
+        if refused:
+            raise SpecError(where, "job overrides cannot be combined with loads or a job built as arrays")
+        if "generator" in spec.job:
+            unknown = set(spec.job) - {"generator", "args"}
+            if unknown:
+                raise SpecError(f"{where}.{sorted(unknown)[0]}", "unknown key (known: generator, args)")
+            name, args, prefix = spec.job["generator"], spec.job.get("args") or {}, f"{where}.args."
+        else:
+            if not isinstance(job, dict) or "generator" not in job:
+                raise SpecError(where, "job overrides need a generated job (job: {generator, args}), not a file")
+            base_args = job.get("args") or {}
+            if not isinstance(base_args, dict):
+                raise SpecError("job.args", f"expected a mapping of argument to value, got {describe(base_args)}")
+            name, args, prefix = job["generator"], {**base_args, **spec.job}, f"{where}."
+        try:
+            out[spec.run_label] = generate(name, args, "job")
+        except SpecError as exc:
+            field = exc.field.replace("job.args.", prefix, 1) if exc.field.startswith("job.args.") else exc.field
+            field = field.replace("job.generator", f"{where}.generator", 1)
+            raise SpecError(field, exc.message) from None
+    return out or None
 
 
 def _array_job(value: Any, always: bool = False) -> bool:
@@ -371,13 +414,15 @@ def preflight(
     if sc.job is not None:
         check_pins(sc.job, sc.cluster)
     for i, spec in enumerate(specs if sc.job is not None else ()):
-        sched, name = make(spec, f"schedulers[{i}]"), spec.run_label
+        sched, name, job = make(spec, f"schedulers[{i}]"), spec.run_label, sc.job_of(spec)
+        if job is not sc.job:
+            check_pins(job, sc.cluster)
         try:
-            sched.check(sc.job, sc.cluster)
+            sched.check(job, sc.cluster)
         except SpecError as exc:
             raise SpecError(f"job.{exc.field}", f"{exc.message} (read by {name})") from None
         try:
-            check_placement(sc.job, sc.cluster, sched.place(sc.job.public(), sc.cluster))
+            check_placement(job, sc.cluster, sched.place(job.public(), sc.cluster))
         except SchedulerError as exc:
             raise SpecError(f"schedulers[{i}]", f"{name} cannot place this job: {exc}") from None
     _check_out(out_dir)
@@ -396,9 +441,9 @@ def preflight(
 def _check_rules(sc: Scenario, specs: list[SchedulerSpec], backend: Backend) -> None:
     """A backend that calls no hooks during the run needs each scheduler's ``rule`` for every flow."""
     for i, spec in enumerate(specs if sc.job is not None else ()):
-        sched = make(spec)
-        placement = sched.place(sc.job.public(), sc.cluster)
-        for flow in sc.job.flows:
+        sched, job = make(spec), sc.job_of(spec)
+        placement = sched.place(job.public(), sc.cluster)
+        for flow in job.flows:
             if sched.rule(flow, placement, sc.cluster) is None:
                 why = f"{spec.run_label} has no rule for flow {flow.id} (Scheduler.rule): {backend.name} calls no hooks"
                 raise SpecError(f"schedulers[{i}]", why)
@@ -421,6 +466,9 @@ def results_dir(sc: Scenario, out_dir: Path, write_inputs: bool = True):
         (out_dir / "cluster.yaml").write_text(yaml.safe_dump(sc.cluster.to_dict(), sort_keys=False))
         if sc.job is not None:  # a job built as arrays is its scenario's generator and args (scenario.yaml)
             sc.job.save(out_dir / "job.json")
+        for label, job in (sc.variants or {}).items():  # a run's own job: <label>/job.json
+            (out_dir / label).mkdir(exist_ok=True)
+            job.save(out_dir / label / "job.json")
     try:
         yield out_dir
     except BaseException as exc:
@@ -577,7 +625,7 @@ def crosscheck_scenario(
     with results_dir(sc, out_dir, write_inputs=False):
         for spec, result in zip(_selected(sc, schedulers), results):
             echo(f"running {spec.run_label} on {second.name} ...")
-            other = second.run(sc.job, make(spec), sc.cluster, sc.options(progress=echo))
+            other = second.run(sc.job_of(spec), make(spec), sc.cluster, sc.options(progress=echo))
             other.save(out_dir / spec.run_label / "simulated.json")
             checks.append(compare(result, other))
         text = "\n\n".join(c.report() for c in checks)
