@@ -42,7 +42,7 @@ from emulator.nodes import RTO_MIN, SYN_TIMEOUT
 from emulator.state import STATE_DIR, RunState
 from emulator.testbed import Testbed
 from railbed.analysis import of_dispatcher
-from railbed.dispatch import Action, Dispatcher, SetDscp, SetRate, StartFlow, StartWait
+from railbed.dispatch import HOLD_FRACTION, Action, Dispatcher, SetDscp, SetRate, StartFlow, StartWait
 from railbed.errors import RunFailed
 from railbed.job import Flow, Job
 from railbed.results import RunResult, percentile
@@ -52,7 +52,6 @@ from railbed.units import GOODPUT_FRACTION
 
 AGENT_START_TIMEOUT = 30.0
 PROC_POLL = 0.25
-HOLD_FRACTION = 1e-3  # a cap under this share of the flow's slower NIC holds it (model: ~nothing)
 DEATH_GRACE = 0.5  # s to wait for a peer's death after an agent reports a connection error
 
 

@@ -3,9 +3,11 @@
 DGCL (seed 002) section 3 and 5.1: concurrent transfers share links and a
 multi-hop path is limited by its slowest hop. This is a fluid model: at any
 moment every unfinished transfer gets its max-min fair rate over the
-directed links of its route (progressive filling); when one finishes, rates
-are recomputed. A transfer split over several NVSwitch planes is several
-sub-flows and completes when its last sub-flow does. Each transfer's
+directed links of its route (progressive filling: the simulator's solver,
+:mod:`hwmodels.maxmin`, with one class and no caps); when one finishes,
+rates are recomputed (transfers ending within a factor ``1 + EPS`` of the
+earliest end end together, as in the simulator's network). A transfer
+split over several NVSwitch planes is several sub-flows and completes when its last sub-flow does. Each transfer's
 completion time adds the latency of its (slowest) route. A graph with path
 rates (``path_speeds``, :meth:`IntraHostGraph.path_cap`) gives every capped
 transfer a private link of that rate (each plane its share): one pair's
@@ -18,121 +20,84 @@ Public: :func:`transfer_times` (graph + transfers), :func:`fluid_finish_times`
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from numba import njit
 
 from hwmodels.graph import IntraHostGraph
-
-EPS = 1e-12
-
-
-@njit(cache=True)
-def _maxmin_rates(cap, indptr, links, active):  # pragma: no cover - numba
-    nflows = active.shape[0]
-    rates = np.zeros(nflows)
-    left = cap.copy()
-    frozen = ~active
-    count = np.zeros(cap.shape[0], dtype=np.int64)
-    for f in range(nflows):
-        if not frozen[f]:
-            if indptr[f + 1] == indptr[f]:
-                rates[f] = np.inf
-                frozen[f] = True
-                continue
-            for k in range(indptr[f], indptr[f + 1]):
-                count[links[k]] += 1
-    while True:
-        share = np.inf
-        for lk in range(cap.shape[0]):
-            if count[lk] > 0:
-                s = left[lk] / count[lk]
-                if s < share:
-                    share = s
-        if share == np.inf:
-            break
-        for f in range(nflows):
-            if not frozen[f]:
-                rates[f] += share
-                for k in range(indptr[f], indptr[f + 1]):
-                    left[links[k]] -= share
-        for f in range(nflows):
-            if frozen[f]:
-                continue
-            saturated = False
-            for k in range(indptr[f], indptr[f + 1]):
-                if left[links[k]] <= EPS * cap[links[k]]:
-                    saturated = True
-                    break
-            if saturated:
-                frozen[f] = True
-                for k in range(indptr[f], indptr[f + 1]):
-                    count[links[k]] -= 1
-    return rates
+from hwmodels.maxmin import EPS, maxmin_kernel, maxmin_reference, pack_paths
 
 
 @njit(cache=True)
-def _fluid_kernel(cap, indptr, links, bits):  # pragma: no cover - numba
+def _fluid_kernel(cap, flow_links, nhops, bits):  # pragma: no cover - numba
+    """Finish times of flows over ``flow_links[f, :nhops[f]]``: max-min rates
+    (:func:`hwmodels.maxmin.maxmin_kernel`, one class, no caps) recomputed whenever a flow
+    finishes; flows finishing within a factor ``1 + EPS`` of the earliest end together."""
     nflows = bits.shape[0]
     remaining = bits.copy()
     finish = np.zeros(nflows)
-    active = remaining > 0
+    act = np.empty(nflows, dtype=np.int64)
+    n = 0
     for f in range(nflows):
-        if indptr[f + 1] == indptr[f]:
-            active[f] = False  # no link to cross (src == dst): done at once
+        if remaining[f] > 0 and nhops[f] > 0:  # no bytes, or no link to cross (src == dst): done at once
+            act[n] = f
+            n += 1
+    prio = np.zeros(nflows, dtype=np.int64)
+    nocap = np.full(nflows, np.inf)
+    rates = np.zeros(nflows)
+    left = np.zeros(cap.shape[0])
+    count = np.zeros(cap.shape[0], dtype=np.int64)
+    state = np.zeros(nflows, dtype=np.int8)
     now = 0.0
-    while active.any():
-        rates = _maxmin_rates(cap, indptr, links, active)
-        dt = np.inf
-        for f in range(nflows):
-            if active[f]:
-                t = remaining[f] / rates[f]
-                if t < dt:
-                    dt = t
-        now += dt
-        for f in range(nflows):
-            if active[f]:
-                remaining[f] -= rates[f] * dt
-                if remaining[f] <= EPS * bits[f]:
-                    remaining[f] = 0.0
-                    active[f] = False
-                    finish[f] = now
+    while n > 0:
+        maxmin_kernel(cap, flow_links, nhops, prio, nocap, act, n, rates, left, count, state)
+        t_min = np.inf
+        for i in range(n):
+            f = act[i]
+            t = now + remaining[f] / rates[f]
+            if t < t_min:
+                t_min = t
+        limit = t_min * (1.0 + EPS)
+        keep = 0
+        for i in range(n):
+            f = act[i]
+            if now + remaining[f] / rates[f] <= limit:
+                remaining[f] = 0.0
+                finish[f] = t_min
+            else:
+                remaining[f] -= rates[f] * (t_min - now)
+                act[keep] = f
+                keep += 1
+        n = keep
+        now = t_min
     return finish
 
 
 def fluid_finish_times(capacity: np.ndarray, paths: list[list[int]], bits: np.ndarray) -> np.ndarray:
     """Finish time (s) of flows of ``bits`` over ``paths`` (directed link ids) on links of ``capacity`` bit/s."""
-    indptr = np.zeros(len(paths) + 1, dtype=np.int64)
-    indptr[1:] = np.cumsum([len(p) for p in paths])
-    links = np.array([lk for p in paths for lk in p], dtype=np.int64)
-    return _fluid_kernel(np.asarray(capacity, dtype=np.float64), indptr, links, np.asarray(bits, dtype=np.float64))
+    flow_links, nhops = pack_paths(paths)
+    return _fluid_kernel(np.asarray(capacity, dtype=np.float64), flow_links, nhops, np.asarray(bits, dtype=np.float64))
 
 
 def fluid_finish_times_reference(capacity, paths, bits) -> np.ndarray:
-    """Slow and plain: the same fluid max-min model with dicts and sets."""
+    """Slow and plain: the same fluid model with dicts and :func:`hwmodels.maxmin.maxmin_reference`."""
     remaining = {f: float(b) for f, b in enumerate(bits) if b > 0 and paths[f]}
     finish = [0.0] * len(paths)
     now = 0.0
     while remaining:
-        # progressive filling: raise every unfrozen flow's rate until a link fills
-        rate = dict.fromkeys(remaining, 0.0)
-        unfrozen = set(remaining)
-        left = {lk: float(capacity[lk]) for f in unfrozen for lk in paths[f]}
-        while unfrozen:
-            users = {lk: sum(1 for f in unfrozen if lk in paths[f]) for lk in left}
-            share = min(left[lk] / n for lk, n in users.items() if n > 0)
-            for f in unfrozen:
-                rate[f] += share
-                for lk in paths[f]:
-                    left[lk] -= share
-            full = {lk for lk in left if left[lk] <= EPS * capacity[lk]}
-            unfrozen = {f for f in unfrozen if not full & set(paths[f])}
-        dt = min(remaining[f] / rate[f] for f in remaining)
-        now += dt
-        for f in list(remaining):
-            remaining[f] -= rate[f] * dt
-            if remaining[f] <= EPS * bits[f]:
+        flows = list(remaining)
+        rates = maxmin_reference(capacity, [paths[f] for f in flows], [0] * len(flows), [math.inf] * len(flows))
+        rate = dict(zip(flows, rates))
+        end = {f: now + remaining[f] / rate[f] for f in flows}
+        t_min = min(end.values())
+        for f in flows:
+            if end[f] <= t_min * (1 + EPS):
                 del remaining[f]
-                finish[f] = now
+                finish[f] = t_min
+            else:
+                remaining[f] -= rate[f] * (t_min - now)
+        now = t_min
     return np.array(finish)
 
 

@@ -10,6 +10,7 @@ emulator costs no Mininet import)::
     fluid-reference  the same with the plain-Python network: the slow, obviously correct twin
     fluid-rules      one numba kernel over the schedulers' rules (Scheduler.rule): jobs as arrays,
                      thousands of GPUs (simulator/backend.py)
+    packet           packet-level simulation on ns-3 (simulator/packet/): TCP, queues, drops
 
 Old spellings (``--engine numba|reference|compact``) are aliases with a note. A name is
 decoded once, where an input is read (the CLI's ``--backend``, a claims file's ``engine``),
@@ -64,6 +65,7 @@ class RunOptions:
     strict: bool = False  # a broken fidelity report fails the run
     flow_progress: float = 0.01  # model s between the emulator's reports of flow bytes (0: off)
     capture: Any = None  # packet captures around each run (emulator.capture.CaptureSpec)
+    packet: Any = None  # the packet backend's settings (simulator.packet.options.PacketOptions; None: defaults)
     analysis: bool = True  # add the run's analysis (railbed.analysis: network-free bound, critical path, overlap)
 
 
@@ -136,6 +138,7 @@ BACKENDS = Registry(
         "fluid": "simulator.backend:FLUID",
         "fluid-reference": "simulator.backend:FLUID_REFERENCE",
         "fluid-rules": "simulator.backend:FLUID_RULES",
+        "packet": "simulator.backend:PACKET",
     },
     aliases={"numba": "fluid", "reference": "fluid-reference", "compact": "fluid-rules"},
 )

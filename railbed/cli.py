@@ -136,11 +136,21 @@ def cmd_run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _scenario_backend(path: str) -> str | None:
+    """The ``backend`` a scenario file names (decoded by the seam), before the scenario is built."""
+    from railbed.safeload import load_yaml_file
+    from scenarios.runner import scenario_backend
+
+    return scenario_backend(load_yaml_file(Path(path), str(path)))
+
+
 def _simulator(args: argparse.Namespace):
     """The backend ``--backend`` names (``--engine``: its old spelling), decoded here, once."""
     if args.backend is not None and args.engine is not None:
         raise SpecError("--engine", "give --backend only (--engine is its old name)")
     name, field = (args.engine, "--engine") if args.engine is not None else (args.backend or "fluid", "--backend")
+    if args.backend is None and args.engine is None:
+        name, field = _scenario_backend(args.scenario) or "fluid", "backend"
     note = BACKENDS.note(name)
     if args.engine is not None:
         note = f"--engine {name} is now --backend {BACKENDS.canonical(name, field)} (the old spelling still works)"
@@ -161,11 +171,21 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     return 0
 
 
+def _sides(value: str):
+    """``--backends A,B``: the two backends a crosscheck compares, decoded here, once."""
+    names = value.split(",")
+    if len(names) != 2 or names[0] == names[1]:
+        raise SpecError("--backends", f"two different backends, as A,B (e.g. emulate,packet), got {value!r}")
+    return tuple(backend(n, "--backends") for n in names)
+
+
 def cmd_crosscheck(args: argparse.Namespace) -> int:
     from scenarios.runner import crosscheck_scenario
 
+    sides = _sides(args.backends)
     sc, out = _scenario_and_out(args, "-crosscheck")
-    crosscheck_scenario(sc, out, echo=_say, scale=args.scale, schedulers=args.scheduler, plots=not args.no_plots)
+    plots = not args.no_plots
+    crosscheck_scenario(sc, out, echo=_say, scale=args.scale, schedulers=args.scheduler, plots=plots, sides=sides)
     return 0
 
 
@@ -283,15 +303,22 @@ def build_parser() -> argparse.ArgumentParser:
         "--backend",
         default=None,
         metavar="NAME",
-        help="fluid (default): every scheduler hook; fluid-reference: the same, the slow oracle; fluid-rules: "
-        "one numba kernel over the schedulers' rules, jobs as arrays (railbed/backend.py)",
+        help="fluid (default, or the scenario's backend): every scheduler hook; fluid-reference: the same, the "
+        "slow oracle; fluid-rules: one numba kernel over the schedulers' rules, jobs as arrays; packet: ns-3, "
+        "TCP and queues (railbed[packet]) (railbed/backend.py)",
     )
     s.add_argument("--engine", default=None, help=argparse.SUPPRESS)  # the old name: numba | reference | compact
-    scenario_command(
+    cc = scenario_command(
         "crosscheck",
-        "run a scenario on the emulator and the simulator and compare (root)",
+        "run a scenario on two backends and compare (the emulator and fluid by default: root)",
         cmd_crosscheck,
         "-crosscheck",
+    )
+    cc.add_argument(
+        "--backends",
+        default="emulate,fluid",
+        metavar="A,B",
+        help="the two backends to compare, any of emulate, fluid, packet (railbed/backend.py); default emulate,fluid",
     )
 
     pl = sub.add_parser("plot", help="write the standard figures of a results directory (PNG + CSV)")

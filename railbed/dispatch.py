@@ -80,6 +80,10 @@ from railbed.spec import ClusterSpec, Server
 from railbed.topology import Topology
 
 WAKE_PREFIX = "/wake/"
+# A cap under this share of the flow's slower NIC holds the flow on the packet backends (the
+# emulator's agents, ns-3's senders stop writing it): a pacing rate that low stalls a socket long
+# after it is raised. The fluid model's counterpart is a rate of almost nothing (MRTF's floor).
+HOLD_FRACTION = 1e-3
 
 
 class SchedulerError(RuntimeError):

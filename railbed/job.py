@@ -54,7 +54,7 @@ Sub-flows
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
@@ -151,6 +151,14 @@ class Flow(Attributes):
 Item = Task | Flow
 
 
+def batch_tags(tags: Mapping[str, Any] | None, each: Mapping[str, Sequence] | None, k: int) -> dict[str, Any]:
+    """Flow ``k``'s tags in a :meth:`Job.flow_batch`: the shared ones, then its own of ``each``."""
+    out = dict(tags or {})
+    for name, values in (each or {}).items():
+        out[name] = values[k]
+    return out
+
+
 @dataclass
 class Placement:
     """Endpoint name -> :class:`Location`."""
@@ -221,6 +229,21 @@ class Job:
         **attrs: Any,
     ) -> str:
         return self._add(Flow(id, src, dst, int(size), tuple(deps), reveal, tuple(options), **attrs))
+
+    def flow_batch(
+        self, ids: Sequence[str], srcs: Sequence[str], dsts: Sequence[str], sizes, deps: Sequence[Iterable[str]],
+        reveal: str = "upfront", tags: Mapping[str, Any] | None = None, each: Mapping[str, Sequence] | None = None,
+        **attrs: Any,
+    ) -> list[str]:  # fmt: skip
+        """Flows ``ids[k]`` from ``srcs[k]`` to ``dsts[k]`` of ``sizes[k]`` bytes (or ``sizes``, one
+        int for all) after ``deps[k]``, sharing ``reveal``, ``attrs`` and ``tags``, plus the tags
+        of ``each`` (name -> one value per flow). The same as calling :meth:`flow` for each, in
+        order (a generator's bulk form: :class:`workloads.arrays.ArrayJob` makes them faster)."""
+        return [
+            self.flow(i, a, b, sizes if isinstance(sizes, int) else sizes[k], deps[k], reveal,
+                      tags=batch_tags(tags, each, k), **attrs)
+            for k, (i, a, b) in enumerate(zip(ids, srcs, dsts))
+        ]  # fmt: skip
 
     def capacity_of(self, device: str) -> int:
         return self.capacity.get(device, self.default_capacity)

@@ -20,6 +20,9 @@ for the emulator and the simulator so the two can be compared line by line
                share of the port's configured rate it carried in each
                interval (emulator: between tc counter samples; simulator:
                the fluid rates, binned; see ``simulator/series.py``).
+``packet``     the packet backend's own counters (``simulator/packet``): per port drops, ECN
+               marks and queue peaks, TCP retransmissions and timeouts, its settings;
+               empty on the other backends.
 ``analysis``   whether the network matters in this run: the network-free
                makespan and ``max_speedup``, the critical path and the
                share of it spent on communication, coflow overlap per
@@ -89,6 +92,7 @@ class RunResult:
     wall_seconds: float = 0.0
     link_series: dict[str, list[tuple[float, float, float]]] = field(default_factory=dict)
     analysis: dict[str, Any] = field(default_factory=dict)
+    packet: dict[str, Any] = field(default_factory=dict)
 
     # ----------------------------------------------------------- derived
     def flow_completion_times(self) -> dict[str, float]:
@@ -199,7 +203,7 @@ def comparison_table(results: list[RunResult]) -> str:
     out = [head, "-" * len(head)]
     for r in results:
         its = list(r.iterations.values()) or [r.makespan]
-        if r.backend == "simulator":
+        if r.backend in ("simulator", "packet"):
             fid = "n/a (simulated)"
         else:
             fid = "ok" if r.fidelity.get("ok", True) else "BROKEN"

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 from railbed.job import Job
+from railbed.results import fmt_time
 
 
 def _effective(generator: str, args: dict[str, Any]) -> dict[str, Any]:
@@ -56,6 +57,8 @@ def _fullgraph(args: dict[str, Any]) -> list[str]:
 
 def _requests(args: dict[str, Any]) -> list[str]:
     a = _effective("requests", args)
+    if a.get("duration") is not None:  # a steady state: arrivals for a time, requests = load x duration
+        return [a["preset"], f"{fmt_time(float(a['duration']))} of arrivals per load"]
     return [a["preset"], f"{a['requests']:,} requests per load"]
 
 
@@ -72,7 +75,40 @@ def _a2a(args: dict[str, Any]) -> list[str]:
     return [f"all-to-all of {a['n']}", _plural(a["iterations"], "iteration")]
 
 
+def _graph(dataset: str, scale: float) -> str:
+    return f"{dataset} ({'full-size graph' if scale == 1 else f'graph at scale {scale:g}'})"
+
+
+def _cagnet(args: dict[str, Any]) -> list[str]:
+    a = _effective("gnn_cagnet", args)
+    servers = -(-a["gpus"] // a["gpus_per_server"])
+    return [_graph(a["dataset"], a["scale"]), f"{_plural(a['gpus'], 'GPU')} on {_plural(servers, 'server')}",
+            _plural(a["layers"], "layer"), f"hidden {a['hidden']}", _plural(a["epochs"], "epoch")] + (
+            ["point-to-point sends"] if a["p2p"] else [])  # fmt: skip
+
+
+def _g3(args: dict[str, Any]) -> list[str]:
+    a = _effective("gnn_hybrid", args)
+    return [_graph(a["dataset"], a["scale"]) + f", {a['model']}", _plural(a["workers"], "worker"),
+            _plural(a["layers"], "layer"), f"hidden {a['hidden']}", f"bins of {a['bin_size']:,} nodes",
+            _plural(a["epochs"], "epoch")]  # fmt: skip
+
+
+def _epoch(args: dict[str, Any]) -> list[str]:
+    from workloads.graphs import dataset
+
+    a = _effective("gnn_epoch", args)
+    layers = len(a["fanout"] or dataset(a["dataset"]).fanout)
+    batches = f"first {_plural(a['batches'], 'batch')} per server".replace("batchs", "batches") if a["batches"] else (
+        "every batch")  # fmt: skip
+    return [_graph(a["dataset"], a["scale"]), _plural(a["servers"], "server"), _plural(layers, "layer"),
+            f"hidden {a['hidden']}", f"batch {a['batch']}", batches, _plural(a["epochs"], "epoch")]  # fmt: skip
+
+
 DESCRIBERS: dict[str, Callable[[dict[str, Any]], list[str]]] = {
+    "gnn_cagnet": _cagnet,
+    "gnn_hybrid": _g3,
+    "gnn_epoch": _epoch,
     "moe_training": _moe,
     "gnn_training": _gnn,
     "gnn_fullgraph": _fullgraph,

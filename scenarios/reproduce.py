@@ -116,7 +116,10 @@ from scenarios.claims import (
     verdict,
 )
 
-PAPERS = ("platform", "mechanisms", "dgtp", "hermod", "leo", "dgcl", "unbuilt")
+PAPERS = (
+    "platform", "mechanisms", "dgtp", "hermod", "leo", "dgcl", "distdgl", "bytegnn", "sancus", "adagl", "dgs", "g3",
+    "unbuilt",
+)  # fmt: skip
 HERE = Path(__file__).resolve().parent
 BEGIN, END = "<!-- reproduce:begin -->", "<!-- reproduce:end -->"
 SECTION = re.compile(r"^<!-- reproduce:section (\w+)((?: --[\w-]+)*) -->$", re.M)
@@ -270,11 +273,21 @@ def room(run: RunResult | None) -> str:
         parts.append(f"max speedup {speedup:.3g}x")
     overlap = analysis.get("overlap")
     if isinstance(overlap, dict):
-        pairs = overlap.get("pairs", overlap)
-        shares = sorted(((v, k) for k, v in pairs.items() if isinstance(v, (int, float))), reverse=True)
+        pairs = _overlap_pairs(overlap)
+        shares = sorted(((v, k) for k, v in pairs.items() if isinstance(v, (int, float)) and v > 0), reverse=True)
         if shares:
             parts.append("overlap " + ", ".join(f"{k} {100 * v:.0f} %" for v, k in shares[:2]))
     return "; ".join(parts) or "n/a"
+
+
+def _overlap_pairs(overlap: dict) -> dict[str, float]:
+    """``"a/b"`` -> share, from :func:`railbed.analysis.overlap`'s symmetric ``share[a][b]`` (each
+    pair once, in its ``types`` order); a mapping already by pair is read as it is."""
+    share = overlap.get("share")
+    if not isinstance(share, dict):
+        return overlap.get("pairs", overlap)
+    types = list(overlap.get("types") or share)
+    return {f"{a}/{b}": share.get(a, {}).get(b) for i, a in enumerate(types) for b in types[i:]}
 
 
 # ------------------------------------------------------------------ report

@@ -8,9 +8,12 @@ A scenario is YAML (``railbed run scenario.yaml``)::
       generator: hybrid_parallel
       args: {dp: 4, pp: 2, microbatches: 2, gradient: 16MB, activation: 4MB, fwd: 1ms, bwd: 2ms}
     # job: {file: saved-job.json}      # ... or a saved job (replay)
-    schedulers:                        # names, or {name, args, label}: one scheduler, several settings
+    schedulers:                        # names, or {name, args, label, job}: one scheduler, several settings
       - fifo
       - {name: small-first, args: {limit: 2}, label: small-first-2}
+      # - {name: fifo, label: metis, job: {partitioner: metis}}   # a variant: this run's job takes these
+      #                                  # generator arguments over job.args (a system whose data differs),
+      #                                  # or {generator: NAME, args: {...}}: a job of its own
     policy: dscp-priority              # tc policy (tc_policies.plan.POLICIES): dscp-priority | fifo
     scale: 400                         # k; default: chosen for this machine
     latency: auto                      # auto | netem | agents
@@ -19,6 +22,8 @@ A scenario is YAML (``railbed run scenario.yaml``)::
     timeout: 600                       # real seconds per scheduler run
     flow_progress: 0.01                # model s between the emulator's reports of flow bytes (0: off)
     capture: [rail0:rail0-eth2]        # tcpdump on these ports during each run (emulator/capture.py)
+    backend: packet                    # the backend ``railbed simulate`` uses without --backend (default fluid)
+    packet: {buffer: 100, ecn: 20, tcp: dctcp}  # the packet backend's settings (simulator/packet/options.py)
     loads: [1e6, 2e6, 4e6]             # an offered-load sweep: the generator's ``load`` argument takes each
                                        # value; every scheduler runs at every load, as ``<label>@<load>``
 
@@ -29,9 +34,9 @@ once), one after the other; ``railbed simulate`` runs them on a simulator
 :func:`run_on` a backend of :data:`railbed.backend.BACKENDS`. The
 results directory gets ``scenario.yaml``, ``cluster.yaml``, ``job.json`` (replayable), ``<label>/result.json`` and
 ``<label>/summary.txt`` per run (a scheduler's label is its name unless the
-scenario gives one), ``comparison.txt`` and ``index.json`` (makespan per
-run), ``provenance.json`` (code, command, machine, k, package versions,
-seeds: ``railbed/provenance.py``) and, unless ``--no-plots``, the standard
+scenario gives one; ``<label>/job.json`` for a run with its own job),
+``comparison.txt`` and ``index.json`` (makespan per run), ``provenance.json``
+(code, command, machine, k, package versions, seeds: ``railbed/provenance.py``) and, unless ``--no-plots``, the standard
 figures in ``figures/`` (``railbed/plots.py``) and each run's
 ``trace.json``, ``flows.csv``, ``tasks.csv`` and ``links.csv``
 (``railbed/export.py``). A scenario with ``loads`` (LEO's request streams)
@@ -74,7 +79,7 @@ from workloads import generate
 
 KEYS = {
     "name", "cluster", "job", "schedulers", "policy", "scale", "latency", "trace", "strict", "timeout",
-    "flow_progress", "capture", "loads",
+    "flow_progress", "capture", "loads", "backend", "packet",
 }  # fmt: skip
 
 
@@ -95,7 +100,10 @@ class Scenario:
     capture: Any = None  # emulator.capture.CaptureSpec
     loads: list[float] | None = None  # offered loads (the generator's ``load``), one run per scheduler each
     jobs: list[Job] | None = None  # the job at each load
+    variants: dict[str, Job] | None = None  # run label -> its own job (a scheduler entry's ``job`` overrides)
     arrays: tuple[str, dict] | None = None  # (generator, args) of a job too large for a Job: built as arrays
+    backend: str | None = None  # the backend's canonical name (decoded by railbed.backend), None: not given
+    packet: Any = None  # simulator.packet.options.PacketOptions
 
     def options(self, scale: float | None = None, progress: Callable[[str], None] | None = None) -> RunOptions:
         """The scenario's settings as a backend reads them (``scale``: the command line's, else the scenario's)."""
@@ -109,17 +117,22 @@ class Scenario:
             strict=self.strict,
             flow_progress=self.flow_progress,
             capture=self.capture,
+            packet=self.packet,
         )
 
     def points(self, specs: list[SchedulerSpec]) -> list[tuple[SchedulerSpec, Job]]:
         """(scheduler, job) of every run: each scheduler on the job, or at each load (``label@load``)."""
         if not self.loads:
-            return [(spec, self.job) for spec in specs]
+            return [(spec, self.job_of(spec)) for spec in specs]
         return [
             (SchedulerSpec(spec.name, spec.args, f"{spec.run_label}@{load:g}"), job)
             for load, job in zip(self.loads, self.jobs or [])
             for spec in specs
         ]
+
+    def job_of(self, spec: SchedulerSpec) -> Job:
+        """The job ``spec``'s run takes: its variant's when its entry overrides job arguments."""
+        return (self.variants or {}).get(spec.run_label, self.job)
 
     @classmethod
     def load(cls, path: str | Path, arrays: bool = False) -> Scenario:
@@ -146,6 +159,7 @@ class Scenario:
         big = bool(arrays) and not loads and _array_job(data["job"], always=arrays == "always")
         job = jobs[0] if jobs else None if big else _job(data["job"], base)
         specs = _scheduler_specs(data["schedulers"])
+        variants = _variants(specs, data["job"], base, bool(loads) or big)
         policy = _choice(data.get("policy", "dscp-priority"), "policy", tuple(POLICIES))
         latency = _choice(data.get("latency", "auto"), "latency", ("auto", "netem", "agents"))
         return cls(
@@ -164,7 +178,10 @@ class Scenario:
             capture=_capture(data.get("capture"), cluster),
             loads=loads,
             jobs=jobs,
+            variants=variants,
             arrays=(data["job"]["generator"], data["job"].get("args") or {}) if big else None,
+            backend=scenario_backend(data),
+            packet=_packet(data.get("packet")),
         )
 
 
@@ -200,6 +217,39 @@ def _job(value: Any, base: Path) -> Job:
         except SpecError as exc:
             raise SpecError(f"job.{exc.field}" if exc.field != "job" else "job.file", exc.message) from None
     return generate(value["generator"], value.get("args"), "job")
+
+
+def _variants(specs: list[SchedulerSpec], job: Any, base: Path, refused: bool) -> dict[str, Job] | None:
+    """Run label -> its job, for the scheduler entries with a ``job:``: arguments over the
+    scenario's ``job.args`` (``{partitioner: metis}``), or a whole generated job of its own
+    (``{generator: NAME, args: {...}}``: another system's job on the same cluster). Not with
+    ``loads`` or a job built as arrays (``refused``); overrides need the scenario's job generated."""
+    out = {}
+    for i, spec in enumerate(specs):
+        if not spec.job:
+            continue
+        where = f"schedulers[{i}].job"
+        if refused:
+            raise SpecError(where, "job overrides cannot be combined with loads or a job built as arrays")
+        if "generator" in spec.job:
+            unknown = set(spec.job) - {"generator", "args"}
+            if unknown:
+                raise SpecError(f"{where}.{sorted(unknown)[0]}", "unknown key (known: generator, args)")
+            name, args, prefix = spec.job["generator"], spec.job.get("args") or {}, f"{where}.args."
+        else:
+            if not isinstance(job, dict) or "generator" not in job:
+                raise SpecError(where, "job overrides need a generated job (job: {generator, args}), not a file")
+            base_args = job.get("args") or {}
+            if not isinstance(base_args, dict):
+                raise SpecError("job.args", f"expected a mapping of argument to value, got {describe(base_args)}")
+            name, args, prefix = job["generator"], {**base_args, **spec.job}, f"{where}."
+        try:
+            out[spec.run_label] = generate(name, args, "job")
+        except SpecError as exc:
+            field = exc.field.replace("job.args.", prefix, 1) if exc.field.startswith("job.args.") else exc.field
+            field = field.replace("job.generator", f"{where}.generator", 1)
+            raise SpecError(field, exc.message) from None
+    return out or None
 
 
 def _array_job(value: Any, always: bool = False) -> bool:
@@ -245,6 +295,19 @@ def _choice(value: Any, field: str, choices: tuple[str, ...]) -> str:
     if not isinstance(value, str) or value not in choices:
         raise SpecError(field, f"must be one of {', '.join(choices)}, got {describe(value)}")
     return value
+
+
+def scenario_backend(data: Any) -> str | None:
+    """The scenario's ``backend`` as its canonical name (``railbed.backend`` decodes it), or None."""
+    if not isinstance(data, dict) or data.get("backend") is None:
+        return None
+    return get_backend(data["backend"], "backend").name
+
+
+def _packet(raw: Any):
+    from simulator.packet.options import parse_packet  # pure: no ns-3
+
+    return parse_packet(raw)
 
 
 def _capture(raw: Any, cluster: ClusterSpec):
@@ -351,13 +414,15 @@ def preflight(
     if sc.job is not None:
         check_pins(sc.job, sc.cluster)
     for i, spec in enumerate(specs if sc.job is not None else ()):
-        sched, name = make(spec, f"schedulers[{i}]"), spec.run_label
+        sched, name, job = make(spec, f"schedulers[{i}]"), spec.run_label, sc.job_of(spec)
+        if job is not sc.job:
+            check_pins(job, sc.cluster)
         try:
-            sched.check(sc.job, sc.cluster)
+            sched.check(job, sc.cluster)
         except SpecError as exc:
             raise SpecError(f"job.{exc.field}", f"{exc.message} (read by {name})") from None
         try:
-            check_placement(sc.job, sc.cluster, sched.place(sc.job.public(), sc.cluster))
+            check_placement(job, sc.cluster, sched.place(job.public(), sc.cluster))
         except SchedulerError as exc:
             raise SpecError(f"schedulers[{i}]", f"{name} cannot place this job: {exc}") from None
     _check_out(out_dir)
@@ -376,9 +441,9 @@ def preflight(
 def _check_rules(sc: Scenario, specs: list[SchedulerSpec], backend: Backend) -> None:
     """A backend that calls no hooks during the run needs each scheduler's ``rule`` for every flow."""
     for i, spec in enumerate(specs if sc.job is not None else ()):
-        sched = make(spec)
-        placement = sched.place(sc.job.public(), sc.cluster)
-        for flow in sc.job.flows:
+        sched, job = make(spec), sc.job_of(spec)
+        placement = sched.place(job.public(), sc.cluster)
+        for flow in job.flows:
             if sched.rule(flow, placement, sc.cluster) is None:
                 why = f"{spec.run_label} has no rule for flow {flow.id} (Scheduler.rule): {backend.name} calls no hooks"
                 raise SpecError(f"schedulers[{i}]", why)
@@ -401,6 +466,9 @@ def results_dir(sc: Scenario, out_dir: Path, write_inputs: bool = True):
         (out_dir / "cluster.yaml").write_text(yaml.safe_dump(sc.cluster.to_dict(), sort_keys=False))
         if sc.job is not None:  # a job built as arrays is its scenario's generator and args (scenario.yaml)
             sc.job.save(out_dir / "job.json")
+        for label, job in (sc.variants or {}).items():  # a run's own job: <label>/job.json
+            (out_dir / label).mkdir(exist_ok=True)
+            job.save(out_dir / label / "job.json")
     try:
         yield out_dir
     except BaseException as exc:
@@ -541,28 +609,30 @@ def crosscheck_scenario(
     scale: float | None = None,
     schedulers: list[str] | None = None,
     plots: bool = True,
+    sides: tuple[Backend, Backend] | None = None,
 ) -> list:
-    """Run the scenario on the emulator and on the simulator; compare each scheduler's two results.
+    """Run the scenario on two backends (``sides``; default the emulator, then ``fluid``) and
+    compare each scheduler's two results.
 
-    Writes everything :func:`run_scenario` writes, ``<label>/simulated.json``,
-    ``crosscheck.txt`` and ``crosscheck.json``; returns the
+    Writes everything :func:`run_on` writes for the first side, the second side's result as
+    ``<label>/simulated.json``, ``crosscheck.txt`` and ``crosscheck.json``; returns the
     :class:`simulator.crosscheck.Crosscheck` per scheduler."""
     from simulator.crosscheck import compare
 
-    emulated = run_scenario(sc, out_dir, echo=echo, scale=scale, schedulers=schedulers, plots=False)
+    first, second = sides or (get_backend("emulate"), get_backend("fluid"))
+    results = run_on(first, sc, out_dir, echo, scale, schedulers, plots=False)
     checks = []
-    fluid = get_backend("fluid")
     with results_dir(sc, out_dir, write_inputs=False):
-        for spec, result in zip(_selected(sc, schedulers), emulated):
-            echo(f"simulating {spec.run_label} ...")
-            simulated = fluid.run(sc.job, make(spec), sc.cluster, sc.options(progress=echo))
-            simulated.save(out_dir / spec.run_label / "simulated.json")
-            checks.append(compare(result, simulated))
+        for spec, result in zip(_selected(sc, schedulers), results):
+            echo(f"running {spec.run_label} on {second.name} ...")
+            other = second.run(sc.job_of(spec), make(spec), sc.cluster, sc.options(progress=echo))
+            other.save(out_dir / spec.run_label / "simulated.json")
+            checks.append(compare(result, other))
         text = "\n\n".join(c.report() for c in checks)
-        (out_dir / "crosscheck.txt").write_text(text + "\n")
+        (out_dir / "crosscheck.txt").write_text(f"{first.name} vs {second.name}\n\n{text}\n")
         (out_dir / "crosscheck.json").write_text(json.dumps([c.to_dict() for c in checks], indent=1) + "\n")
     echo("")
-    echo("emulator vs simulator")
+    echo(f"{first.name} vs {second.name}")
     echo(text)
     if plots:
         write_figures(out_dir, echo)

@@ -19,6 +19,7 @@ from typing import Any
 
 from railbed.errors import SpecError
 from railbed.scheduler import HOLD, Decision, RunView, Scheduler
+from schedulers.cagnet import SCHEDULERS as _CAGNET
 from schedulers.dgcl import SCHEDULERS as _DGCL
 from schedulers.dgtp import Dgtp, DgtpLiteral, DgtpOes, DgtpPlace, DistDgl, DistDglPrefetch, Mrtf, OmCoflow
 from schedulers.example import SmallFirst
@@ -43,15 +44,19 @@ REGISTRY: dict[str, type[Scheduler]] = {
 REGISTRY.update({cls.name: cls for cls in _HERMOD})  # seed 004, chapter 5
 REGISTRY.update({cls.name: cls for cls in _LEO})  # seed 004, chapter 6
 REGISTRY.update({cls.name: cls for cls in _DGCL})  # seed 002
+REGISTRY.update({cls.name: cls for cls in _CAGNET})  # seed 001, SANCUS
 
 
 @dataclass(frozen=True)
 class SchedulerSpec:
-    """A scheduler as a scenario names it: registered ``name``, constructor ``args``, run ``label``."""
+    """A scheduler as a scenario names it: registered ``name``, constructor ``args``, run ``label``,
+    and ``job``: overrides of the scenario's job generator arguments for this run (a variant of the
+    system whose data differs: a partitioner, a staleness policy; see :mod:`scenarios.runner`)."""
 
     name: str
     args: Mapping[str, Any] = field(default_factory=dict)
     label: str | None = None
+    job: Mapping[str, Any] = field(default_factory=dict)
 
     @property
     def run_label(self) -> str:
@@ -64,17 +69,20 @@ def scheduler_spec(entry: Any, where: str) -> SchedulerSpec:
         return SchedulerSpec(entry)
     if not isinstance(entry, Mapping):
         raise SpecError(where, f"expected a scheduler name or {{name, args, label}}, got {type(entry).__name__}")
-    unknown = set(entry) - {"name", "args", "label"}
+    unknown = set(entry) - {"name", "args", "label", "job"}
     if unknown:
-        raise SpecError(f"{where}.{sorted(map(str, unknown))[0]}", "unknown key (known: name, args, label)")
+        raise SpecError(f"{where}.{sorted(map(str, unknown))[0]}", "unknown key (known: name, args, label, job)")
     name, args, label = entry.get("name"), entry.get("args") or {}, entry.get("label")
+    job = entry.get("job") or {}
+    if not isinstance(job, Mapping) or not all(isinstance(k, str) for k in job):
+        raise SpecError(f"{where}.job", f"expected a mapping of job argument to value, got {type(job).__name__}")
     if not isinstance(name, str):
         raise SpecError(f"{where}.name", "expected a scheduler name")
     if not isinstance(args, Mapping):
         raise SpecError(f"{where}.args", f"expected a mapping of argument to value, got {type(args).__name__}")
     if label is not None and (not isinstance(label, str) or not label or "/" in label):
         raise SpecError(f"{where}.label", "expected a non-empty name without '/'")
-    return SchedulerSpec(name, dict(args), label)
+    return SchedulerSpec(name, dict(args), label, dict(job))
 
 
 def make(spec: SchedulerSpec, where: str = "scheduler") -> Scheduler:

@@ -145,7 +145,7 @@ MUTANTS = (
     ),
     Mutant(
         "maxmin-skip-class-7",
-        "simulator/maxmin.py",
+        "hwmodels/maxmin.py",
         "for level in range(CLASSES - 1, -1, -1):",
         "for level in range(CLASSES - 2, -1, -1):",
         MAXMIN_TESTS,

@@ -39,9 +39,9 @@ if [ ! -x "$VENV/bin/python" ]; then
   mkdir -p "$(dirname "$VENV")"
   "$PY" -m venv "$VENV"
 fi
-say "pip: installing railbed (editable) with test extras"
+say "pip: installing railbed (editable) with the test and packet (ns-3) extras"
 "$VENV/bin/python" -m pip install -q --upgrade pip >/dev/null
-"$VENV/bin/python" -m pip install -q -e "$REPO[test]"
+"$VENV/bin/python" -m pip install -q -e "$REPO[test,packet]"
 ln -sf "$VENV/bin/railbed" /usr/local/bin/railbed
 say "railbed installed: $(command -v railbed)"
 if [ "${RAILBED_SKIP_DOCTOR:-0}" != 1 ]; then

@@ -9,6 +9,8 @@
   to ``fluid`` where it runs; it also takes a job built as arrays
   (:class:`workloads.arrays.ArrayJob`), returning a result without per-item records and
   writing the items to ``run_dir/items.npz``.
+* ``packet`` (:data:`PACKET`): :mod:`simulator.packet`, the Dispatcher's run carried by ns-3
+  (TCP connections, strict-priority drop-tail queues); ns-3 is imported when a run starts.
 """
 
 from __future__ import annotations
@@ -74,9 +76,36 @@ class FluidRules(ModelBackend):
         return result
 
 
+class Packet(ModelBackend):
+    """ns-3 carries the packets (:mod:`simulator.packet`); the Dispatcher and every hook as ``fluid``."""
+
+    name = "packet"
+    summary = "packet-level simulation on ns-3: TCP, drop-tail strict-priority queues, ECN (railbed[packet])"
+    # max_gpus: the rail-optimized all-to-all of bench/bench_packet.py measured here (docs/packet.md)
+    capabilities = Capabilities(packets=True, max_gpus=64)  # host models: the Dispatcher times legs
+
+    def check(self, cluster: ClusterSpec, options: RunOptions) -> None:
+        """ns-3 installed (without importing it: 10 s), the cluster within the address plan."""
+        from railbed.topology import Topology
+        from simulator.packet.engine import require
+        from simulator.packet.fabric import check_fits
+
+        require()
+        check_fits(Topology(cluster))
+        return None
+
+    def run(self, job: Job, scheduler: Scheduler, cluster: ClusterSpec, options: RunOptions) -> RunResult:
+        from simulator.packet.run import simulate_packets
+
+        return simulate_packets(
+            job, scheduler, cluster, options.policy, options.packet, options.progress, options.analysis
+        )
+
+
 # max_gpus: one Hermod training iteration measured (bench/bench_simulator.py, bench/bench_compact.py)
 FLUID = Fluid("fluid", "the flow-level simulator: every scheduler hook, max-min rates in numba", NumbaNetwork, 8192)
 FLUID_REFERENCE = Fluid(
     "fluid-reference", "fluid over the plain-Python network: the slow, obviously correct twin", ReferenceNetwork, 1024
 )
 FLUID_RULES = FluidRules()
+PACKET = Packet()

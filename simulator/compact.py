@@ -48,10 +48,14 @@ Its slow twin is :func:`simulator.simulate` itself: ``tests/test_compact.py``
 runs random jobs and the MoE generator's under ``megatron``, ``lina``,
 ``hermod`` (with its Alg. 3 splits), ``hermod-intra`` and more on both and
 requires every item's (and sub-flow's) ready, start and end times to be
-equal. What it does not do (those runs need :func:`simulator.simulate`):
-splits other than gated ones of sub-flows between the original's ends,
-re-rating, wake-ups, ``on_done``, path options and intra-host models, the
-per-link time series (``link_series``).
+equal; ``tests/test_differential.py`` runs random jobs on random clusters of every
+fabric under every registered scheduler it supports against ``fluid-reference`` (the
+Dispatcher over the plain-Python network). ``rule`` and ``gate_split`` get each flow as
+``on_ready`` would see it (a ``hidden`` size stays ``None``). What it does not do (those
+runs need :func:`simulator.simulate`): splits other than gated ones of sub-flows between the
+original's ends, wake-ups, path options and intra-host models, the per-link time series
+(``link_series``); a scheduler with its own ``on_flows_changed`` (re-rating), ``on_done`` or
+``choose_path`` (:data:`UNCALLED_HOOKS`), or without a rule, is refused before ``place``.
 
 **Jobs as arrays** (issue 14: Mixtral-8x22B at 8192 GPUs is 27 million items,
 about 22 GB as a :class:`Job`): :func:`compact_arrays` makes the same
@@ -59,7 +63,7 @@ about 22 GB as a :class:`Job`): :func:`compact_arrays` makes the same
 (:func:`workloads.moe.moe_arrays`), with numpy; its results are arrays
 (:meth:`CompactResult.save_items`, :func:`load_items`) and a record-less
 :class:`RunResult` (:meth:`CompactResult.summary_result`). Item indices are
-int32 in the kernel's work arrays (about 60 bytes per item there).
+int32 in the kernel's work arrays (about 16 bytes per item there: the work lists grow as needed).
 """
 
 from __future__ import annotations
@@ -71,7 +75,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 from numba import njit
 
-from railbed.dispatch import SchedulerError, check_acyclic, check_conservation, check_placement
+from railbed.dispatch import RunStalled, SchedulerError, check_acyclic, check_conservation, check_placement
 from railbed.errors import SpecError
 from railbed.job import Flow, Job, Placement, Task, attrs_of
 from railbed.results import ItemRecord, RunResult
@@ -290,6 +294,7 @@ def compact(job: Job, scheduler: Scheduler, cluster: ClusterSpec, policy: str | 
     options, intra-host models) and when the scheduler has no rule for a flow."""
     job = job.validate()
     _refuse_host_models(cluster)
+    _refuse_without_rules(scheduler, job, cluster)
     topology = Topology(cluster)
     fabric = Fabric(topology)
     placement = scheduler.place(job.public(), cluster)
@@ -304,7 +309,7 @@ def compact(job: Job, scheduler: Scheduler, cluster: ClusterSpec, policy: str | 
         if isinstance(item, Flow):
             if item.options:
                 raise SpecError(f"items.{item.id}.options", "the compact engine has no path options")
-            rule = _checked_rule(scheduler, scheduler.rule(item, placement, cluster), item.id)
+            rule = _checked_rule(scheduler, scheduler.rule(_as_offered(item), placement, cluster), item.id)
             rules[k] = rule
             if rule.gate is not None:
                 gates.setdefault(rule.gate, []).append(k)
@@ -406,11 +411,37 @@ def _types_and_coflows(items: list) -> tuple[np.ndarray, list[str], np.ndarray]:
     return ctype, types, coflow
 
 
+def _as_offered(flow: Flow) -> Flow:
+    """The flow as ``on_ready`` sees it in the Dispatcher (its view's job, :meth:`Job.public`,
+    with ``on_ready`` sizes revealed by then): a ``hidden`` size stays ``None``. ``rule`` and
+    ``gate_split`` stand for ``on_ready``, so they get this, never a size it could not read."""
+    return replace(flow, size=None) if flow.reveal == "hidden" else flow
+
+
 def _refuse_host_models(cluster: ClusterSpec) -> None:
     for s in cluster.servers:
         if s.host is not None:
             why = f"server {s.name} has a hardware model ({s.host.kind}); the compact engine has none"
             raise SpecError("servers", why)
+
+
+UNCALLED_HOOKS = ("on_flows_changed", "on_done", "choose_path")  # hooks the compact engine never calls
+
+
+def _refuse_without_rules(scheduler: Scheduler, job: Job, cluster: ClusterSpec) -> None:
+    """Before ``place`` (which may be long, or fail on a job the scheduler was not made for):
+    a scheduler that decides in a hook the engine never calls (a ``rule`` stands for
+    ``on_ready`` only), or keeps the base ``rule``, which is ``None`` exactly when it decides
+    in its hooks (the base tells without a placement)."""
+    mine = type(scheduler)
+    for hook in UNCALLED_HOOKS:
+        if getattr(mine, hook) is not getattr(Scheduler, hook):
+            why = f"{scheduler.name} has its own {hook}, which the compact engine never calls"
+            raise SpecError("scheduler", f"{why}: run it on the fluid backend")
+    if mine.rule is Scheduler.rule:
+        flow = next((it for it in job.items.values() if isinstance(it, Flow)), None)
+        if flow is not None:
+            _checked_rule(scheduler, Scheduler.rule(scheduler, flow, None, cluster), flow.id)
 
 
 def _checked_rule(scheduler: Scheduler, rule: Rule | None, what: str) -> Rule:
@@ -469,7 +500,7 @@ def _gate_subs(taken, items, gates: dict[str, list[int]], scheduler: Scheduler, 
     seen: set[str] = set()
     for g, (name, members) in enumerate(gates.items()):
         flows = [items[k] for k in members]
-        split = scheduler.gate_split(flows, placement, cluster)
+        split = scheduler.gate_split([_as_offered(f) for f in flows], placement, cluster)
         who = f"{scheduler.name}: gate_split of {name}"
         where = {f.id: k for f, k in zip(flows, members)}
         if not isinstance(split, Split) or set(split.parts) != set(where):
@@ -522,7 +553,7 @@ def compact_arrays(
     fabric = Fabric(topology)
     in_skeleton = {aj.reps[c][0]: aj.rep_flow(c) for c in range(len(aj.reps))}
     placement = _place_skeleton(aj, in_skeleton, scheduler, cluster)
-    rules = [scheduler.rule(in_skeleton[h], placement, cluster) for h, _ in aj.reps]
+    rules = [scheduler.rule(_as_offered(in_skeleton[h]), placement, cluster) for h, _ in aj.reps]
     gated_classes = [c for c, r in enumerate(rules) if r is not None and r.gate is not None]
     members = np.zeros(0, np.int64)
     if gated_classes:  # their flows join the skeleton: the scheduler learns the gates' members
@@ -532,7 +563,7 @@ def compact_arrays(
         again = _place_skeleton(aj, in_skeleton, scheduler, cluster)
         if again.locations != placement.locations:
             raise SpecError("scheduler", f"{scheduler.name} places the skeleton with the gated flows differently")
-        rules = [scheduler.rule(in_skeleton[h], placement, cluster) for h, _ in aj.reps]
+        rules = [scheduler.rule(_as_offered(in_skeleton[h]), placement, cluster) for h, _ in aj.reps]
     classes = np.array(dscp_classes(policy), dtype=np.int64)
     nic_base = np.cumsum([0] + [s.nics for s in cluster.servers])
     locs = [placement[e] for e in aj.endpoints]
@@ -681,7 +712,7 @@ def _add_gates(cj, aj, flows, scheduler, placement, cluster, topology, fabric, c
     Sub-flow ids are checked against each other and the gated flows' (not all 27 million)."""
     gates: dict[str, list[int]] = {}
     for k, f in flows.items():
-        rule = scheduler.rule(f, placement, cluster)
+        rule = scheduler.rule(_as_offered(f), placement, cluster)
         if rule is None or rule.gate is None:
             raise SpecError("scheduler", f"{scheduler.name}: flow {f.id} is not gated like its rule class")
         gates.setdefault(rule.gate, []).append(k)
@@ -745,11 +776,12 @@ def _add_gates(cj, aj, flows, scheduler, placement, cluster, topology, fabric, c
     cj.ids = Ids(cj.ids.blob + b"".join(raw), np.concatenate([cj.ids.offsets, ends]))
 
 
-def run_compact(cj: CompactJob, analysis: bool = False) -> CompactResult:
+def run_compact(cj: CompactJob, analysis: bool = False, work: int = 1024) -> CompactResult:
     """Run a :class:`CompactJob` in ``_run_kernel`` (see the module docstring). ``analysis``:
     measure contention during the run and fill :attr:`CompactResult.analysis` (the
     network-free run, :func:`network_free_run`, and, for jobs up to
-    :data:`MAX_ANALYSIS_ITEMS`, the critical path and the coflow overlap)."""
+    :data:`MAX_ANALYSIS_ITEMS`, the critical path and the coflow overlap). ``work``: the
+    first length of the kernel's work lists (they double when full; the tests start at 1)."""
     t0 = time.perf_counter()
     n = cj.items
     ready = np.full(n, np.nan)
@@ -773,14 +805,14 @@ def run_compact(cj: CompactJob, analysis: bool = False) -> CompactResult:
         cj.missing.copy(), cj.dep_ptr, cj.dep_idx, cj.device_cap, cj.route_links, cj.route_hops, cj.route_latency,
         cj.link_cap, nholds, cj.gate, cj.gate_size, cj.gate_sub, cj.parent, cj.children, ready, start, end,
         link_bits, link_peak, stats, analysis, ftype, meter.hit, meter.total, meter.load,
-        meter.mask, meter.top,
+        meter.mask, meter.top, meter.nhit, meter.ntot, meter.classes, work,
     )  # fmt: skip
     if code == 1:
         raise RuntimeError(f"compact engine: {n - stats[2]} items unfinished and nothing pending (a bug)")
     if code == 2:
         raise RuntimeError(f"compact engine: active flows have no rate and nothing else is pending ({cj.name})")
     if code == 3:
-        raise RuntimeError(f"compact engine: the scheduler's rules hold every ready item and nothing runs ({cj.name})")
+        raise RunStalled(f"compact engine: the scheduler's rules hold every ready item and nothing runs ({cj.name})")
     makespan = float(np.nanmax(end)) if n else 0.0
     run = CompactResult(
         cj, ready, start, end, makespan, int(stats[0]), int(stats[1]), int(stats[3]), int(stats[4]), link_bits,
@@ -930,6 +962,16 @@ def _grow1(a, fill):  # pragma: no cover - numba
 
 
 @njit(cache=True)
+def _room(a, need):  # pragma: no cover - numba
+    """``a``, or a copy at least twice as long if it is shorter than ``need``."""
+    if need <= a.shape[0]:
+        return a
+    new = np.zeros(max(need, 2 * a.shape[0]), a.dtype)
+    new[: a.shape[0]] = a
+    return new
+
+
+@njit(cache=True)
 def _grow_net(flow_links, nhops, sprio, scap, rem, rates, act, state, finished, slot_item, free, fin_items):
     """Twice the network's slots (as NumbaNetwork._alloc); the new slots are free."""  # pragma: no cover
     old = rem.shape[0]
@@ -978,7 +1020,8 @@ def _start_flow(i, now, kind, start_t, local, nlocal, started, nstarted, any_rul
 def _run_kernel(
     kind, device, duration, route, bits, prio, cap, key, bar, queued, nic, missing, dep_ptr, dep_idx, device_cap,
     route_links, route_hops, route_latency, link_cap, nnics, gate, gate_size, gate_sub, parent, children, ready_t,
-    start_t, end_t, link_bits, link_peak, stats, metered, ftype, m_hit, m_total, m_load, m_mask, m_top,
+    start_t, end_t, link_bits, link_peak, stats, metered, ftype, m_hit, m_total, m_load, m_mask, m_top, m_nhit,
+    m_ntot, m_classes, work,
 ):  # fmt: skip  # pragma: no cover - numba
     """The whole run (module docstring). Returns 0, or 1 (nothing pending), 2 (no progress), 3 (stalled).
     ``metered``: measure contention (simulator.contention.meter_step) by the items' type ids ``ftype``."""
@@ -988,9 +1031,19 @@ def _run_kernel(
     big = np.iinfo(np.int64).max
     # item indices in int32 (27 million items at 8192 GPUs: 4 bytes less per item and array)
     # timers: (time, seq) -> item; an item has at most one timer at a time
-    ht = np.zeros(max(n, 1))
-    hs = np.zeros(max(n, 1), np.int64)
-    hi = np.zeros(max(n, 1), np.int32)
+    # work lists start small and double when full (_room): at 8192 GPUs, sized per item, they
+    # were 1.2 GB (27 million items) where a few thousand entries are in use at a time
+    n0 = 0
+    ntasks = 0
+    for i in range(n):
+        if missing[i] == 0:
+            n0 += 1
+        if kind[i] == TASK:
+            ntasks += 1
+    w0 = max(n0, work, 1)
+    ht = np.zeros(w0)
+    hs = np.zeros(w0, np.int64)
+    hi = np.zeros(w0, np.int32)
     hsize = 0
     seq = 0
     # device FIFO queues as linked lists
@@ -1009,7 +1062,8 @@ def _run_kernel(
     gcount = np.zeros(gate_size.shape[0], np.int32)
     gsplit = np.zeros(gate_size.shape[0], np.bool_)
     kids_left = children.copy()
-    subready = np.zeros(max(n, 1) if has_gates else 1, np.int32)
+    nsubs = n - gate_sub[0] if has_gates else 0  # sub-flows (items gate_sub[0]..)
+    subready = np.zeros(max(nsubs, 1), np.int32)
     nsub = 0
     any_rule = False
     any_queued = False
@@ -1043,13 +1097,13 @@ def _run_kernel(
     lcount = np.zeros(nlinks, np.int64)
     link_load = np.zeros(nlinks)
     # work lists
-    held = np.zeros(max(n, 1), np.int32)
-    held2 = np.zeros(max(n, 1), np.int32)
+    held = np.zeros(w0, np.int32)
+    held2 = np.zeros(w0, np.int32)
     nheld = 0
-    readyl = np.zeros(max(n, 1), np.int32)
-    started = np.zeros(max(n, 1), np.int32)
-    local = np.zeros(max(n, 1), np.int32)
-    waits = np.zeros(max(n, 1), np.int32)
+    readyl = np.zeros(w0, np.int32)
+    started = np.zeros(w0, np.int32)
+    local = np.zeros(w0, np.int32)
+    waits = np.zeros(max(ntasks, 1), np.int32)  # tasks started in one settling: at most all
     touched = np.zeros(max(ndev, 1), np.int64)
     done = 0
     events = 0
@@ -1123,7 +1177,8 @@ def _run_kernel(
                 if metered:
                     meter_step(
                         link_cap, flow_links, nhops, sprio, scap, rates, act, nact, finished, nfin, sftype, dirty,
-                        scont, t - now, m_hit, m_total, m_load, m_mask, m_top,
+                        scont, t - now, m_hit, m_total, m_load, m_mask, m_top, m_nhit, m_ntot,
+                        m_classes,
                     )  # fmt: skip
                 dirty = nfin > 0
             steps += 1
@@ -1159,6 +1214,7 @@ def _run_kernel(
             end_t[i] = now
             done += 1
             while True:  # i's dependents; then, if i was its original's last sub-flow, the original's
+                readyl = _room(readyl, nready + dep_ptr[i + 1] - dep_ptr[i])
                 for e in range(dep_ptr[i], dep_ptr[i + 1]):
                     j = dep_idx[e]
                     missing[j] -= 1
@@ -1180,6 +1236,11 @@ def _run_kernel(
         # ------------------------------------------------ Dispatcher._settle(now, ready, freed)
         if nready > 1:
             readyl[:nready] = np.sort(readyl[:nready])
+        held = _room(held, nheld + nready)
+        held2 = _room(held2, nheld + nready)
+        # flows started in this settling: the held ones, the sub-flows ready, those of gates split
+        started = _room(started, nheld + nready + nsub + nsubs)
+        local = _room(local, nheld + nready + nsub + nsubs)
         for x in range(nready):
             i = readyl[x]
             ready_t[i] = now
@@ -1294,6 +1355,9 @@ def _run_kernel(
             stats[0], stats[1], stats[2] = events, steps, done
             return 3
         # ------------------------------------------------ its actions, in order (Simulation._do)
+        if hsize + nstarted + nwaits + nlocal > ht.shape[0]:
+            need = hsize + nstarted + nwaits + nlocal
+            ht, hs, hi = _room(ht, need), _room(hs, need), _room(hi, need)
         for x in range(nstarted):
             i = started[x]
             r = route[i]

@@ -3,7 +3,7 @@
 The ``contention`` field of a run's analysis (``railbed/analysis.py``,
 issue 22): the time-weighted share of network flows that were rate-limited
 by a link they shared with a flow of another coflow type. The simulator
-knows each flow's rate from max-min (:mod:`simulator.maxmin`), so between
+knows each flow's rate from max-min (:mod:`hwmodels.maxmin`), so between
 two rate computations a flow ``f`` of type ``a`` counts as contended when
 
 * it is below its cap (a capped flow is limited by its cap), and
@@ -32,7 +32,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from simulator.maxmin import CLASSES
+from hwmodels.maxmin import CLASSES
 
 TYPES = 64  # type ids 0..63 (a bit each in a link's mask of the types it carries)
 SAT = 1e-9  # a link within this factor of its capacity is saturated; a rate within it of a cap, capped
@@ -41,23 +41,30 @@ SAT = 1e-9  # a link within this factor of its capacity is saturated; a rate wit
 @njit(cache=True)
 def meter_step(
     link_cap, flow_links, nhops, prio, cap, rates, act, n_act, finished, n_fin, ftype, recompute, contended, dt,
-    hit, total, load, mask, top,
+    hit, total, load, mask, top, nhit, ntot, classes,
 ):  # fmt: skip  # pragma: no cover - numba
     """Account ``dt`` seconds of the flows ``act[:n_act]`` and ``finished[:n_fin]`` (slots).
 
     With ``recompute`` (their rates were just computed) each one's ``contended`` flag is set
-    first (module docstring); ``hit[type]`` and ``total[type]`` gain ``dt`` per contended and
-    per active flow. ``load``, ``mask`` (per link) and ``top`` (per link and class) are scratch."""
+    (module docstring) and ``ntot[type]``, ``nhit[type]`` count the flows and the contended
+    ones; ``total[type]`` and ``hit[type]`` gain ``dt`` times those counts. Without it the flows
+    are those of the last step that recomputed (rates change only when the flow set or a cap
+    does, and the callers recompute then), so the counts stand and a step costs the types,
+    not the flows. ``load``, ``mask`` (per link: the types with a rate), ``classes`` (per link:
+    the classes present, whose ``top`` entries are set) and ``top`` (per link and class: the
+    most a flow of that class gets on the link) are scratch."""
     n = n_act + n_fin
     if recompute:
+        for ty in range(ntot.shape[0]):
+            ntot[ty] = 0
+            nhit[ty] = 0
         for i in range(n):
             f = act[i] if i < n_act else finished[i - n_act]
             for h in range(nhops[f]):
                 lk = flow_links[f, h]
                 load[lk] = 0.0
                 mask[lk] = 0
-                for c in range(top.shape[1]):
-                    top[lk, c] = 0.0
+                classes[lk] = 0
         for i in range(n):
             f = act[i] if i < n_act else finished[i - n_act]
             r = rates[f]
@@ -66,9 +73,12 @@ def meter_step(
                 load[lk] += r
                 if r > 0.0:
                     mask[lk] |= np.int64(1) << ftype[f]
-                for c in range(prio[f], top.shape[1]):  # the most any flow of class <= c gets on lk
-                    if r > top[lk, c]:
-                        top[lk, c] = r
+                bit = np.int64(1) << prio[f]
+                if classes[lk] & bit == 0:
+                    classes[lk] |= bit
+                    top[lk, prio[f]] = r
+                elif r > top[lk, prio[f]]:
+                    top[lk, prio[f]] = r
         for i in range(n):
             f = act[i] if i < n_act else finished[i - n_act]
             r = rates[f]
@@ -77,20 +87,23 @@ def meter_step(
                 other = ~(np.int64(1) << ftype[f])
                 for h in range(nhops[f]):
                     lk = flow_links[f, h]
-                    if (
-                        load[lk] >= link_cap[lk] * (1.0 - SAT)
-                        and (mask[lk] & other) != 0
-                        and r >= top[lk, prio[f]] * (1.0 - SAT)
-                    ):
-                        hit_f = True
-                        break
+                    if load[lk] >= link_cap[lk] * (1.0 - SAT) and (mask[lk] & other) != 0:
+                        best = 0.0  # the most any flow of f's class or a lower one gets on lk
+                        for c in range(prio[f] + 1):
+                            if classes[lk] & (np.int64(1) << c) != 0 and top[lk, c] > best:
+                                best = top[lk, c]
+                        if r >= best * (1.0 - SAT):
+                            hit_f = True
+                            break
             contended[f] = hit_f
+            ntot[ftype[f]] += 1
+            if hit_f:
+                nhit[ftype[f]] += 1
     if dt > 0.0:
-        for i in range(n):
-            f = act[i] if i < n_act else finished[i - n_act]
-            total[ftype[f]] += dt
-            if contended[f]:
-                hit[ftype[f]] += dt
+        for ty in range(ntot.shape[0]):
+            if ntot[ty] > 0:
+                total[ty] += dt * ntot[ty]
+                hit[ty] += dt * nhit[ty]
 
 
 def step_reference(capacity, paths, prio, cap, rates, ftype) -> list[bool]:
@@ -111,7 +124,7 @@ def step_reference(capacity, paths, prio, cap, rates, ftype) -> list[bool]:
 def contended(capacity, paths, prio, cap, rates, ftype) -> np.ndarray:
     """``meter_step``'s flags for one set of flows (the public face of the kernel, with
     :func:`step_reference`'s signature): which flows are contended at these ``rates``."""
-    from simulator.maxmin import pack_paths
+    from hwmodels.maxmin import pack_paths
 
     n = len(paths)
     flow_links, nhops = pack_paths(paths)
@@ -122,19 +135,23 @@ def contended(capacity, paths, prio, cap, rates, ftype) -> np.ndarray:
     meter_step(
         link_cap, flow_links, nhops, np.asarray(prio, np.int64), np.asarray(cap, np.float64),
         np.asarray(rates, np.float64), act, n, np.zeros(0, np.int64), 0, np.asarray(ftype, np.int64), True, flags,
-        0.0, m.hit, m.total, m.load, m.mask, m.top,
+        0.0, m.hit, m.total, m.load, m.mask, m.top, m.nhit, m.ntot, m.classes,
     )  # fmt: skip
     return flags
 
 
 class Meter:
-    """Accumulators of one run: ``hit`` and ``total`` flow-seconds per type id, scratch per link."""
+    """Accumulators of one run: ``hit`` and ``total`` flow-seconds per type id, the flows and the
+    contended ones per type at the last recomputation (``nhit``, ``ntot``), scratch per link."""
 
     def __init__(self, nlinks: int) -> None:
         self.hit = np.zeros(TYPES)
         self.total = np.zeros(TYPES)
+        self.nhit = np.zeros(TYPES, np.int64)
+        self.ntot = np.zeros(TYPES, np.int64)
         self.load = np.zeros(max(nlinks, 1))
         self.mask = np.zeros(max(nlinks, 1), np.int64)
+        self.classes = np.zeros(max(nlinks, 1), np.int64)
         self.top = np.zeros((max(nlinks, 1), CLASSES))
 
     def add(self, hit: float, total: float, ftype: int) -> None:

@@ -3,10 +3,10 @@
 Two engines with one interface:
 
 * :class:`NumbaNetwork` keeps flows in slot arrays and runs ``advance_kernel`` (rates
-  with :func:`simulator.maxmin.maxmin_kernel` when the flow set or a cap changed,
+  with :func:`hwmodels.maxmin.maxmin_kernel` when the flow set or a cap changed,
   the earliest finish, every flow's remaining bits moved on) in numba;
 * :class:`ReferenceNetwork` does the same with a dict of flows and
-  :func:`simulator.maxmin.maxmin_reference`: slow and plain, the oracle the
+  :func:`hwmodels.maxmin.maxmin_reference`: slow and plain, the oracle the
   tests compare the numba engine with.
 
 The caller (:mod:`simulator.run`) owns the clock and the timers (task ends,
@@ -32,8 +32,8 @@ import math
 import numpy as np
 from numba import njit
 
+from hwmodels.maxmin import EPS, maxmin_kernel, maxmin_reference
 from simulator.contention import Meter, meter_step, step_reference
-from simulator.maxmin import EPS, maxmin_kernel, maxmin_reference
 
 
 class NoProgress(RuntimeError):
@@ -220,7 +220,7 @@ class NumbaNetwork:
             meter_step(
                 self.link_cap, self.flow_links, self.nhops, self.prio, self.cap, self.rates, self.act, n,
                 self.finished, nfin, self.ftype, recompute, self.contended, t - now, m.hit, m.total, m.load, m.mask,
-                m.top,
+                m.top, m.nhit, m.ntot, m.classes,
             )  # fmt: skip
         self.dirty = nfin > 0
         self._fresh = False

@@ -18,7 +18,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def test_names_old_spellings_and_unknown_names():
-    assert BACKENDS.names() == ("emulate", "fluid", "fluid-reference", "fluid-rules")
+    assert BACKENDS.names() == ("emulate", "fluid", "fluid-reference", "fluid-rules", "packet")
     for old, new in (("numba", "fluid"), ("reference", "fluid-reference"), ("compact", "fluid-rules")):
         assert backend(old) is backend(new) and backend(new).name == new
         assert new in BACKENDS.note(old)
@@ -31,7 +31,7 @@ def test_names_old_spellings_and_unknown_names():
 def test_capabilities_say_what_each_backend_models():
     caps = {name: backend(name).capabilities for name in BACKENDS.names()}
     assert [n for n, c in caps.items() if c.needs_root] == ["emulate"]
-    assert [n for n, c in caps.items() if c.packets] == ["emulate"]
+    assert [n for n, c in caps.items() if c.packets] == ["emulate", "packet"]
     assert [n for n, c in caps.items() if c.array_jobs] == ["fluid-rules"]
     assert [n for n, c in caps.items() if not c.hooks] == ["fluid-rules"]
     assert all(c.max_gpus > 0 for c in caps.values())

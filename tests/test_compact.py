@@ -96,6 +96,21 @@ def test_hermod_splits_ep_coflows_between_servers_the_same_on_both_engines(seed,
     assert sum(len(slow.items[i].children or ()) for i in probe.matched) == len(subs)
 
 
+@pytest.mark.parametrize("seed", range(8))
+def test_the_kernels_work_lists_grow_without_changing_a_time(seed):
+    """The kernel's work lists (timers, held, ready, started) start at one entry and double when
+    full: every item's times, the link totals and the contention equal those of a run whose
+    lists never grow (MoE jobs, Hermod's gated splits among them)."""
+    rng = random.Random(700 + seed)
+    job, spec = random_moe_job(rng)
+    cj = compact(job, by_name(["hermod", "megatron", "lina", "hermod-intra"][seed % 4]), spec)
+    big, small = run_compact(cj, analysis=True, work=10**6), run_compact(cj, analysis=True, work=1)
+    for f in ("ready", "start", "end", "link_bits", "link_peak"):
+        assert np.array_equal(getattr(big, f), getattr(small, f)), f
+    assert (big.events, big.steps) == (small.events, small.steps) and big.events > 1
+    assert big.analysis["contention"] == small.analysis["contention"]
+
+
 @pytest.mark.parametrize("name", ["megatron", "lina", "hermod"])
 def test_the_scenario_layout_agrees_with_ep_across_servers(name):
     """The full scenarios' layout at small scale: TP 8, EP 8 over DP 8 with Megatron's expert
@@ -317,6 +332,45 @@ def test_moe_arrays_compact_to_the_same_arrays_as_the_job(seed):
     )  # fmt: skip
     for name in RULED + ["hermod-intra"]:  # hermod: gated EP coflows between servers, when EP crosses them
         same_compact_job(compact(job, by_name(name), spec), compact_arrays(aj, by_name(name), spec))
+
+
+def test_flow_batch_makes_the_flows_flow_makes_one_by_one():
+    """``flow_batch`` (the generators' bulk form) equals ``flow`` called per flow, on a Job and on
+    an ArrayJob: shared and per-flow tags (``each``), a class first met inside the batch, a placeholder."""
+    from workloads.arrays import ArrayJob
+
+    def fill(job, batch):
+        for e, s in (("a", 0), ("b", 0), ("c", 1)):
+            job.endpoint(e, Location(s, "gpu0", 0))
+        first = job.forward("f.1") if hasattr(job, "forward") else "f.1"
+        ids, src, dst, sizes = ["f.0", "f.1", "f.2", "f.3"], ["a", "a", "b", "a"], ["b", "c", "c", "c"], [1, 2, 3, 4]
+        deps = [[first], [], [], []]
+        tags = [{"pass": "F", "ep": [0, 1]}, {"pass": "F", "ep": [0, 2]}, {"pass": "F", "ep": [1, 2]}]
+        attrs = dict(coflow="c0", coflow_type="EP", iteration=1, layer=2)
+        f0 = "f.0" if isinstance(job, Job) else 0  # a handle: the id in a Job, the index in an ArrayJob
+        if batch:
+            job.flow_batch(ids[:2] + ids[3:], src[:2] + src[3:], dst[:2] + dst[3:], sizes[:2] + sizes[3:],
+                           deps[:2] + deps[3:], reveal="on_ready", tags={"pass": "F"},
+                           each={"ep": [t["ep"] for t in tags]}, **attrs)  # fmt: skip
+            job.flow_batch(ids[2:3], src[2:3], dst[2:3], sizes[2:3], deps[2:3], reveal="on_ready", tags={"pass": "B"},
+                           each={"bucket": [5]}, **attrs)  # fmt: skip
+            job.flow_batch(["g.0", "g.1"], ["c", "b"], ["a", "a"], 7, [[f0], []], tags={"dp_phase": "rs"},
+                           coflow_type="DP")  # fmt: skip
+        else:
+            for k in (0, 1, 3):
+                job.flow(ids[k], src[k], dst[k], sizes[k], deps[k], reveal="on_ready", tags=tags[min(k, 2)], **attrs)
+            job.flow("f.2", "b", "c", 3, [], reveal="on_ready", tags={"pass": "B", "bucket": 5}, **attrs)
+            job.flow("g.0", "c", "a", 7, [f0], tags={"dp_phase": "rs"}, coflow_type="DP")
+            job.flow("g.1", "b", "a", 7, [], tags={"dp_phase": "rs"}, coflow_type="DP")
+        return job
+
+    one, many = fill(Job("j"), False), fill(Job("j"), True)
+    assert list(one.items.values()) == list(many.items.values())
+    a, b = fill(ArrayJob("j"), False).finish(), fill(ArrayJob("j"), True).finish()
+    assert list(a.ids) == list(b.ids) and a.reps == b.reps and a.coflow_names == b.coflow_names
+    for col in ("kind", "a", "b", "value", "rclass", "crc", "dep_count", "deps", "iteration", "coflow"):
+        assert np.array_equal(getattr(a, col), getattr(b, col)), col
+    assert list(a.rclass[:4]) == [0, 1, 1, 2] and a.deps[0] == 1  # EP flows share a class; f.1 resolved
 
 
 def test_moe_arrays_at_the_scenario_layout_and_interleaved():

@@ -6,8 +6,8 @@ import random
 
 import pytest
 
+from hwmodels.maxmin import maxmin_reference
 from simulator.contention import contended, step_reference
-from simulator.maxmin import maxmin_reference
 
 INF = math.inf
 

@@ -569,3 +569,20 @@ def test_swaps_keep_every_machine_within_capacity():
         if new is not None:
             assert alg.violation(alg.usage(new, demands, 4), capacity) == 0
             assert sorted(new) == sorted(y) or sum(a != b for a, b in zip(new, y)) == 1
+
+
+def test_max_min_under_oes_caps_gives_every_flow_its_cap():
+    """The fast evaluator's premise (schedulers/dgtp_eval.py): on a single switch a flow contends on
+    its source's egress and its destination's ingress, OES's caps never over-fill them, so the one
+    max-min solver (hwmodels.maxmin, as the simulator runs it) gives every flow exactly its cap."""
+    from hwmodels.maxmin import maxmin, maxmin_reference
+
+    rng = random.Random(5)
+    for _ in range(300):
+        m = rng.randint(2, 6)
+        bw = [rng.choice([1e9, 1e10, 2.5e10, rng.uniform(1e8, 1e11)]) for _ in range(m)]
+        flows = [tuple(rng.sample(range(m), 2)) for _ in range(rng.randint(1, 24))]
+        caps = alg.oes_rates(flows, bw, bw)
+        links = [[s, m + d] for s, d in flows]
+        for solve in (maxmin, maxmin_reference):
+            assert list(solve(bw + bw, links, [0] * len(flows), caps)) == caps

@@ -212,12 +212,15 @@ generator_args = st.dictionaries(
     field(st.one_of(st.integers(0, 6), st.sampled_from(["1ms", "2MB", "rail", None, {"PP": 46, "DP": 0}]))),
     max_size=5,
 )
+job_overrides = st.dictionaries(st.sampled_from(["n", "size", "x"]), scalars, max_size=2)
 scheduler_entry = st.one_of(
     st.sampled_from(["fifo", "tag-priority", "small-first", "nope"]),
     maybe_dict(
         {
             "name": field(st.sampled_from(["fifo", "small-first"])),
             "args": field(st.dictionaries(st.text(max_size=6), scalars, max_size=2)),
+            "label": field(st.sampled_from(["v1", "v2", "", "a/b", 3])),
+            "job": field(st.one_of(job_overrides, anything)),
         }
     ),
 )

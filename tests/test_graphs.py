@@ -131,7 +131,8 @@ def test_partitioners_differ_on_a_community_graph(community):
     cut = {name: edge_cut(g, p) for name, p in parts.items()}
     assert cut["metis"] < 0.5 * cut["hash"] and cut["metis-mc"] < 0.5 * cut["hash"]
     assert abs(cut["contiguous"] - cut["hash"]) < 0.03  # shuffled ids: ranges are no better than hashing
-    assert all(np.bincount(p, minlength=4).min() > 0.9 * g.n / 4 for p in parts.values())  # balanced
+    balanced = ("contiguous", "hash", "metis", "metis-mc", "g3", "bytegnn")  # adagl trades balance; the literal
+    assert all(np.bincount(parts[n], minlength=4).min() > 0.9 * g.n / 4 for n in balanced)  # ByteGNN does not
     share = {n: home_share(sampled_bytes(g, parts[n], 4, (5, 5), 40, trials=3)) for n in ("hash", "metis")}
     assert share["metis"] > share["hash"] + 0.2 and abs(share["hash"] - 0.25) < 0.05
     remote = {n: remote_vertices(g, parts[n], 4).sum() for n in ("hash", "metis")}

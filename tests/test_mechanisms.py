@@ -67,16 +67,3 @@ def test_the_simulator_gives_the_hand_computed_time(simulated, name, scheduler):
     mech = by_name(name)
     expected = mech.expected(mech.source())[scheduler]
     assert simulated[name][scheduler] == pytest.approx(expected, rel=1e-9)
-
-
-def test_issue_25_records_what_hermod_gives_today(simulated):
-    """Issue 25 (PP and DP of microbatch 0, the DP flow in flight first): Hermod's order (MID, then
-    CType: PP before DP) should give pp-first's strict 17.364848 ms, and the xfail(strict) case
-    pp-dp-same-microbatch-hermod above says it does not. Today both classes get MID level 7, one
-    DSCP class, and share the link fairly: megatron's 21.547272 ms."""
-    got = simulated["pp-dp-same-microbatch"]
-    chain = chain_numbers(by_name("pp-dp-same-microbatch").source())
-    assert got["pp-first"] == pytest.approx(chain["strict"], rel=1e-9)
-    assert got["megatron"] == pytest.approx(chain["fair"], rel=1e-9)
-    if got["hermod"] != pytest.approx(chain["fair"], rel=1e-9):
-        pytest.skip("hermod no longer gives the fair time: issue 25 fixed, drop this test and the xfail")

@@ -51,3 +51,21 @@ def test_qpi_contention_falls_as_dgcl_table3():
     assert per_gpu[0] == pytest.approx(9.56 * GB, rel=1e-3)  # one GPU gets the whole QPI
     assert all(a > b for a, b in zip(per_gpu, per_gpu[1:]))
     assert per_gpu[3] == pytest.approx(9.56 * GB / 4, rel=1e-3)
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_the_transfer_model_is_the_simulators_fluid_network(seed):
+    """One max-min solver (hwmodels.maxmin): the transfer model's finish times are those of the
+    simulator's network (ReferenceNetwork: one class, no caps) advanced flow end by flow end."""
+    from simulator.network import ReferenceNetwork
+
+    rng = np.random.default_rng(100 + seed)
+    cap, paths, bits = random_instance(rng, int(rng.integers(1, 8)), int(rng.integers(1, 12)))
+    net = ReferenceNetwork(cap, max_hops=8)
+    slot = {net.add(tuple(p), 0, None, b): f for f, (p, b) in enumerate(zip(paths, bits)) if p and b > 0}
+    want, now = np.zeros(len(paths)), 0.0
+    while net.active:
+        now, done = net.advance(now, float("inf"))
+        for s in done:
+            want[slot[s]] = now
+    np.testing.assert_allclose(fluid_finish_times(cap, paths, bits), want, rtol=1e-12, atol=0)

@@ -18,7 +18,10 @@ from railbed.job import Job
 from railbed.safeload import describe, key_name
 from railbed.units import parse_duration, parse_size
 from workloads.gnn import gnn_training
+from workloads.gnn_cagnet import gnn_cagnet
+from workloads.gnn_epoch import gnn_epoch
 from workloads.gnn_fullgraph import gnn_fullgraph
+from workloads.gnn_hybrid import gnn_hybrid
 from workloads.llm import hybrid_parallel
 from workloads.mechanisms import leo_toll, oes_incast, pp_chain, relay_allgather
 from workloads.moe import item_estimate as _moe_items
@@ -32,6 +35,9 @@ GENERATORS: dict[str, Callable[..., Job]] = {
     "all_to_all": all_to_all,
     "gnn_training": gnn_training,
     "gnn_fullgraph": gnn_fullgraph,
+    "gnn_cagnet": gnn_cagnet,
+    "gnn_hybrid": gnn_hybrid,
+    "gnn_epoch": gnn_epoch,
     "moe_training": moe_training,
     "requests": requests,
     "pp_chain": pp_chain,  # the mechanism tests' tiny jobs (workloads/mechanisms.py)
@@ -75,7 +81,26 @@ def _fullgraph_items(gpus=8, layers=2, epochs=1, **_) -> int:
     return epochs * (2 * layers * gpus + 2 * max(0, layers - 1) * gpus * gpus)
 
 
+def _cagnet_items(gpus=8, layers=2, epochs=6, **_) -> int:
+    """gnn_cagnet's items at most: per epoch and layer, forward and backward, p stages of p - 1
+    flows and p SpMMs, p dense products, and a ring all-reduce of 2 (p - 1) p flows."""
+    return epochs * layers * (2 * gpus * (2 * gpus - 1) + 2 * gpus + 2 * (gpus - 1) * gpus)
+
+
+def _hybrid_items(dataset="ogbn-products", workers=16, layers=2, epochs=1, bin_size=5000, scale=0.02, **_) -> int:
+    """gnn_hybrid's items, roughly from above: per epoch and layer, forward and backward, a load and a
+    compute per bin and a flow per (bin, other worker); ring all-reduces of 2 (w - 1) w flows."""
+    from workloads.graphs import DATASETS, dataset_shape
+
+    ds = DATASETS.get({"products": "ogbn-products"}.get(dataset, dataset))
+    nodes = dataset_shape(ds, scale)[0] if ds is not None and isinstance(scale, (int, float)) and scale > 0 else 0
+    bins = nodes // max(1, bin_size) + workers if isinstance(bin_size, int) else workers
+    return epochs * layers * (4 * bins + 2 * bins * (workers - 1) + 2 * (workers - 1) * workers)
+
+
 SIZE_HINTS: dict[str, Callable[..., int]] = {
+    "gnn_hybrid": _hybrid_items,
+    "gnn_cagnet": _cagnet_items,
     "gnn_fullgraph": _fullgraph_items,
     "hybrid_parallel": _hybrid_items,
     "all_to_all": _a2a_items,

@@ -255,8 +255,11 @@ class _Builder:
         return f"p{p}d{d}t{t}"
 
     def plane(self, p: int) -> list[str]:
-        """A stage's ranks in (data, tensor) order, tensor fastest."""
-        return [self.name(p, d, t) for d in range(self.s.dp) for t in range(self.s.tp)]
+        """A stage's ranks in (data, tensor) order, tensor fastest (made once per stage; not to be changed)."""
+        got = self.routes.get(("plane", p))
+        if got is None:
+            got = self.routes[("plane", p)] = [self.name(p, d, t) for d in range(self.s.dp) for t in range(self.s.tp)]
+        return got
 
     def expert_rank(self, p: int, et: int, e: int, ed: int) -> str:
         """The GPU of stage ``p`` at expert-tensor rank ``et``, expert rank ``e``, expert-data
@@ -573,14 +576,15 @@ def _all_to_all(b, it, kind, m, layer, g, group, tokens, what, attrs) -> list[li
     returns, per receiver, the flows into it."""
     into: list[list[str]] = [[] for _ in group]
     coflow = f"i{it}.ep.{what}.l{layer}.m{m}.p{group[0]}"
-    for i, src in enumerate(group):
-        for j, dst in enumerate(group):
-            if i != j and tokens[i, j] > 0:
-                fid = b.job.flow(
-                    f"{coflow}.{i}-{j}", src, dst, int(tokens[i, j]) * b.s.hidden * BYTES, list(b.last[src]),
-                    reveal="on_ready", coflow=coflow, coflow_type="EP", tags={"pass": kind, "ep": [i, j]}, **attrs,
-                )  # fmt: skip
-                into[j].append(fid)
+    pairs = [(i, j) for i in range(len(group)) for j in range(len(group)) if i != j and tokens[i, j] > 0]
+    fids = b.job.flow_batch(
+        [f"{coflow}.{i}-{j}" for i, j in pairs], [group[i] for i, _ in pairs], [group[j] for _, j in pairs],
+        [int(tokens[i, j]) * b.s.hidden * BYTES for i, j in pairs], [list(b.last[group[i]]) for i, _ in pairs],
+        reveal="on_ready", tags={"pass": kind}, each={"ep": [[i, j] for i, j in pairs]}, coflow=coflow,
+        coflow_type="EP", **attrs,
+    )  # fmt: skip
+    for (_, j), fid in zip(pairs, fids):
+        into[j].append(fid)
     return into
 
 
@@ -590,14 +594,11 @@ def _metadata(b, it, m, layer, group, attrs) -> None:
     prev: dict[int, str] = {}
     coflow = f"i{it}.meta.l{layer}.m{m}.p{group[0]}"
     for step in range(n - 1):
-        cur = {}
-        for i, src in enumerate(group):
-            deps = list(b.last[src]) if step == 0 else [prev[(i - 1) % n]]
-            cur[i] = b.job.flow(
-                f"{coflow}.s{step}.r{i}", src, group[(i + 1) % n], b.metadata, deps,
-                coflow=coflow, coflow_type="EP", tags={"metadata": True}, **attrs,
-            )  # fmt: skip
-        prev = cur
+        deps = [list(b.last[src]) if step == 0 else [prev[(i - 1) % n]] for i, src in enumerate(group)]
+        prev = dict(enumerate(b.job.flow_batch(
+            [f"{coflow}.s{step}.r{i}" for i in range(n)], group, group[1:] + group[:1], b.metadata, deps,
+            tags={"metadata": True}, coflow=coflow, coflow_type="EP", **attrs,
+        )))  # fmt: skip
     for i, src in enumerate(group):
         b.last[src] = b.last[src] + [prev[(i - 1) % n]]
 
@@ -699,17 +700,15 @@ def _ring(b: _Builder, it: int, ranks: list[str], nbytes: int, after, bucket, pr
     n, s = len(ranks), b.s
     chunk = -(-nbytes // n)
     prev: dict[int, str] = {}
+    nxt = ranks[1:] + ranks[:1]
     for step in range(2 * (n - 1)):
         phase = ("rs" if step < n - 1 else "ag") if b.zero2 else "ar"
-        cur = {}
-        for i, src in enumerate(ranks):
-            deps = [after[src]] if step == 0 else [prev[(i - 1) % n], prev[i]]
-            cur[i] = b.job.flow(
-                f"{prefix}.s{step}.r{i}", src, ranks[(i + 1) % n], chunk, deps,
-                iteration=it, microbatch=s.microbatches - 1, layer=min(bucket), coflow=prefix,
-                coflow_type="DP", tags={"dp_phase": phase},
-            )  # fmt: skip
-        prev = cur
+        deps = [[after[src]] for src in ranks] if step == 0 else [[prev[(i - 1) % n], prev[i]] for i in range(n)]
+        prev = dict(enumerate(b.job.flow_batch(
+            [f"{prefix}.s{step}.r{i}" for i in range(n)], ranks, nxt, chunk, deps,
+            tags={"dp_phase": phase}, iteration=it, microbatch=s.microbatches - 1, layer=min(bucket), coflow=prefix,
+            coflow_type="DP",
+        )))  # fmt: skip
     return {ranks[(i + 1) % n]: [prev[i]] for i in range(n)}
 
 

@@ -2,9 +2,9 @@
 
 Every partitioner is ``f(graph, parts, seed) -> np.ndarray`` (int32, node ->
 part), registered in :data:`PARTITIONERS`; :func:`partition` looks one up by
-name (a bad name is a :class:`SpecError` naming the field). Later helpers
-add AdaGL (seed 003), BFS blocks (BGL, ByteGNN's Alg. 2) and G3's swap
-refinement here.
+name (a bad name is a :class:`SpecError` naming the field). Partitioners
+of :data:`CAPACITY_AWARE` also take ``capacity`` (the servers' ``P_i``, seed
+003): :func:`partition` passes it to them only.
 
 ``contiguous``
     node ``v`` in part ``v * parts // n``: DistDGL's relabelled ID ranges
@@ -27,6 +27,18 @@ refinement here.
     whatever weights it is given, so this calls ``METIS_PartGraphKway`` of
     the METIS that pymetis's own extension carries, through ctypes, with
     ``ncon`` set (:func:`_metis_kway`).
+
+``g3``
+    G3 (seed 004 §4.3.2): METIS balancing node count and degree sum (eqs.
+    4.1-4.2), then Alg. 2's swaps (:mod:`workloads.g3`), at most 20,000.
+``adagl``
+    AdaGL (seed 003): coarsening, Alg. 2, Alg. 1, refining
+    (:mod:`workloads.adagl`), targets in proportion to ``capacity``.
+``bytegnn``, ``bytegnn-literal``
+    ByteGNN's BFS blocks and Alg. 2 (seed 001 §4.2.3, :mod:`workloads.blocks`),
+    smoothed or as written.
+``hash`` with ``capacity``
+    a fixed hash into shares in proportion to ``P`` (AdaGL §V-B's Hash).
 
 Metrics (all over a node -> part array)
     :func:`edge_cut` (fraction of neighbour-list entries whose ends lie in
@@ -56,8 +68,39 @@ def contiguous(graph: Graph, parts: int, seed: int = 0) -> np.ndarray:
     return (np.arange(graph.n, dtype=np.int64) * parts // graph.n).astype(np.int32)
 
 
-def hash_partition(graph: Graph, parts: int, seed: int = 0) -> np.ndarray:
-    return (np.arange(graph.n, dtype=np.int64) % parts).astype(np.int32)
+def hash_partition(graph: Graph, parts: int, seed: int = 0, capacity=None) -> np.ndarray:
+    """``v mod parts``; with ``capacity`` (P_i), a fixed hash of ``v`` into shares in proportion
+    to ``P`` (AdaGL §V-B: "For both AdaGL and Hash, the heterogeneous server memories are directly
+    taken into account"): the fractional part of ``v`` times the golden ratio, cut at the cumulative
+    shares."""
+    v = np.arange(graph.n, dtype=np.int64)
+    if capacity is None:
+        return (v % parts).astype(np.int32)
+    share = np.cumsum(np.asarray(capacity, float)) / float(np.sum(capacity))
+    u = np.modf(v * 0.6180339887498949)[0]
+    return np.minimum(np.searchsorted(share, u, side="right"), parts - 1).astype(np.int32)
+
+
+def adagl_partition(graph: Graph, parts: int, seed: int = 0, capacity=None) -> np.ndarray:
+    """AdaGL (seed 003, :mod:`workloads.adagl`) with its defaults, targets in proportion to ``capacity``."""
+    from workloads.adagl import adagl
+
+    train = graph.train if graph.train is not None else np.ones(graph.n, dtype=bool)
+    return adagl(graph.indptr, graph.indices, train, parts, capacity, seed=seed)
+
+
+def bytegnn_partition(graph: Graph, parts: int, seed: int = 0) -> np.ndarray:
+    """ByteGNN's BFS blocks and Alg. 2 (seed 001 §4.2.3, :mod:`workloads.blocks`), smoothed."""
+    from workloads.blocks import bytegnn
+
+    return bytegnn(graph.indptr, graph.indices, graph.train, graph.val, graph.test, parts)
+
+
+def bytegnn_literal(graph: Graph, parts: int, seed: int = 0) -> np.ndarray:
+    """ByteGNN's Alg. 2 as written (:mod:`workloads.blocks`)."""
+    from workloads.blocks import bytegnn
+
+    return bytegnn(graph.indptr, graph.indices, graph.train, graph.val, graph.test, parts, smooth=False)
 
 
 def metis(graph: Graph, parts: int, seed: int = 0) -> np.ndarray:
@@ -72,6 +115,27 @@ def metis_multi(graph: Graph, parts: int, seed: int = 0) -> np.ndarray:
         return np.zeros(graph.n, dtype=np.int32)
     indptr, indices = simple_adjacency(graph)
     return _metis_kway(indptr, indices, parts, seed, np.stack(cons, axis=1))
+
+
+def metis_weighted(graph: Graph, parts: int, seed: int, weights: np.ndarray) -> np.ndarray:
+    """METIS k-way balancing every column of ``weights`` (node-major, one constraint per column)."""
+    if parts == 1:
+        return np.zeros(graph.n, dtype=np.int32)
+    indptr, indices = simple_adjacency(graph)
+    return _metis_kway(indptr, indices, parts, seed, np.asarray(weights, dtype=np.int64).reshape(graph.n, -1))
+
+
+def g3(graph: Graph, parts: int, seed: int = 0) -> np.ndarray:
+    """G3 (seed 004 §4.3.2): METIS balancing node count and degree sum (eqs. 4.1-4.2), then
+    Alg. 2's swaps (:func:`workloads.g3.swap_refine`)."""
+    from workloads.g3 import swap_refine
+
+    weights = np.stack([np.ones(graph.n, np.int64), np.maximum(graph.degrees(), 1)], axis=1)
+    start = metis_weighted(graph, parts, seed, weights)
+    return swap_refine(graph.indptr, graph.indices, start, parts, max_swaps=G3_MAX_SWAPS).part
+
+
+G3_MAX_SWAPS = 20_000  # Alg. 2 bounds nothing but a cycle; ours, so a part of millions of nodes ends in seconds
 
 
 def _metis(graph: Graph, parts: int, seed: int, vweights: np.ndarray | None) -> np.ndarray:
@@ -136,15 +200,26 @@ PARTITIONERS: dict[str, Callable[[Graph, int, int], np.ndarray]] = {
     "hash": hash_partition,
     "metis": metis,
     "metis-mc": metis_multi,
+    "g3": g3,
+    "adagl": adagl_partition,
+    "bytegnn": bytegnn_partition,
+    "bytegnn-literal": bytegnn_literal,
 }
+CAPACITY_AWARE = ("hash", "adagl")  # partitioners that take servers' capacities P_i; the others ignore them
 
 
-def partition(name: str, graph: Graph, parts: int, seed: int = 0, field: str = "partitioner") -> np.ndarray:
-    """The node -> part array of partitioner ``name`` (errors name ``field``)."""
+def partition(
+    name: str, graph: Graph, parts: int, seed: int = 0, field: str = "partitioner", capacity=None
+) -> np.ndarray:
+    """The node -> part array of partitioner ``name`` (errors name ``field``); ``capacity`` (P_i per
+    part) reaches the partitioners of :data:`CAPACITY_AWARE` (METIS "does not incorporate the server
+    capacity", seed 003 §V-B)."""
     if not isinstance(name, str) or name not in PARTITIONERS:
         raise SpecError(field, f"unknown partitioner {name!r} (known: {', '.join(PARTITIONERS)})")
     if isinstance(parts, bool) or not isinstance(parts, int) or parts < 1:
         raise SpecError("parts", f"must be a whole number >= 1, got {parts!r}")
+    if capacity is not None and name in CAPACITY_AWARE:
+        return PARTITIONERS[name](graph, parts, seed, capacity=capacity)
     return PARTITIONERS[name](graph, parts, seed)
 
 

@@ -1,6 +1,8 @@
-"""Hermod on the emulator: at the hosts a lower-priority flow on the same NIC waits for a
-higher one (seed 004, §5.4), measured from the agents' reports, and each flow's DSCP is on
-the wire (scapy reads a capture of the sender's NIC).
+"""Hermod on the emulator: under ``hermod-literal`` (one wait per NIC, §5.4 as written) a
+lower-priority flow on the same NIC waits at the host for a higher one, measured from the
+agents' reports; under ``hermod`` (a wait per switch queue) flows of different queues start
+together and the switch's strict priority orders them; each flow's DSCP is on the wire (scapy
+reads a capture of the sender's NIC).
 
 Cluster: 2 servers with one 1 Gbit/s NIC (model) on one switch, k = 10 (100 Mbit/s real).
 The pure side is tests/test_hermod_sim.py (same job, exact times)."""
@@ -44,11 +46,14 @@ def test_lower_priority_waits_at_the_host_and_dscp_is_on_the_wire(tmp_path):
             res = run(three_coflows(), by_name("hermod"), tb)
         finally:
             cap.stop()
+        literal = run(three_coflows(), by_name("hermod-literal"), tb).items
+    # the agents' receive reports: under hermod-literal each flow starts only after the higher one
+    # ended, alone at line rate
+    assert literal["pp0"].end <= literal["pp1"].start + 1e-9 and literal["pp1"].end <= literal["dp"].start + 1e-9
     r = res.items
-    # the agents' receive reports: each flow starts only after the higher one ended, alone at line rate
-    assert r["pp0"].end <= r["pp1"].start + 1e-9 and r["pp1"].end <= r["dp"].start + 1e-9
-    for fid, n in (("pp0", 1), ("pp1", 2), ("dp", 3)):
-        assert r[fid].end == pytest.approx(n * T, rel=0.15), fid
+    for items in (literal, r):  # hermod: strict priority in the network gives the same ends
+        for fid, n in (("pp0", 1), ("pp1", 2), ("dp", 3)):
+            assert items[fid].end == pytest.approx(n * T, rel=0.15), fid
     dscp = {fid: r[fid].dscp for fid in ("pp0", "pp1", "dp")}
     assert dscp["pp0"] > dscp["pp1"] > dscp["dp"]
     seen = set()
