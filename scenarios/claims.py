@@ -238,9 +238,12 @@ NOTE_FIELD = re.compile(r"\{([^{}]*)\}")
 NOTE_FIELDS = (
     "{value}: this row's number; {<id>.value}: another row's; {run:<label>.<metric>}: a metric of a run "
     "this row read; {fidelity:<label>.<key>}, {analysis:<label>.<key>}: numbers of its reports; "
+    "{packet:<label>.<key>}: a packet run's drops, marks, retransmissions or timeouts; "
     "{wall:<label>}: its real time; {arg:<dotted.key>}: the scenario's value"
 )
-_FIELD_FORMS = re.compile(r"value|[a-z0-9-]+\.value|(run|fidelity|analysis):[\w@.+-]+\.\w+|wall:[\w@.+-]+|arg:[\w.]+")
+_FIELD_FORMS = re.compile(
+    r"value|[a-z0-9-]+\.value|(run|fidelity|analysis|packet):[\w@.+-]+\.\w+|wall:[\w@.+-]+|arg:[\w.]+"
+)
 
 
 def check_note(text: str, where: str) -> None:

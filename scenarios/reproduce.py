@@ -30,7 +30,8 @@ Each paper keeps its claims in ``scenarios/<paper>/claims.yaml`` (read by
         backend: simulate                  # simulate (default) | emulate | crosscheck
         engine: fluid-rules                # simulated rows: the simulator backend, fluid (default) |
                                            # fluid-rules (the job built as arrays: the papers' sizes, such
-                                           # rows run only with --full-size); old names numba | compact read
+                                           # rows run only with --full-size) | packet (ns-3: TCP, queues,
+                                           # drops); old names numba | compact read
         scheduler: hermod                  # the run the metric reads
         relative_to: megatron              # the run it is compared with
         metric: iteration_mean             # railbed.metrics.METRICS, or a crosscheck metric
@@ -249,6 +250,10 @@ def fidelity(runs: list[RunResult]) -> str:
     """The emulator's verdict on the runs a row read: ok, BROKEN (why), ``n/a`` without a report."""
     if all(r.backend == "simulator" for r in runs):
         return "simulated"
+    if all(r.backend == "packet" for r in runs):  # no wall clock to check; what the packets met
+        drops = sum(r.packet["drops"] for r in runs)
+        timeouts = sum(r.packet["tcp"]["timeouts"] for r in runs)
+        return f"simulated (packets: {drops:,} drops, {timeouts:,} timeouts)"
     problems, missing = [], False
     for r in runs:
         if r.backend == "simulator":
@@ -401,7 +406,10 @@ def _field(name: str, row: Row, rows: dict[str, Row]) -> str:
         number = metric(run, key)
         return fmt_time(number) if key in ("makespan", "iteration_mean", "iteration_max") or key.startswith(
             ("fct_", "cct_", "request_p")) else f"{number:.4g}"  # fmt: skip
-    number = (run.fidelity if kind == "fidelity" else getattr(run, "analysis", None) or {})[key]
+    if kind == "packet":  # the packet backend's counters: drops, marks, tcp.retransmissions, tcp.timeouts
+        number = {**run.packet, **run.packet["tcp"]}[key]
+    else:
+        number = (run.fidelity if kind == "fidelity" else getattr(run, "analysis", None) or {})[key]
     return f"{number:,}" if isinstance(number, int) else f"{number:.3g}"
 
 

@@ -81,8 +81,9 @@ class Packet(ModelBackend):
 
     name = "packet"
     summary = "packet-level simulation on ns-3: TCP, drop-tail strict-priority queues, ECN (railbed[packet])"
-    # max_gpus: the rail-optimized all-to-all of bench/bench_packet.py measured here (docs/packet.md)
-    capabilities = Capabilities(packets=True, max_gpus=64)  # host models: the Dispatcher times legs
+    # max_gpus: bench/bench_packet.py's Hermod testbed iteration (reduced) at 128 GPUs took 45 s here; a
+    # 128-GPU all-to-all of 1 MB a pair 15-30 min (extrapolated): docs/packet.md, "Speed"
+    capabilities = Capabilities(packets=True, max_gpus=128)  # host models: the Dispatcher times legs
 
     def check(self, cluster: ClusterSpec, options: RunOptions) -> None:
         """ns-3 installed (without importing it: 10 s), the cluster within the address plan."""

@@ -233,6 +233,15 @@ small_cluster = st.sampled_from(
         {"servers": [{"count": 2, "nic_rate": "10Gbit"}], "fabric": {"type": "single_switch"}},
     ]
 )
+packet_doc = maybe_dict(
+    {
+        "buffer": field(st.sampled_from([None, 0, 1, 100, 10**8, True, "64", 1.5])),
+        "host_buffer": field(st.sampled_from([0, 1, 1000, None, -3])),
+        "rto_min": field(st.one_of(st.sampled_from([1e-3, 0, 100, -1, True, "5s", "0.1us"]), unit_strings)),
+        "ecn": field(st.sampled_from([0, 20, -1, 1.5, 10**8, None])),
+        "tcp": field(st.sampled_from(["cubic", "newreno", "dctcp", "bbr", 3])),
+    }
+)
 scenario_doc = st.one_of(
     maybe_dict(
         {
@@ -256,6 +265,8 @@ scenario_doc = st.one_of(
             "strict": field(st.booleans()),
             "timeout": field(st.sampled_from([10, 0, math.nan])),
             "loads": field(st.sampled_from([[1e6, 2e6], [], [1e6, 1e6], [-1], "1e6", [math.inf]])),
+            "backend": field(st.sampled_from(["fluid", "packet", "fluid-rules", "numba", "compact", "ns3", ""])),
+            "packet": field(packet_doc),
         }
     ),
     anything,
@@ -380,5 +391,14 @@ def test_scenario_files_through_preflight(data):
         path.write_bytes(data)
         sc = outcome(Scenario.load, path)
         if isinstance(sc, Scenario):
-            outcome(preflight, sc, sc.schedulers, base / "out", None, False)
+            outcome(preflight, sc, sc.schedulers, base / "out", None, simulator(sc))
             assert not (base / "out").exists()
+
+
+def simulator(sc: Scenario):
+    """The scenario's own backend for the pre-flight when it builds nothing (its checks are
+    pure: the packet backend's address plan, without importing ns-3); else none."""
+    from railbed.backend import backend
+
+    be = backend(sc.backend) if sc.backend else None
+    return be if be is not None and not be.capabilities.needs_root else None

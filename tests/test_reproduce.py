@@ -16,7 +16,18 @@ from railbed.errors import SpecError
 from railbed.metrics import metric
 from railbed.results import RunResult
 from scenarios.claims import Band, fmt, load_claims, verdict
-from scenarios.reproduce import BEGIN, END, PAPERS, fidelity, reproduce, reproduce_paper, room, write_block
+from scenarios.reproduce import (
+    BEGIN,
+    END,
+    PAPERS,
+    fidelity,
+    render_note,
+    reproduce,
+    reproduce_paper,
+    room,
+    write_block,
+)
+from simulator.packet import engine as packet_engine
 
 ROOT = Path(__file__).resolve().parent.parent
 SCENARIO = ROOT / "examples" / "scenarios" / "crosscheck-small.yaml"
@@ -264,6 +275,38 @@ def test_a_row_on_the_compact_engine_reads_the_same_number_as_on_numba(tmp_path)
         with pytest.raises(SpecError) as err:
             load_claims(bad)
         assert err.value.field == "claims[0].engine"
+
+
+@pytest.mark.skipif(not packet_engine.available(), reason="the ns3 package is not installed (railbed[packet])")
+def test_a_row_on_the_packet_backend_runs_there_and_reports_its_drops(tmp_path):
+    """``engine: packet`` on a simulated row: its own run on ns-3 beside the fluid row's, the
+    fidelity cell and ``{packet:...}`` note fields from the packet counters; refused on an emulated row."""
+    row = ("{{claim: c{0}, paper: y, scenario: " + str(SCENARIO) + ", scheduler: tag-priority, relative_to: fifo, "
+           "metric: makespan, quick: {{job.args.gradient: 1MB}}{1}}}")  # fmt: skip
+    papers = tmp_path / "papers"
+    (papers / "dgtp").mkdir(parents=True)
+    note = ", note: 'fifo lost {packet:fifo.drops} ({packet:fifo.timeouts} timeouts)'"
+    (papers / "dgtp" / "claims.yaml").write_text(
+        f"claims:\n  - {row.format(0, '')}\n  - {row.format(1, ', engine: packet' + note)}\n"
+    )
+    _, (fluid, packet) = reproduce_paper("dgtp", tmp_path / "out", True, False, lambda _m: None, papers, plots=False)
+    assert packet.run_dir != fluid.run_dir and packet.claim.engine == "packet"
+    runs = {n: RunResult.load(packet.run_dir / n / "result.json") for n in ("fifo", "tag-priority")}
+    assert {r.backend for r in runs.values()} == {"packet"}
+    change = 100 * (runs["tag-priority"].makespan / runs["fifo"].makespan - 1)
+    assert packet.value == pytest.approx(change) and packet.value != fluid.value
+    drops = sum(r.packet["drops"] for r in runs.values())
+    timeouts = sum(r.packet["tcp"]["timeouts"] for r in runs.values())
+    assert packet.fidelity == f"simulated (packets: {drops:,} drops, {timeouts:,} timeouts)"
+    assert fluid.fidelity == "simulated"
+    assert packet.ran.endswith("; simulated (packet backend); quick") and packet.command.endswith("--backend packet")
+    fifo = runs["fifo"].packet
+    assert render_note(packet, {}) == f"fifo lost {fifo['drops']:,} ({fifo['tcp']['timeouts']:,} timeouts)"
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(f"claims:\n  - {row.format(0, ', engine: packet, backend: emulate')}\n")
+    with pytest.raises(SpecError) as err:
+        load_claims(bad)
+    assert err.value.field == "claims[0].engine"
 
 
 TINY_MOE = """
