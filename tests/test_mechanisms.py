@@ -8,14 +8,11 @@ the expected times come from the hand formulas in
 
 import pytest
 
-from scenarios.mechanisms import MECHANISMS, by_name, chain_numbers, leo_numbers, oes_numbers, relay_numbers, run
+from scenarios.mechanisms import MECHANISMS, by_name, cases, chain_numbers, leo_numbers, oes_numbers, relay_numbers, run
 
 CASES = [
-    pytest.param(
-        m.name, s, id=f"{m.name}-{s}", marks=[pytest.mark.xfail(strict=True, reason=m.today[s])] if s in m.today else []
-    )
-    for m in MECHANISMS
-    for s in m.expected(m.source())
+    pytest.param(name, s, id=f"{name}-{s}", marks=[pytest.mark.xfail(strict=True, reason=why)] if why else [])
+    for name, s, why in cases()
 ]
 
 

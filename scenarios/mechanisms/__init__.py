@@ -218,6 +218,11 @@ MECHANISMS = (
 )  # fmt: skip
 
 
+def cases() -> list[tuple[str, str, str | None]]:
+    """(mechanism, scheduler, why railbed does not give it yet or None) of every case the tests run."""
+    return [(m.name, s, m.today.get(s)) for m in MECHANISMS for s in m.expected(m.source())]
+
+
 def by_name(name: str) -> Mechanism:
     return next(m for m in MECHANISMS if m.name == name)
 

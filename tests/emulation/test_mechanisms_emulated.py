@@ -10,14 +10,11 @@ mechanism. Two servers (five for oes-incast) at 8 Gbit/s model, k = 100
 
 import pytest
 
-from scenarios.mechanisms import MECHANISMS, by_name, run
+from scenarios.mechanisms import by_name, cases, run
 
 CASES = [
-    pytest.param(
-        m.name, s, id=f"{m.name}-{s}", marks=[pytest.mark.xfail(strict=True, reason=m.today[s])] if s in m.today else []
-    )
-    for m in MECHANISMS
-    for s in m.expected(m.source())
+    pytest.param(name, s, id=f"{name}-{s}", marks=[pytest.mark.xfail(strict=True, reason=why)] if why else [])
+    for name, s, why in cases()
 ]
 
 
