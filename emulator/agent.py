@@ -1,7 +1,7 @@
 """Traffic agent: one process per emulated server, inside its namespace.
 
 Started by the run-time (:mod:`emulator.runtime`) as
-``python -m emulator.agent --server S --control PATH``. It connects to the
+``python -m emulator.agent --server S --control PATH --tcp NAME``. It connects to the
 controller's Unix socket (never the emulated data network) and speaks JSON
 lines. Commands (controller -> agent):
 
@@ -39,7 +39,9 @@ lines. Commands (controller -> agent):
     re-mark a live flow (``IP_TOS`` on its socket: packets sent from now on).
 ``{"op": "quit"}``
 
-Events (agent -> controller): ``hello`` (data listener ready), ``conn`` (a
+Events (agent -> controller): ``hello`` (data listener ready; ``tcp``: the
+congestion control the kernel reports for it, which ``--tcp`` sets on every
+socket the agent makes or accepts), ``conn`` (a
 persistent connection was opened), ``waited``,
 ``held`` (``n``, ``bytes``: the
 flow's payload the kernel had queued but not sent when the hold came),
@@ -65,6 +67,7 @@ import sys
 import time
 
 SO_MAX_PACING_RATE = getattr(socket, "SO_MAX_PACING_RATE", 47)
+TCP_CONGESTION = getattr(socket, "TCP_CONGESTION", 13)
 DATA_PORT = 7000
 HEADER = struct.Struct("!QQ")
 ZERO_FILE_BYTES = 8 << 20
@@ -104,8 +107,11 @@ def _zero_file() -> int:
 
 
 class Agent:
-    def __init__(self, server: int, control: str, port: int, trace: float, progress: float = 0.0) -> None:
+    def __init__(
+        self, server: int, control: str, port: int, trace: float, progress: float = 0.0, tcp: str = ""
+    ) -> None:
         self.server = server
+        self.tcp = tcp
         self.control = control
         self.port = port
         self.trace = trace
@@ -122,6 +128,11 @@ class Agent:
         self.background: set[asyncio.Task] = set()
         self.pool: dict[tuple, socket.socket] = {}  # persistent connections by (src, dst, tos, mark)
         self.locks: dict[tuple, asyncio.Lock] = {}
+
+    def tcp_socket(self, sock: socket.socket) -> None:
+        """The run's congestion control on ``sock`` (a namespace's default is the host's)."""
+        if self.tcp:
+            sock.setsockopt(socket.IPPROTO_TCP, TCP_CONGESTION, self.tcp.encode())
 
     def emit(self, **event) -> None:
         assert self.writer is not None
@@ -216,6 +227,7 @@ class Agent:
             try:
                 if sock is None:
                     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+                    self.tcp_socket(sock)
                     sock.setsockopt(socket.IPPROTO_IP, socket.IP_TOS, key[2])
                     sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
                     if key[3]:
@@ -248,6 +260,7 @@ class Agent:
         try:
             settings = self.settings[fid]
             sock.setsockopt(socket.IPPROTO_IP, socket.IP_TOS, settings["tos"])
+            self.tcp_socket(sock)
             if cmd.get("mark"):  # pins the flow to one spine (policy routing by mark)
                 sock.setsockopt(socket.SOL_SOCKET, socket.SO_MARK, int(cmd["mark"]))
             if settings["pace"]:
@@ -337,12 +350,14 @@ class Agent:
     async def main(self) -> int:
         listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.tcp_socket(listener)  # accepted connections inherit it
         listener.bind(("0.0.0.0", self.port))
         listener.listen(4096)
         listener.setblocking(False)
         reader, self.writer = await asyncio.open_unix_connection(self.control)
         self.spawn(self.accept_loop(listener))
-        self.emit(ev="hello", server=self.server, pid=os.getpid())
+        tcp = listener.getsockopt(socket.IPPROTO_TCP, TCP_CONGESTION, 16).rstrip(b"\0").decode()
+        self.emit(ev="hello", server=self.server, pid=os.getpid(), tcp=tcp)
         while True:
             line = await reader.readline()
             if not line:
@@ -406,8 +421,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--port", type=int, default=DATA_PORT)
     p.add_argument("--trace", type=float, default=0.0, help="sample received bytes every TRACE seconds (0: off)")
     p.add_argument("--progress", type=float, default=0.0, help="report received bytes every PROGRESS s (0: off)")
+    p.add_argument("--tcp", default="", help="congestion control of every socket (default: the namespace's)")
     args = p.parse_args(argv)
-    return asyncio.run(Agent(args.server, args.control, args.port, args.trace, args.progress).main())
+    agent = Agent(args.server, args.control, args.port, args.trace, args.progress, args.tcp)
+    return asyncio.run(agent.main())
 
 
 if __name__ == "__main__":

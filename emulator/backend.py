@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterator
 
+from emulator.features import check_congestion
 from railbed.backend import Capabilities, RunOptions
 from railbed.job import Job
 from railbed.machine import check_emulable
@@ -33,7 +34,7 @@ class TestbedSession:
     def describe(self) -> str:
         tb = self.tb
         built = f"built in {tb.build_seconds:.1f} s; k = {tb.scale.k:g}"
-        return f"{built}; policy {tb.policy.name}; latency {tb.latency_mode}"
+        return f"{built}; policy {tb.policy.name}; latency {tb.latency_mode}; TCP {tb.tcp}"
 
     def run(self, job: Job, scheduler: Scheduler, options: RunOptions) -> RunResult:
         from emulator.capture import Capture
@@ -70,7 +71,9 @@ class Emulate:
     capabilities = Capabilities(needs_root=True, packets=True, exact=False, max_gpus=128)
 
     def check(self, cluster: ClusterSpec, options: RunOptions) -> float:
-        """This machine's limits at the scale runs will use (``railbed.machine``); returns k."""
+        """This machine's limits at the scale runs will use (``railbed.machine``) and the run's
+        congestion control; returns k."""
+        check_congestion(options.tcp)
         topo = Topology(cluster)
         k = RateScale(options.scale) if options.scale is not None else default_scale(cluster, topo)
         check_emulable(cluster, topo, k)
@@ -80,7 +83,9 @@ class Emulate:
     def session(self, cluster: ClusterSpec, options: RunOptions) -> Iterator[TestbedSession]:
         from emulator.testbed import Testbed
 
-        with Testbed(cluster, policy=options.policy, scale=options.scale, latency=options.latency) as tb:
+        with Testbed(
+            cluster, policy=options.policy, scale=options.scale, latency=options.latency, tcp=options.tcp
+        ) as tb:
             yield TestbedSession(tb)
 
     def run(self, job: Job, scheduler: Scheduler, cluster: ClusterSpec, options: RunOptions) -> RunResult:

@@ -23,14 +23,18 @@ import threading
 import time
 
 SO_MAX_PACING_RATE = getattr(socket, "SO_MAX_PACING_RATE", 47)
+TCP_CONGESTION = getattr(socket, "TCP_CONGESTION", 13)
 CHUNK = 256 * 1024
 
 
 def open_flow(
-    bind: str, dst: str, port: int, dscp: int = 0, pace_bps: float | None = None, timeout: float = 5.0
+    bind: str, dst: str, port: int, dscp: int = 0, pace_bps: float | None = None, timeout: float = 5.0, tcp: str = ""
 ) -> socket.socket:
-    """A connected TCP socket bound to ``bind``, marked with ``dscp`` and optionally paced."""
+    """A connected TCP socket bound to ``bind``, marked with ``dscp``, optionally paced, running
+    congestion control ``tcp`` (default: the namespace's)."""
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    if tcp:
+        sock.setsockopt(socket.IPPROTO_TCP, TCP_CONGESTION, tcp.encode())
     sock.setsockopt(socket.IPPROTO_IP, socket.IP_TOS, dscp << 2)
     if pace_bps:
         sock.setsockopt(socket.SOL_SOCKET, SO_MAX_PACING_RATE, int(pace_bps / 8))
@@ -50,7 +54,7 @@ def open_flow(
 
 
 def send(args: argparse.Namespace) -> dict:
-    sock = open_flow(args.bind, args.to, args.port, args.dscp, args.pace)
+    sock = open_flow(args.bind, args.to, args.port, args.dscp, args.pace, tcp=args.tcp)
     print(json.dumps({"role": "send", "connected": True}), flush=True)  # measure() starts its warm-up now
     buf = b"\0" * CHUNK
     sent = 0
@@ -125,6 +129,7 @@ def main(argv: list[str] | None = None) -> int:
     s.add_argument("--pace", type=float, default=None, help="bit/s")
     s.add_argument("--seconds", type=float, default=0)
     s.add_argument("--bytes", type=int, default=0)
+    s.add_argument("--tcp", default="", help="congestion control (default: the namespace's)")
     k = sub.add_parser("sink")
     k.add_argument("--bind", required=True)
     k.add_argument("--port", type=int, required=True)

@@ -10,9 +10,13 @@ from __future__ import annotations
 
 import os
 import shutil
+import socket
 import subprocess
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache, lru_cache
+
+from railbed.backend import TCP_CONGESTION as TCP_NAMES
+from railbed.errors import SpecError
 
 DEV = "probe0"
 
@@ -131,6 +135,35 @@ def probe() -> KernelFeatures:
     )
 
 
+TCP_CONGESTION = getattr(socket, "TCP_CONGESTION", 13)
+
+
+def set_congestion(sock: socket.socket, name: str) -> None:
+    """Give ``sock`` the congestion control ``name`` (root may name any the kernel has: it loads
+    the module; a network namespace cannot change its default away from the host's)."""
+    sock.setsockopt(socket.IPPROTO_TCP, TCP_CONGESTION, name.encode())
+
+
+@cache
+def congestion_control(name: str) -> str | None:
+    """None if a socket can run ``name`` here, else why not (the kernel's error)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        try:
+            set_congestion(sock, name)
+        except OSError as exc:
+            return exc.strerror or str(exc)
+    return None
+
+
+def check_congestion(tcp: str) -> None:
+    """The emulated hosts can run congestion control ``tcp`` (``SpecError("tcp")`` if not)."""
+    if tcp == "dctcp":
+        raise SpecError("tcp", "dctcp needs ECN marking, which the emulated switches do not do (use packet)")
+    why = congestion_control(tcp) if os.geteuid() == 0 else None  # without root the run stops sooner
+    if why:
+        raise SpecError("tcp", f"this kernel cannot run {tcp!r} ({why}); `railbed doctor` lists those it can")
+
+
 def doctor_report() -> tuple[list[str], bool]:
     """Lines for ``railbed doctor`` and whether the machine can run emulations."""
     lines: list[str] = []
@@ -152,5 +185,7 @@ def doctor_report() -> tuple[list[str], bool]:
     lines.append("classifiers that work: " + ", ".join(sorted(feats.classifiers)))
     lines.append("classifiers missing: " + (", ".join(sorted(feats.missing_classifiers)) or "none"))
     lines += ["  " + m for m in feats.meaning()]
+    runs = [n for n in TCP_NAMES if congestion_control(n) is None]
+    lines.append("TCP congestion controls a run can use (scenario `tcp`): " + (", ".join(runs) or "none"))
     ok &= feats.has("htb") and feats.has("u32")
     return lines, ok

@@ -190,6 +190,7 @@ class _Run:
                     pass
             self._stop_agents()
         result = self.dispatcher.result("emulator", self.k)
+        result.tcp = self.tb.tcp
         result.wall_seconds = time.monotonic() - wall0
         result.traces = self.traces
         if self.persistent:
@@ -277,7 +278,7 @@ class _Run:
         self.listener.settimeout(0.2)
         for s, host in enumerate(self.tb.topology.hosts):
             log = STATE_DIR / f"agent-{self.tb.run_id}-{host}.log"
-            argv = ["--server", str(s), "--control", str(self.ctl_path)]
+            argv = ["--server", str(s), "--control", str(self.ctl_path), "--tcp", self.tb.tcp]
             if self.trace:
                 argv += ["--trace", str(self.trace)]
             if self.flow_progress:
@@ -315,6 +316,10 @@ class _Run:
             if msg.get("ev") != "hello" or agent is None:
                 conn.close()
                 raise RunFailed(f"unexpected first message from a traffic agent: {hello[:200]!r}")
+            if msg.get("tcp") != self.tb.tcp:
+                conn.close()
+                got = msg.get("tcp")
+                raise RunFailed(f"the traffic agent of server {agent.server} runs TCP {got!r}, not {self.tb.tcp!r}")
             conn.settimeout(None)
             agent.sock = conn
             agent.buf = hello.split(b"\n", 1)[1]

@@ -27,10 +27,12 @@ from mininet.net import Mininet
 
 from emulator import features as kernel
 from emulator import nodes
+from emulator.features import check_congestion
 from emulator.netns import iproute_in
 from emulator.nodes import netns_path
 from emulator.state import RunState, pids_in_netns
 from emulator.topo import ClusterTopo
+from railbed.backend import parse_tcp
 from railbed.errors import EnvironmentProblem, Interrupted, SpecError
 from railbed.machine import check_emulable
 from railbed.spec import ClusterSpec
@@ -83,7 +85,9 @@ class Testbed:
     on every egress queue where the kernel has it, else by the traffic
     agents), ``"netem"`` (fail without netem) or ``"agents"``. After
     ``start()``, :attr:`latency_mode` is ``"netem"``, ``"agents"`` or
-    ``"none"`` (the fabric has no latency).
+    ``"none"`` (the fabric has no latency). ``tcp``: the congestion control of every flow's
+    socket (:data:`railbed.backend.TCP_CONGESTION`; set per socket by the traffic agents: a
+    namespace inherits the host's default and may not change it).
     """
 
     __test__ = False  # not a pytest test class, despite the name
@@ -95,9 +99,11 @@ class Testbed:
         scale: float | RateScale | None = None,
         verbose: bool = False,
         latency: str = "auto",
+        tcp: str = "cubic",
     ) -> None:
         if latency not in ("auto", "netem", "agents"):
             raise SpecError("latency", f"must be auto, netem or agents, got {latency!r}")
+        self.tcp = parse_tcp(tcp)
         self.spec = spec
         self._latency_arg = latency
         self.latency_mode = "none"
@@ -122,6 +128,7 @@ class Testbed:
         check_emulable(self.spec, self.topology, self.scale)  # before anything exists
         if os.geteuid() != 0:
             raise EnvironmentProblem("building an emulated cluster needs root (use sudo)")
+        check_congestion(self.tcp)
         t0 = time.monotonic()
         feats = kernel.probe()
         if self.policy is None:

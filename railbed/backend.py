@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
+from railbed.errors import SpecError
 from railbed.job import Job
 from railbed.plugins import Registry
 from railbed.results import RunResult
@@ -50,6 +51,23 @@ class Capabilities:
     max_gpus: int = 0  # the largest cluster run with it here in minutes (README, bench/), for messages
 
 
+TCP_CONGESTION = ("cubic", "reno", "bbr", "dctcp")
+"""TCP congestion controls a packet-level backend may run (``RunOptions.tcp``; Linux's names).
+
+``cubic`` is the default: Linux's own, and ns-3's ``TcpCubic`` in the packet backend, so both
+packet-level backends run the same TCP whatever the machine's default is (a network namespace
+inherits the host's, ``bbr`` on some machines, and may not change it: the emulator sets it on
+every socket). ``reno`` is ns-3's ``TcpNewReno``; ``dctcp`` needs ECN marking in the network
+(the packet backend's ``packet.ecn``; the emulated network has no RED to mark with)."""
+
+
+def parse_tcp(value: object, field: str = "tcp") -> str:
+    """A congestion control of :data:`TCP_CONGESTION`; ``SpecError(field)`` otherwise."""
+    if not isinstance(value, str) or value not in TCP_CONGESTION:
+        raise SpecError(field, f"one of {', '.join(TCP_CONGESTION)}, got {value!r}")
+    return value
+
+
 @dataclass(frozen=True)
 class RunOptions:
     """How to run, beside the job, scheduler and cluster: a scenario's settings. A backend reads
@@ -67,6 +85,7 @@ class RunOptions:
     capture: Any = None  # packet captures around each run (emulator.capture.CaptureSpec)
     packet: Any = None  # the packet backend's settings (simulator.packet.options.PacketOptions; None: defaults)
     analysis: bool = True  # add the run's analysis (railbed.analysis: network-free bound, critical path, overlap)
+    tcp: str = "cubic"  # TCP congestion control of the packet-level backends (emulate, packet): TCP_CONGESTION
 
 
 class Session(Protocol):

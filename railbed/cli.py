@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 
 from railbed import machine
-from railbed.backend import BACKENDS, backend
+from railbed.backend import BACKENDS, TCP_CONGESTION, backend, parse_tcp
 from railbed.dispatch import RunStalled, SchedulerError
 from railbed.errors import EnvironmentProblem, Interrupted, RunFailed, SpecError
 from railbed.spec import ClusterSpec
@@ -125,6 +125,8 @@ def _scenario_and_out(args: argparse.Namespace, kind: str = "", arrays: bool = F
     from scenarios.runner import Scenario
 
     sc = Scenario.load(args.scenario, arrays=arrays)
+    if args.tcp is not None:
+        sc.tcp = parse_tcp(args.tcp, "--tcp")
     return sc, Path(args.out or f"results/{sc.name}{kind}-{time.strftime('%Y%m%d-%H%M%S')}")
 
 
@@ -291,6 +293,8 @@ def build_parser() -> argparse.ArgumentParser:
         if scale:
             c.add_argument("--scale", type=_scale_arg, default=None, help="override the scenario's k")
         c.add_argument("--scheduler", action="append", default=None, help="run only these schedulers (repeatable)")
+        tcps = ", ".join(TCP_CONGESTION)
+        c.add_argument("--tcp", default=None, help=f"override the scenario's TCP congestion control ({tcps})")
         c.add_argument("--no-plots", action="store_true", help="do not write figures/, trace.json and the CSVs")
         c.set_defaults(func=func)
         return c

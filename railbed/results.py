@@ -93,6 +93,7 @@ class RunResult:
     link_series: dict[str, list[tuple[float, float, float]]] = field(default_factory=dict)
     analysis: dict[str, Any] = field(default_factory=dict)
     packet: dict[str, Any] = field(default_factory=dict)
+    tcp: str = ""  # the TCP congestion control a packet-level run used ("": a fluid run, or an old result)
 
     # ----------------------------------------------------------- derived
     def flow_completion_times(self) -> dict[str, float]:
@@ -142,8 +143,9 @@ class RunResult:
     def summary(self) -> str:
         """A short human summary: makespan, iterations, flow completion times, fidelity."""
         fcts = self.flow_completion_times().values()
+        tcp = f", TCP {self.tcp}" if self.tcp else ""
         lines = [
-            f"{self.backend} run of {self.job!r} under {self.scheduler} on {self.cluster} (k = {self.scale:g})",
+            f"{self.backend} run of {self.job!r} under {self.scheduler} on {self.cluster} (k = {self.scale:g}{tcp})",
             f"  makespan        {fmt_time(self.makespan)}",
         ]
         if len(self.iterations) > 1:

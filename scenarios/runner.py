@@ -23,7 +23,8 @@ A scenario is YAML (``railbed run scenario.yaml``)::
     flow_progress: 0.01                # model s between the emulator's reports of flow bytes (0: off)
     capture: [rail0:rail0-eth2]        # tcpdump on these ports during each run (emulator/capture.py)
     backend: packet                    # the backend ``railbed simulate`` uses without --backend (default fluid)
-    packet: {buffer: 100, ecn: 20, tcp: dctcp}  # the packet backend's settings (simulator/packet/options.py)
+    tcp: cubic                         # TCP congestion control of emulate and packet: cubic | reno | bbr | dctcp
+    packet: {buffer: 100, ecn: 20}     # the packet backend's settings (simulator/packet/options.py)
     loads: [1e6, 2e6, 4e6]             # an offered-load sweep: the generator's ``load`` argument takes each
                                        # value; every scheduler runs at every load, as ``<label>@<load>``
 
@@ -65,7 +66,7 @@ from typing import Any
 import yaml
 
 from railbed import provenance
-from railbed.backend import BACKENDS, Backend, RunOptions, Session
+from railbed.backend import BACKENDS, Backend, RunOptions, Session, parse_tcp
 from railbed.backend import backend as get_backend
 from railbed.dispatch import SchedulerError, check_placement
 from railbed.errors import SpecError
@@ -79,7 +80,7 @@ from workloads import generate
 
 KEYS = {
     "name", "cluster", "job", "schedulers", "policy", "scale", "latency", "trace", "strict", "timeout",
-    "flow_progress", "capture", "loads", "backend", "packet",
+    "flow_progress", "capture", "loads", "backend", "packet", "tcp",
 }  # fmt: skip
 
 
@@ -104,9 +105,13 @@ class Scenario:
     arrays: tuple[str, dict] | None = None  # (generator, args) of a job too large for a Job: built as arrays
     backend: str | None = None  # the backend's canonical name (decoded by railbed.backend), None: not given
     packet: Any = None  # simulator.packet.options.PacketOptions
+    tcp: str = "cubic"  # railbed.backend.TCP_CONGESTION
 
-    def options(self, scale: float | None = None, progress: Callable[[str], None] | None = None) -> RunOptions:
-        """The scenario's settings as a backend reads them (``scale``: the command line's, else the scenario's)."""
+    def options(
+        self, scale: float | None = None, progress: Callable[[str], None] | None = None, tcp: str | None = None
+    ) -> RunOptions:
+        """The scenario's settings as a backend reads them (``scale``, ``tcp``: the command line's, else
+        the scenario's)."""
         return RunOptions(
             policy=self.policy,
             progress=progress,
@@ -118,6 +123,7 @@ class Scenario:
             flow_progress=self.flow_progress,
             capture=self.capture,
             packet=self.packet,
+            tcp=tcp or self.tcp,
         )
 
     def points(self, specs: list[SchedulerSpec]) -> list[tuple[SchedulerSpec, Job]]:
@@ -162,6 +168,7 @@ class Scenario:
         variants = _variants(specs, data["job"], base, bool(loads) or big)
         policy = _choice(data.get("policy", "dscp-priority"), "policy", tuple(POLICIES))
         latency = _choice(data.get("latency", "auto"), "latency", ("auto", "netem", "agents"))
+        tcp = parse_tcp(data.get("tcp", "cubic"))
         return cls(
             name=_name(data.get("name", "scenario")),
             cluster=cluster,
@@ -182,6 +189,7 @@ class Scenario:
             arrays=(data["job"]["generator"], data["job"].get("args") or {}) if big else None,
             backend=scenario_backend(data),
             packet=_packet(data.get("packet")),
+            tcp=tcp,
         )
 
 

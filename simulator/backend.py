@@ -90,17 +90,22 @@ class Packet(ModelBackend):
         from railbed.topology import Topology
         from simulator.packet.engine import require
         from simulator.packet.fabric import check_fits
+        from simulator.packet.options import check_tcp
 
+        check_tcp(options.tcp, options.packet)
         require()
         check_fits(Topology(cluster))
         return None
 
     def run(self, job: Job, scheduler: Scheduler, cluster: ClusterSpec, options: RunOptions) -> RunResult:
+        from dataclasses import replace
+
+        from simulator.packet.options import PacketOptions, check_tcp
         from simulator.packet.run import simulate_packets
 
-        return simulate_packets(
-            job, scheduler, cluster, options.policy, options.packet, options.progress, options.analysis
-        )
+        check_tcp(options.tcp, options.packet)
+        packet = replace(options.packet or PacketOptions(), tcp=options.tcp)
+        return simulate_packets(job, scheduler, cluster, options.policy, packet, options.progress, options.analysis)
 
 
 # max_gpus: one Hermod training iteration measured (bench/bench_simulator.py, bench/bench_compact.py)

@@ -9,7 +9,7 @@ import json
 import pytest
 import yaml
 
-from railbed.backend import RunOptions, backend
+from railbed.backend import TCP_CONGESTION, RunOptions, backend
 from railbed.errors import SpecError
 from railbed.job import Job, Location
 from railbed.spec import ClusterSpec
@@ -18,7 +18,7 @@ from railbed.units import FRAME, MSS, RateScale, wire_bytes
 from schedulers import Decision, Scheduler, by_name
 from simulator.packet import engine
 from simulator.packet.fabric import address, plan
-from simulator.packet.options import PacketOptions, parse_packet
+from simulator.packet.options import NOT_HERE, TCPS, PacketOptions, check_tcp, parse_packet
 
 needs_ns3 = pytest.mark.skipif(not engine.available(), reason="the ns3 package is not installed (railbed[packet])")
 GBIT = 1e9
@@ -56,8 +56,8 @@ class Marked(Scheduler):
         return Decision(dscp=self.dscp.get(item.id, 0), rate=self.caps.get(item.id))
 
 
-def run(job, scheduler, cluster, policy="dscp-priority", **packet):
-    options = RunOptions(policy=policy, packet=PacketOptions(**packet), analysis=False)
+def run(job, scheduler, cluster, policy="dscp-priority", tcp="cubic", **packet):
+    options = RunOptions(policy=policy, packet=PacketOptions(**packet), analysis=False, tcp=tcp)
     return backend("packet").run(job, scheduler, cluster, options)
 
 
@@ -92,6 +92,21 @@ def test_packet_settings_are_checked_and_name_the_field():
         with pytest.raises(SpecError) as err:
             parse_packet(raw)
         assert err.value.field == field
+
+
+def test_the_congestion_control_is_the_runs_and_dctcp_needs_ecn():
+    """``tcp`` is a run option both packet-level backends read (the emulator's test: test_runtime)."""
+    with pytest.raises(SpecError) as err:
+        check_tcp("dctcp", parse_packet({"buffer": 50}))
+    assert err.value.field == "tcp" and "ecn" in err.value.message
+    with pytest.raises(SpecError) as err:
+        backend("packet").check(star(), RunOptions(tcp="vegas"))
+    assert err.value.field == "tcp"
+    check_tcp("dctcp", parse_packet({"ecn": 4}))
+    with pytest.raises(SpecError) as err:
+        check_tcp("bbr", None)
+    assert err.value.field == "tcp" and "bench_sharing" in err.value.message
+    assert set(TCPS) | set(NOT_HERE) == set(TCP_CONGESTION)  # every name the scenario takes: run or refused
 
 
 def test_a_missing_ns3_is_one_error_naming_the_extra(monkeypatch):
@@ -174,7 +189,7 @@ def test_simulate_writes_results_with_drops_queue_peaks_and_retransmissions(tmp_
     path.write_text(INCAST)
     assert main(["simulate", str(path), "--out", str(tmp_path / "out")]) == 0  # backend: from the scenario
     result = json.loads((tmp_path / "out" / "fifo" / "result.json").read_text())
-    assert result["backend"] == "packet"
+    assert result["backend"] == "packet" and result["tcp"] == "cubic"
     pk = result["packet"]
     assert pk["drops"] > 0 and pk["tcp"]["retransmissions"] > 0  # 4 senders into each 16-packet band
     peaks = [p["queue_peak_packets"] for name, p in pk["ports"].items() if name.startswith("sw0")]
@@ -192,5 +207,6 @@ def test_ecn_marks_instead_of_dropping_under_dctcp():
     job = all_to_all(5, 2 << 20)
     tail = run(job, by_name("fifo"), cluster, buffer=16)
     dctcp = run(job, by_name("fifo"), cluster, buffer=16, ecn=4, tcp="dctcp")
+    assert dctcp.tcp == "dctcp" and tail.tcp == "cubic"
     assert dctcp.packet["marks"] > 0 and tail.packet["marks"] == 0
     assert dctcp.packet["drops"] < tail.packet["drops"]

@@ -176,6 +176,7 @@ class PacketSimulation:
     def _result(self, built: float) -> RunResult:
         disp, glue = self.dispatcher, self.glue
         result = disp.result("packet")
+        result.tcp = self.options.tcp
         result.links, ports = port_stats(glue, self.plan, result.makespan)
         result.packet = {
             "ports": ports,

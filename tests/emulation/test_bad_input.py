@@ -138,6 +138,17 @@ CASES = {
         "cluster: c.yaml\njob: {generator: all_to_all, args: {size: 4mb}}\nschedulers: [fifo]\n",
         "job.args.size",
     ),
+    # 6. a TCP the emulated hosts cannot run: an unknown name, one this kernel lacks, dctcp (no ECN marking)
+    "tcp-vegas-typo": (
+        {},
+        "cluster: c.yaml\njob: {file: job.json}\nschedulers: [fifo]\ntcp: vegass\n",
+        "tcp: one of cubic, reno, bbr, dctcp",
+    ),
+    "tcp-dctcp": (
+        {},
+        "cluster: c.yaml\njob: {file: job.json}\nschedulers: [fifo]\ntcp: dctcp\n",
+        "tcp: dctcp needs ECN marking",
+    ),
     # 7. confusing messages: 1e12 is a number now, and too large a scale for these links
     "scale-1e12": (
         {},
