@@ -8,9 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from tc_policies.plan import HtbClass, Qdisc, TcPlan, U32Filter, U32Match
-
-ETH_P_IP = 0x0800
+from tc_policies.plan import ETH_P_IP, HtbClass, Qdisc, TcPlan, U32Filter, U32Match
 
 
 def remove_root(ipr, index: int) -> None:
@@ -66,7 +64,7 @@ def _add_items(ipr, index: int, plan: TcPlan) -> None:
                 index,
                 parent=it.parent,
                 prio=it.prio,
-                protocol=ETH_P_IP,
+                protocol=it.protocol if isinstance(it, U32Match) else ETH_P_IP,
                 target=it.target,
                 keys=[f"0x{v:08x}/0x{m:08x}+{o}" for v, m, o in keys],
             )

@@ -15,9 +15,9 @@ Shaping
     Host NIC ports get ``queue_packets`` = 1000 instead (the kernel's default
     ``txqueuelen``): a host's own queue must hold what TCP small queues let a
     socket put there (up to 1 MB), or the sender drops its own packets.
-TCP ACKs
-    Every policy gives pure TCP ACKs (TCP packets shorter than 128 bytes) a
-    leaf of their own served before all data (HTB prio 0; the top band of
+TCP ACKs and ARP
+    Every policy gives pure TCP ACKs (TCP packets shorter than 128 bytes) and
+    ARP a leaf of their own served before all data (HTB prio 0; the top band of
     ``prio``). Without it, ACKs of a flow queue behind the data of the
     reverse direction and TCP's ACK clock, not the link, limits flows that
     meet head-on (measured: 5-25 % slower); the fluid model the simulator
@@ -109,21 +109,30 @@ class U32Filter:
         return ((dscp << 2) & self.tos_mask) == self.tos_value
 
 
+ETH_P_IP = 0x0800
+ETH_P_ARP = 0x0806
+
+
 @dataclass(frozen=True)
 class U32Match:
-    """A u32 filter whose every ``(value, mask, offset)`` 32-bit key must match."""
+    """A u32 filter on ``protocol`` frames whose every ``(value, mask, offset)`` 32-bit key must match."""
 
     parent: int
     prio: int
     keys: tuple[tuple[int, int, int], ...]
     target: int
+    protocol: int = ETH_P_IP
 
 
 ACK_MAX_LENGTH = 128  # IP total length below this: a pure ACK (with options) or a tiny segment
 # IPv4 total length (bytes 2-3 of word 0) < 128 and protocol (byte 9, word 8) == TCP
 SMALL_TCP_KEYS = ((0x00000000, 0x0000FF80, 0), (0x00060000, 0x00FF0000, 8))
+# ARP's hardware type Ethernet (bytes 0-1) and protocol type IPv4 (bytes 2-3): every ARP frame here.
+# (An all-zero key, "match anything", is mangled by pyroute2's u32 encoder.)
+ARP_KEYS = ((0x00010800, 0xFFFFFFFF, 0),)
 ACK_FILTER_PRIO = 1
 DSCP_FILTER_PRIO = 2
+ARP_FILTER_PRIO = 3  # its own: a u32 priority holds one protocol
 
 TcItem = Union[Qdisc, HtbClass, U32Filter, U32Match]
 
@@ -153,8 +162,9 @@ class TcPlan:
                 )
             elif isinstance(it, U32Match):
                 keys = " ".join(f"match u32 {v:#010x} {m:#010x} at {o}" for v, m, o in it.keys)
+                proto = "arp" if it.protocol == ETH_P_ARP else "ip"
                 out.append(
-                    f"tc filter add dev {dev} parent {fmt_handle(it.parent)} protocol ip prio {it.prio} "
+                    f"tc filter add dev {dev} parent {fmt_handle(it.parent)} protocol {proto} prio {it.prio} "
                     f"u32 {keys} flowid {fmt_handle(it.target)}"
                 )
             else:
@@ -241,8 +251,21 @@ def leaf_class(classid: int, parent: int, rate: int, burst: int, quantum: int, p
     return HtbClass(classid, parent, min(LEAF_MIN_RATE, rate), rate, LEAF_BURST, burst, quantum, prio=prio)
 
 
+def control_filters(parent: int, target: int) -> list[U32Match]:
+    """Pure TCP ACKs and ARP to ``target``, the class served before all data.
+
+    ARP too: a request or reply dropped by a full data queue costs a neighbour
+    resolution of 1 s real (``retrans_time``), 1000/k ms of model time, and the
+    run's first packets between two hosts are ARP (a loaded switch port's data
+    FIFO is full during incast)."""
+    return [
+        U32Match(parent, ACK_FILTER_PRIO, SMALL_TCP_KEYS, target),
+        U32Match(parent, ARP_FILTER_PRIO, ARP_KEYS, target, ETH_P_ARP),
+    ]
+
+
 def ack_class(root: int, top: int, rate: int, burst: int, quantum: int, queue: int, delay_s: float) -> list[TcItem]:
-    """The HTB leaf for pure TCP ACKs (served first) and its filter.
+    """The HTB leaf for pure TCP ACKs and ARP (served first) and its filters.
 
     Its queue delays like every other leaf: SYNs and ACKs that skipped netem
     made TCP's handshake free and its RTT half the configured one (measured
@@ -251,7 +274,7 @@ def ack_class(root: int, top: int, rate: int, burst: int, quantum: int, queue: i
     return [
         leaf_class(ack, top, rate, burst, quantum, prio=0),
         leaf_queue(handle(ACK_QDISC_MAJOR), ack, queue, rate, delay_s),
-        U32Match(root, ACK_FILTER_PRIO, SMALL_TCP_KEYS, ack),
+        *control_filters(root, ack),
     ]
 
 
@@ -334,7 +357,7 @@ class DscpPriorityPolicy:
             ]
             for c in range(PRIORITY_CLASSES):
                 items.append(leaf_queue(handle(0x10 + c), target[c], queue, rate, delay_s))
-            items.append(U32Match(prio, ACK_FILTER_PRIO, SMALL_TCP_KEYS, target[PRIORITY_CLASSES - 1]))
+            items += control_filters(prio, target[PRIORITY_CLASSES - 1])
             items += self.filters(prio, target)
             return TcPlan(tuple(items), self.name + "/prio", rate_bps, target)
         target = {c: handle(1, 0x10 + c) for c in range(PRIORITY_CLASSES)}

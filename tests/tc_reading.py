@@ -16,7 +16,8 @@ applier mirrors) and evaluates them the way the kernel does:
   socket's ``IP_TOS`` sets ``skb->priority`` (``rt_tos2priority``), every one
   of the 16 entries is tried. Band 0 is served first.
 * u32 keys are compared on a synthetic IPv4 header (``match ip dsfield V M``
-  on the TOS byte, ``match u32 V M at O`` on the 32-bit word at offset O).
+  on the TOS byte, ``match u32 V M at O`` on the 32-bit word at offset O);
+  a filter sees only frames of its ``protocol`` (``ip`` or ``arp``).
 
 :func:`service_key` returns the ranks met on the way to the leaf; a smaller
 tuple is served strictly first.
@@ -42,6 +43,7 @@ class Filter:
     order: int
     keys: list[tuple[int, int, int]]  # (value, mask, offset) on 32-bit words
     flowid: str
+    protocol: str = "ip"
 
 
 @dataclass
@@ -105,9 +107,9 @@ def read(lines: list[str]) -> TcTree:
             assert rest[0] == "classid" and rest[2] == "htb", line
             tree.classes[_norm(rest[1])] = Node("class", parent, _opts(rest[3:]))
         else:
-            assert rest[:4] == ["protocol", "ip", "prio", rest[3]] and rest[4] == "u32", line
+            assert rest[0] == "protocol" and rest[1] in ("ip", "arp") and rest[2] == "prio" and rest[4] == "u32", line
             assert rest[-2] == "flowid", line
-            flt = Filter(int(rest[3]), n, _u32_keys(rest[5:-2]), _norm(rest[-1]))
+            flt = Filter(int(rest[3]), n, _u32_keys(rest[5:-2]), _norm(rest[-1]), rest[1])
             tree.filters.setdefault(parent, []).append(flt)
     return tree
 
@@ -122,9 +124,16 @@ def _match(flt: Filter, header: bytes) -> bool:
     return all(words[o] & m == v for v, m, o in flt.keys)
 
 
+ARP_FRAME = b"\x00\x01\x08\x00\x06\x04\x00\x01" + bytes(20)  # an ARP request (28 bytes, after Ethernet)
+
+
+def _protocol(header: bytes) -> str:
+    return "arp" if header == ARP_FRAME else "ip"
+
+
 def _first_match(tree: TcTree, qdisc: str, header: bytes) -> str | None:
     for flt in sorted(tree.filters.get(qdisc, []), key=lambda f: (f.prio, f.order)):
-        if _match(flt, header):
+        if flt.protocol == _protocol(header) and _match(flt, header):
             return flt.flowid
     return None
 

@@ -8,6 +8,8 @@ import tc_reading
 from railbed.errors import SpecError
 from railbed.units import FRAME
 from tc_policies.plan import (
+    ETH_P_ARP,
+    ETH_P_IP,
     DscpPriorityPolicy,
     FifoPolicy,
     HtbClass,
@@ -93,9 +95,12 @@ def test_small_tcp_packets_go_first_in_every_policy(policy):
     """Pure ACKs (IP length < 128, protocol TCP) get a filter evaluated before any DSCP
     filter, to a class served before all data."""
     plan = policy.compile(100e6)
-    acks = [i for i in plan.items if isinstance(i, U32Match)]
-    assert len(acks) == 1
+    acks = [i for i in plan.items if isinstance(i, U32Match) and i.protocol == ETH_P_IP]
+    arps = [i for i in plan.items if isinstance(i, U32Match) and i.protocol == ETH_P_ARP]
+    assert len(acks) == 1 and len(arps) == 1
     ack = acks[0]
+    assert arps[0].target == ack.target  # every ARP frame (Ethernet, IPv4), to the ACKs' class
+    assert "protocol arp prio 3 u32 match u32 0x00010800 0xffffffff at 0" in "\n".join(plan.render("eth0"))
     dscp_prios = {f.prio for f in plan.items if isinstance(f, U32Filter)}
     assert all(ack.prio < p for p in dscp_prios)
 
@@ -212,6 +217,7 @@ def test_rendered_plan_sends_acks_no_later_than_any_data(policy):
     data = [tc_reading.service_key(tree, tc_reading.ipv4_header(d, DATA)) for d in range(64)]
     assert all(ack <= k for k in data)
     assert tc_reading.service_key(tree, tc_reading.ipv4_header(0, 52, proto=17)) == data[0]  # small UDP: data
+    assert tc_reading.service_key(tree, tc_reading.ARP_FRAME) == ack  # ARP: with the ACKs, before all data
 
 
 def test_fifo_rendered_plan_is_one_queue_for_every_dscp():
