@@ -4,8 +4,9 @@
 
 The two cases of ``tests/emulation/test_loss_verdict.py`` (imported from it, so the bench
 measures exactly what the test asserts on): the issue's cross-rail all-to-all over 25 Gbit/s
-uplinks (built to lose packets) and a chain of lone flows (clean). Each run builds a fresh
-testbed (TCP caches nothing from an earlier run) and runs both, FIFO; one row per run and case
+uplinks (built to lose packets; under the test's bbr unless ``--tcp``) and a chain of lone flows
+(clean, cubic). Each run builds a fresh testbed per case (TCP caches nothing from an earlier
+run), FIFO; one row per run and case
 with the verdict's numbers, then per case how many runs were flagged. Nothing is asserted.
 """
 
@@ -22,7 +23,6 @@ sys.path.insert(0, str(ROOT))
 from emulator.runtime import run  # noqa: E402
 from emulator.testbed import Testbed  # noqa: E402
 from schedulers import SchedulerSpec, make  # noqa: E402
-from workloads import generate  # noqa: E402
 
 
 def _cases():
@@ -54,17 +54,18 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=10)
     ap.add_argument("--k", type=float, default=None, help="scale factor (default: the test's)")
+    ap.add_argument("--tcp", default=None, help="congestion control of the lossy case (default: the test's)")
     args = ap.parse_args()
     cases = _cases()
     k = args.k or cases.K
-    print(f"loss verdict, {args.runs} runs per case, k = {k:g}, {cases.CLUSTER.name}, fifo")
+    tcps = {"lossy": args.tcp or cases.LOSSY_TCP, "clean": "cubic"}
+    print(f"loss verdict, {args.runs} runs per case, k = {k:g}, {cases.CLUSTER.name}, fifo, TCP {tcps}")
     print("| case | run | makespan | fluid | excess | drops | resent | timeouts | floor share | CPU | flagged |")
     print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     flagged: dict[str, list[bool]] = {"lossy": [], "clean": []}
     for i in range(args.runs):
-        with Testbed(cases.CLUSTER, scale=k) as tb:
-            jobs = {"lossy": generate("all_to_all", {"n": 6, "size": "4MB"}), "clean": cases.chain()}
-            for name, job in jobs.items():
+        for name, job in {"lossy": cases.lossy_job(), "clean": cases.chain()}.items():
+            with Testbed(cases.CLUSTER, scale=k, tcp=tcps[name]) as tb:
                 res = run(job, make(SchedulerSpec("fifo")), tb)
                 loss = res.fidelity["loss"]
                 flagged[name].append(loss["flagged"])

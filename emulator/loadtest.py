@@ -52,6 +52,9 @@ class Measurement:
     ports: dict[tuple[str, str], PortRate]
     goodput_bps: list[float]  # per flow, over the window
     sent_bytes: list[int]
+    # over the whole run, from before the first sender to after the last (no window to align):
+    wire_bytes: dict[tuple[str, str], int] = field(default_factory=dict)  # per watched port
+    received_bytes: list[int] = field(default_factory=list)  # per flow, by its sink
 
 
 def python_argv(module: str, *args: str) -> list[str]:
@@ -139,6 +142,7 @@ def measure(
         line = proc.stdout.readline()
         if '"ready"' not in line:
             raise RuntimeError(f"traffic sink did not start: {line!r}")
+    first = {w: _timed_read(tb, w)[1] for w in watch}  # also loads what a first read loads
     senders = []
     for i, f in enumerate(flows):
         argv = [
@@ -153,6 +157,8 @@ def measure(
             str(f.dscp),
             "--seconds",
             str(total),
+            "--tcp",
+            tb.tcp,
         ]
         if f.pace_bps:
             argv += ["--pace", str(f.pace_bps)]
@@ -169,8 +175,6 @@ def measure(
         line = proc.stdout.readline()
         if '"connected"' not in line:
             raise RuntimeError(f"traffic sender did not connect: {line!r}")
-    for w in watch:
-        _timed_read(tb, w)  # load what a first read loads, outside the window
     time.sleep(warmup)
     start = time.time()
     before = {w: _timed_read(tb, w) for w in watch}
@@ -184,6 +188,8 @@ def measure(
     for proc in senders:
         out, _ = proc.communicate(timeout=total + 30)
         sent.append(json.loads(out.strip().splitlines()[-1])["bytes"] if out.strip() else 0)
+    time.sleep(0.5)  # the senders closed: let what they queued (up to 0.2 s at 10 Mbit/s) leave the ports
+    last = {w: _timed_read(tb, w)[1] for w in watch}
     results = {}
     for key, proc in sinks.items():
         proc.terminate()
@@ -207,4 +213,6 @@ def measure(
     for i in range(len(flows)):
         res = results[order[i]]
         goodput.append(8 * _rate_between(res["timeline"], 0, t1, t2) if res["bytes"] else 0.0)
-    return Measurement(t2 - t1, ports, goodput, sent)
+    received = [sum(results[order[i]]["bytes"]) if results[order[i]]["bytes"] else 0 for i in range(len(flows))]
+    wire = {w: last[w].bytes - first[w].bytes for w in watch}
+    return Measurement(t2 - t1, ports, goodput, sent, wire, received)

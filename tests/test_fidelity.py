@@ -85,7 +85,7 @@ def test_loss_verdict_on_measured_runs(case, flagged):
     assert loss["flagged"] is flagged and (text is not None) is flagged
     assert loss["excess_over_fluid"] == pytest.approx(makespan / fluid - 1)
     assert loss["resent_share"] == pytest.approx(tcp["RetransSegs"] / tcp["OutSegs"])
-    assert loss["stall_floor"] == pytest.approx(tcp.get("TCPTimeouts", 0) * rto)
+    assert loss["stall_floor"] == pytest.approx(min(tcp.get("TCPTimeouts", 0), drops) * rto)
     if flagged:
         assert text.startswith("packet loss cost a measurable share of the makespan: ")
         assert f"{drops} packets dropped" in text and "above the fluid model's" in text and "larger k" in text
@@ -102,10 +102,15 @@ def test_loss_verdict_thresholds_are_inclusive_and_spurious_timeouts_stall_nothi
     below = {"OutSegs": 1000, "RetransSegs": round(1000 * LOSS_RESENT) - 1}
     assert not loss_verdict(below, 5, 2.0, 0.0, 1.0)[0]["flagged"]  # slow, but hardly any loss
     rto = {"OutSegs": 1000, "TCPTimeouts": 4}
-    loss, text = loss_verdict(rto, 0, 4 * 25e-6 / LOSS_RTO_SHARE, 25e-6)
+    loss, text = loss_verdict(rto, 4, 4 * 25e-6 / LOSS_RTO_SHARE, 25e-6)
     assert loss["flagged"] and loss["stall_floor_share"] == pytest.approx(LOSS_RTO_SHARE) and "4 retransmission" in text
-    spurious, _ = loss_verdict({**rto, "TCPSpuriousRTOs": 4}, 0, 4 * 25e-6 / LOSS_RTO_SHARE, 25e-6)
+    spurious, _ = loss_verdict({**rto, "TCPSpuriousRTOs": 4}, 4, 4 * 25e-6 / LOSS_RTO_SHARE, 25e-6)
     assert not spurious["flagged"] and spurious["stall_floor"] == 0 and spurious["timeouts"] == 4
+    # a timeout for a lost packet needs a dropped one: without drops they were delay spikes
+    no_drop, _ = loss_verdict(rto, 0, 4 * 25e-6 / LOSS_RTO_SHARE, 25e-6)
+    assert not no_drop["flagged"] and no_drop["stall_floor"] == 0 and no_drop["timeouts"] == 4
+    fewer, _ = loss_verdict(rto, 2, 4 * 25e-6 / LOSS_RTO_SHARE, 25e-6)
+    assert fewer["stall_floor"] == pytest.approx(2 * 25e-6) and not fewer["flagged"]
 
 
 def test_the_report_carries_the_loss_verdict_as_a_problem():

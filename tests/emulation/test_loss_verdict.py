@@ -2,14 +2,20 @@
 does not, on one testbed: 3 servers x 2 rails, 100 Gbit/s NICs, one spine joined by 25 Gbit/s
 uplinks (each rail's uplink carries what three 100 Gbit/s NICs send across rails), k = 200.
 
-* lossy: the issue's cross-rail all-to-all (6 endpoints, 4 MB each way): the uplinks' shapers
-  drop thousands of packets, TCP times out a few times, and the makespan ends 5-15 % above the
-  fluid model's (docs/fidelity.md, "Packet loss"): flagged, with the numbers.
+* lossy: the issue's cross-rail all-to-all (6 endpoints, 4 MB each way) under bbr, which keeps
+  sending into loss: the uplinks' shapers drop thousands of packets, TCP times out a few times,
+  and the makespan ends 5-15 % above the fluid model's (docs/fidelity.md, "Packet loss"):
+  flagged, with the numbers. Under cubic, the default, the same run loses a few hundred packets
+  and resends 0.9-2.1 % of its segments, around the verdict's 1 %: flagged in 4 of 6 runs, so no
+  test of the verdict's wiring (bench/bench_loss.py --tcp cubic).
 * clean: a chain of flows, each alone: three on one rail (the sender's NIC is the bottleneck:
   no drops), then one across rails through a 25 Gbit/s uplink, a 4:1 step-down where TCP
   drops a few hundred packets at the uplink and recovers without idling it (ends within
   0.7 % of the fluid model): not flagged."""
 
+import pytest
+
+from emulator.features import congestion_control
 from emulator.runtime import run
 from emulator.testbed import Testbed
 from railbed.job import Job, Location
@@ -39,10 +45,19 @@ def chain() -> Job:
     return job.validate()
 
 
+LOSSY_TCP = "bbr"
+
+
+def lossy_job() -> Job:
+    return generate("all_to_all", {"n": 6, "size": "4MB"})
+
+
+@pytest.mark.skipif(congestion_control(LOSSY_TCP) is not None, reason=f"this kernel cannot run {LOSSY_TCP}")
 def test_the_loss_verdict_flags_the_lossy_all_to_all_and_not_the_clean_chain():
-    """One testbed, both runs (the conftest checks for leftovers after each test)."""
+    """A testbed per TCP (the conftest checks for leftovers after each test)."""
+    with Testbed(CLUSTER, scale=K, tcp=LOSSY_TCP) as tb:
+        lossy = run(lossy_job(), make(SchedulerSpec("fifo")), tb)
     with Testbed(CLUSTER, scale=K) as tb:
-        lossy = run(generate("all_to_all", {"n": 6, "size": "4MB"}), make(SchedulerSpec("fifo")), tb)
         clean = run(chain(), make(SchedulerSpec("fifo")), tb)
 
     fid, loss = lossy.fidelity, lossy.fidelity["loss"]

@@ -1,8 +1,11 @@
 """Shaping: one saturating TCP flow through a shaped link, measured on the wire.
 
-The wire rate (tc byte counters, Ethernet + IP + TCP headers included) must
-be within 2 % of the configured rate; goodput must equal the wire rate less
-the header share (1448 payload bytes per 1514-byte frame) within 1 %.
+The wire rate (tc byte counters, Ethernet + IP + TCP headers included) over a
+3 s window must be within 2 % of the configured rate; the payload the receiver
+got must equal the wire bytes less the header share (1448 payload bytes per
+1514-byte frame) within 0.5 %, both counted over the whole run. (The same
+ratio over the window, two clocks read apart, scattered +-1 % at 10 Mbit/s:
+the window's wire rate alone scattered -0.95 to +0.85 % in 12 runs.)
 """
 
 import pytest
@@ -25,8 +28,9 @@ def test_wire_rate_and_goodput(rate):
         p = m.ports[port]
         assert p.configured_bps == rate
         assert abs(p.error) <= 0.02, f"wire {p.wire_bps / 1e6:.3f} Mbit/s vs {rate / 1e6} configured"
-        ratio = m.goodput_bps[0] / p.wire_bps
-        assert ratio == pytest.approx(GOODPUT_FRACTION, rel=0.01), f"goodput/wire = {ratio:.4f}"
+        ratio = m.received_bytes[0] / m.wire_bytes[port]
+        assert ratio == pytest.approx(GOODPUT_FRACTION, rel=0.005), f"payload/wire = {ratio:.4f}"
+        assert m.goodput_bps[0] / p.wire_bps == pytest.approx(GOODPUT_FRACTION, rel=0.03)  # the window's
 
 
 def test_fast_links_build_and_the_kernel_reads_back_their_rate():
