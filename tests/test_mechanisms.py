@@ -22,11 +22,12 @@ def simulated():
 
 
 def test_the_hand_arithmetic():
-    """pp-chain (9 tasks of c = 1 ms, 8 PP flows of 1 MB, one 40 MB DP flow 0 -> 1, 8 Gbit/s NICs):
-    p = 8 * wire_bytes(1e6) / 8e9 = 8 * (1e6 + 691 * 66) / 8e9 = 1.045606 ms (691 segments of 1448 B,
-    66 B of headers each). The 4 flows 0 -> 1 share server 0's NIC with the DP flow, the 4 flows
-    1 -> 0 do not. Fair sharing: 9c + 4p + 4 * 2p = 9 + 12 * 1.045606 = 21.547272 ms; strict priority
-    for PP: 9c + 8p = 9 + 8 * 1.045606 = 17.364848 ms, 19.41 % less.
+    """pp-chain (9 tasks of c = 1 ms, 8 PP flows of 1 MB, a 1 MB DP bucket 0 -> 1 released with each
+    PP flow 0 -> 1, 8 Gbit/s NICs): p = g = 8 * wire_bytes(1e6) / 8e9 = 8 * (1e6 + 691 * 66) / 8e9 =
+    1.045606 ms (691 segments of 1448 B, 66 B of headers each). The 4 flows 0 -> 1 share server 0's
+    NIC with their bucket, the 4 flows 1 -> 0 do not. Fair sharing: 9c + 4p + 4 * (p + g) = 9 + 12 *
+    1.045606 = 21.547272 ms; strict priority for PP: 9c + 8p = 9 + 8 * 1.045606 = 17.364848 ms, 19.41 %
+    less.
 
     oes-incast (four 10 MB flows A->C, B->C, B->D, B->E, 20 ms of compute after A->C): s = 8 *
     wire_bytes(1e7) / 8e9 = 8 * (1e7 + 6907 * 66) / 8e9 = 10.455862 ms. Max-min: B's NIC gives its three

@@ -1,14 +1,22 @@
 """Tiny jobs whose answers can be computed by hand (the mechanism tests, issue 22).
 
-``pp_chain``: a pipeline chain beside one large data-parallel flow. Tasks
+``pp_chain``: a pipeline chain beside data-parallel flows. Tasks
 ``t0 .. t<n-1>`` of ``compute`` seconds alternate between endpoint ``g0``
 (server 0) and ``g1`` (server 1); flow ``f<i>`` carries ``activation`` bytes
 from ``t<i>``'s endpoint to ``t<i+1>``'s, so the even flows go 0 -> 1 and
-the odd ones 1 -> 0. Flow ``dp`` (``gradient`` bytes, 0 -> 1) is ready at
-time 0. Only the even PP flows share a link (server 0's NIC, the switch
-port to server 1) with ``dp``. Attributes: PP flows microbatch 0, DP flow
-microbatch ``dp_microbatch``; tags ``dscp`` (``PP`` 46, ``DP`` 0) for
-``tag-priority``.
+the odd ones 1 -> 0. Beside each even PP flow, a DP flow ``dp<i>`` (a
+gradient bucket of ``gradient`` bytes, at most ``activation``, 0 -> 1) is
+released by the same task, so the two start together and share server 0's
+NIC and the switch port to server 1; the odd PP flows share nothing.
+Attributes: PP flows microbatch 0, DP flows microbatch ``dp_microbatch``;
+tags ``dscp`` (``PP`` 46, ``DP`` 0) for ``tag-priority``.
+
+Why buckets that start with the PP flow, not one long DP flow: fair sharing
+(the hand-computed FIFO time) is what TCP gives two flows that start
+together, by symmetry; a fresh 1 MB flow beside an established long one
+got 58-78 % of the port under bbr and about 30 % under cubic in the
+emulator, and ns-3 (cubic, drop-tail) starved it (docs/fidelity.md,
+"Sharing a port"). Strict priority's time does not depend on it.
 
 ``oes_incast``: DGTP's OES rate rule (seed 000, Alg. 1 lines 18-21) where it
 differs from max-min. Graph stores on servers 0 (A) and 1 (B), samplers on
@@ -45,14 +53,17 @@ def pp_chain(
     tasks: int = 9,
     compute: float = 1e-3,
     activation: int = 1_000_000,
-    gradient: int = 40_000_000,
+    gradient: int | None = None,
     dp_microbatch: int = 1,
 ) -> Job:
-    """The chain and the DP flow (module docstring)."""
+    """The chain and its DP buckets (module docstring); ``gradient`` defaults to ``activation``."""
     if isinstance(tasks, bool) or not isinstance(tasks, int) or tasks < 2:
         raise SpecError("tasks", f"must be a whole number >= 2, got {tasks!r}")
+    gradient = activation if gradient is None else gradient
     for name, value in (("compute", compute), ("activation", activation), ("gradient", gradient)):
         _positive(name, value)
+    if gradient > activation:
+        raise SpecError("gradient", f"at most the activation ({activation}): the hand formula needs it, got {gradient}")
     if isinstance(dp_microbatch, bool) or not isinstance(dp_microbatch, int) or dp_microbatch < 0:
         raise SpecError("dp_microbatch", f"must be a whole number >= 0, got {dp_microbatch!r}")
     job = Job(f"pp-chain-{tasks}")
@@ -63,10 +74,12 @@ def pp_chain(
         here = f"g{i % 2}"
         prev = [job.task(f"t{i}", here, compute, prev, iteration=0, microbatch=0, layer=i)]
         if i < tasks - 1:
-            prev = [job.flow(f"f{i}", here, f"g{(i + 1) % 2}", activation, prev, iteration=0, microbatch=0, layer=i,
+            task = prev
+            prev = [job.flow(f"f{i}", here, f"g{(i + 1) % 2}", activation, task, iteration=0, microbatch=0, layer=i,
                              coflow=f"pp{i}", coflow_type="PP", tags={"dscp": 46})]  # fmt: skip
-    job.flow("dp", "g0", "g1", gradient, (), iteration=0, microbatch=dp_microbatch, layer=0, coflow="dp",
-             coflow_type="DP", tags={"dscp": 0})  # fmt: skip
+            if i % 2 == 0:
+                job.flow(f"dp{i}", "g0", "g1", gradient, task, iteration=0, microbatch=dp_microbatch, layer=i,
+                         coflow=f"dp{i}", coflow_type="DP", tags={"dscp": 0})  # fmt: skip
     return job.validate()
 
 

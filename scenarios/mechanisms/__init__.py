@@ -39,6 +39,19 @@ class Mechanism:
     numbers: Callable[[dict], dict[str, float]]
     today: dict[str, str] = field(default_factory=dict)  # scheduler -> why railbed does not give it yet
     band: float = BAND
+    # scheduler -> (numbers key of a lower bound, why): the hand time assumes max-min sharing, which TCP
+    # does not give on this job; a packet-level backend is held between that bound and the hand time
+    tcp_range: dict[str, tuple[str, str]] = field(default_factory=dict)
+
+    def holds(self, scheduler: str, got: float, packets: bool) -> bool:
+        """``got`` (a measured value) agrees with the hand arithmetic: within ``band`` of it, or on a
+        packet-level backend, for a ``tcp_range`` scheduler, between its bound and it (each +- band)."""
+        sc = self.source()
+        expected = self.expected(sc)[scheduler]
+        if packets and scheduler in self.tcp_range:
+            low = self.numbers(sc)[self.tcp_range[scheduler][0]]
+            return low * (1 - self.band) <= got <= expected * (1 + self.band)
+        return abs(got / expected - 1) <= self.band
 
     def value(self, result: RunResult) -> float:
         if self.measure == "makespan":
@@ -57,7 +70,8 @@ class Mechanism:
     def explain(self) -> str:
         """The arithmetic with this scenario's numbers."""
         values = self.numbers(self.source())
-        return " ".join(self.arithmetic.format(**{k: fmt_time(v) if k[0] != "n" else f"{v:g}"
+        counts = lambda k: k == "n" or k.startswith("n_")  # noqa: E731 - the rest are times
+        return " ".join(self.arithmetic.format(**{k: f"{v:g}" if counts(k) else fmt_time(v)
                                                   for k, v in values.items()}).split())  # fmt: skip
 
 
@@ -83,16 +97,19 @@ def _solo(size: int, sc: dict) -> float:
 
 
 def chain_numbers(sc: dict) -> dict[str, float]:
-    """c (a task), p (a PP flow alone), n tasks, n_shared PP flows 0 -> 1 beside the DP flow, and the
-    chain's end under fair sharing (a shared flow at half rate: 2p) and under strict priority (p)."""
+    """c (a task), p (a PP flow alone), g (a DP bucket alone, at most p), n tasks, n_shared PP flows
+    0 -> 1 each beside a DP bucket, and the chain's end under fair sharing (a shared PP flow ends
+    when both have sent: p + g) and under strict priority (p)."""
     a = _args(sc)
     c, p, n = _seconds(a["compute"]), _solo(a["activation"], sc), int(a["tasks"])
+    g = _solo(a.get("gradient", a["activation"]), sc)
     shared = (n - 1 + 1) // 2  # f0, f2, ...: the flows from server 0
-    fair = n * c + (n - 1 - shared) * p + shared * 2 * p
+    fair = n * c + (n - 1 - shared) * p + shared * (p + g)
     strict = n * c + (n - 1) * p
     return {
         "c": c,
         "p": p,
+        "g": g,
         "n": n,
         "n_flows": n - 1,
         "n_shared": shared,
@@ -103,17 +120,19 @@ def chain_numbers(sc: dict) -> dict[str, float]:
 
 
 CHAIN = """c = {c} a task; p = {p} a PP flow alone (8 x wire bytes of the activation over the NIC rate: full
-segments of 1448 B with 66 B of headers each). The DP flow (server 0 -> 1) is active for the whole chain.
-{n_shared} PP flows (0 -> 1) share server 0's NIC with it, {n_other} (1 -> 0) do not. Fair sharing (one
-class): each shared flow at half rate, 2p: the last task ends at {n} c + {n_other} p + {n_shared} x 2p =
-{fair}. Strict priority for PP: every flow p: {n} c + {n_flows} p = {strict}."""
+segments of 1448 B with 66 B of headers each); g = {g} a DP bucket alone (g <= p). Each of the {n_shared}
+PP flows 0 -> 1 starts with a DP bucket 0 -> 1 (both released by the same task) and shares server 0's
+NIC with it; the {n_other} flows 1 -> 0 share nothing. Fair sharing (one class): both at half rate until
+the bucket ends, so the PP flow ends when the port has sent both, p + g: the last task ends at {n} c +
+{n_other} p + {n_shared} x (p + g) = {fair}. Strict priority for PP: every flow p (a bucket waits, then
+leaves during the next tasks): {n} c + {n_flows} p = {strict}."""
 
 
 def oes_numbers(sc: dict) -> dict[str, float]:
     """s (one flow alone), w (the compute), and the makespans under max-min and OES."""
     a = _args(sc)
     s, w = _solo(a["size"], sc), _seconds(a["compute"])
-    return {"s": s, "w": w, "s15": 1.5 * s, "s2": 2 * s, "s3": 3 * s,
+    return {"s": s, "w": w, "s15": 1.5 * s, "s2": 2 * s, "s3": 3 * s, "solo": max(s + w, 3 * s),
             "fair": max(1.5 * s + w, 3 * s), "oes": max(2 * s + w, 3 * s)}  # fmt: skip
 
 
@@ -121,7 +140,10 @@ OES = """s = {s} one flow alone at rate B. Flows A->C, B->C, B->D, B->E, all rea
 B's NIC carries 3 flows (B/3 each), so A->C gets the rest of C's NIC, 2B/3, and ends at 1.5 s = {s15}; the
 compute after it ({w}) ends at {fair}; B's flows end at 3 s = {s3}. OES (dgtp-oes, Alg. 1 lines 18-21):
 A->C = min(B_in(C) / 2, B_out(A) / 1) = B/2, ends at 2 s = {s2}, the compute at {oes}; B's flows
-min(B_in / 1 or 2, B_out(B) / 3) = B/3, end at 3 s. OES leaves B/6 of C's NIC idle."""
+min(B_in / 1 or 2, B_out(B) / 3) = B/3, end at 3 s. OES leaves B/6 of C's NIC idle. TCP is not max-min
+here: B->C crosses two loaded ports and gets less than B/3, A->C more than 2B/3 (proportional fairness
+would give 3B/4), so on a packet-level backend distdgl lies between A->C alone (its compute at s + w,
+but not before B's flows at 3 s): {solo}, and max-min's {fair}."""
 
 
 def relay_numbers(sc: dict) -> dict[str, float]:
@@ -196,8 +218,8 @@ MECHANISMS = (
         "pp-dp-same-microbatch", "hermod", HERE / "pp-chain-same-microbatch.yaml", "end:t8",
         lambda sc: {"megatron": chain_numbers(sc)["fair"], "hermod": chain_numbers(sc)["strict"],
                     "pp-first": chain_numbers(sc)["strict"]},
-        CHAIN + " Issue 25: PP and DP of microbatch 0, the DP flow in flight first; Hermod orders PP before "
-        "DP (CType), so it should give the strict time.",
+        CHAIN + " Issue 25: PP and DP of microbatch 0; Hermod orders PP before DP (CType), so it should give "
+        "the strict time.",
         chain_numbers,
     ),
     Mechanism(
@@ -214,6 +236,8 @@ MECHANISMS = (
     Mechanism(
         "oes-incast", "dgtp-oes", HERE / "oes-incast.yaml", "makespan",
         lambda sc: {"distdgl": oes_numbers(sc)["fair"], "dgtp-oes": oes_numbers(sc)["oes"]}, OES, oes_numbers,
+        tcp_range={"distdgl": ("solo", "TCP gives A->C more than max-min's 2B/3 (emulated: A->C ended at "
+                                       "11.8-13.1 ms against 15.7 ms, under cubic and bbr)")},
     ),
 )  # fmt: skip
 
@@ -255,11 +279,15 @@ class MechanismRow:
     emulated: float | None  # None: not run (no --emulate)
 
     def verdict(self) -> str:
+        m = self.mechanism
         sim_ok = math.isclose(self.simulated, self.expected, rel_tol=1e-9)
-        emu = None if self.emulated is None else abs(self.emulated / self.expected - 1) <= self.mechanism.band
+        emu = None if self.emulated is None else m.holds(self.scheduler, self.emulated, packets=True)
         words = ["simulator exact" if sim_ok else "simulator differs"]
         if emu is not None:
-            words.append(f"emulator within {100 * self.mechanism.band:.0f} %" if emu else "emulator outside band")
+            within = f"within {100 * m.band:.0f} %"
+            if self.scheduler in m.tcp_range:
+                within = f"between {m.tcp_range[self.scheduler][0]} and max-min (TCP is not max-min here)"
+            words.append(f"emulator {within}" if emu else "emulator outside band")
         if self.scheduler in self.mechanism.today:
             words.append("known gap: " + self.mechanism.today[self.scheduler])
         return "; ".join(words)
