@@ -109,9 +109,11 @@ class Tagged(Scheduler):
 
 
 def test_paced_flow_takes_size_over_rate_and_two_flows_share_a_bottleneck():
-    """TCP over a drop-tail queue reaches its fair share slowly: with 4 MB flows one of
-    two flows sharing a port finished at 1.4-2.0x its solo time, with 20 MB at 1.78-2.0x
-    (5-8 runs each on the 2-core VM), so the sharing case uses 40 MB."""
+    """Sharing: the port is work-conserving (the pair's last flow ends at twice a flow's solo
+    time) and shared (the first ends well after its solo time). How evenly is TCP's business:
+    with 4 MB flows one of two flows finished at 1.4-2.0x its solo time, with 20 MB at 1.78-2.0x
+    (5-8 runs each on the 2-core VM, bbr then), and at 40 MB under cubic once at 1.71x; the
+    fluid model's max-min is 2.0x for both (docs/fidelity.md, "Sharing a port")."""
     size, rate = 4_000_000, 0.5 * LINK
     big = 40_000_000
     with Testbed(SPEC, scale=K) as tb:
@@ -130,8 +132,9 @@ def test_paced_flow_takes_size_over_rate_and_two_flows_share_a_bottleneck():
         shared = run(pair, by_name("fifo"), tb)
     assert paced == pytest.approx(ideal(size, rate), rel=0.05)
     assert alone == pytest.approx(ideal(big, LINK), rel=0.05)
-    for f in ("a", "b"):
-        assert shared.items[f].duration == pytest.approx(2 * alone, rel=0.10)
+    first, last = sorted(shared.items[f].duration for f in ("a", "b"))
+    assert last == pytest.approx(2 * alone, rel=0.05)
+    assert first > 1.4 * alone
 
 
 def test_halving_a_cap_half_way_halves_the_delivery_rate():
