@@ -317,6 +317,7 @@ def test_moe_arrays_compact_to_the_same_arrays_as_the_job(seed):
         ffn=512, seq=256, microbatches=rng.choice([2, 4]), schedule=rng.choice(["gpipe", "1f1b"]),
         zero2=rng.random() < 0.5, dp_algo=rng.choice(["ring", "tree"]), seed=rng.randrange(100), gpus_per_server=4,
         nics_per_server=nics, layout=rng.choice(["dp-outer", "megatron"]), skew=rng.choice([0.3, 3.0]),
+        expert_grid=rng.choice(["megatron", "strided"]),
     )  # fmt: skip
     kw["ep"] = rng.choice([e for e in (2, 4) if (kw["dp"] * kw["tp"]) % e == 0])
     job = moe_training(**kw)

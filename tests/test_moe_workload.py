@@ -233,3 +233,27 @@ def test_crossing_names_what_each_rank_order_puts_on_the_network():
     kw = dict(model="qwen-moe-12l", dp=8, layers=4, microbatches=4, nics_per_server=2)
     assert crossing(moe_training(**kw)) == {"PP"}  # Megatron's order: a stage (EP 8 = DP 8) is a server
     assert crossing(moe_training(**kw, layout="dp-outer")) == {"EP", "DP"}
+
+
+def test_a_strided_expert_grid_puts_the_testbeds_ep_groups_across_the_stages_servers():
+    """Mixtral-8x7B on the testbed (t1 p2 e8 d16, 8-GPU servers): Megatron-Core's grid makes an EP
+    group 8 consecutive replicas, one server; ``expert_grid: strided`` takes them edp = 2 apart,
+    4 on each of the stage's two servers. Every expert shard is still held once per group and its
+    gradient reduced over the edp replicas holding it (the same routed tokens either way)."""
+    kw = dict(model="mixtral-8x7b", dp=16, layers=2, microbatches=2, shrink=8, nics_per_server=2)
+    groups = {}
+    for grid in ("megatron", "strided"):
+        job = moe_training(**kw, expert_grid=grid)
+        server = {n: e.pin.server for n, e in job.endpoints.items()}
+        members: dict[str, set] = {}
+        for f in job.flows:
+            if f.coflow_type == "EP" and not f.tags.get("metadata") and f.coflow.startswith("i0.ep.dispatch.l0.m0."):
+                members.setdefault(f.coflow, set()).update((f.src, f.dst))
+        groups[grid] = [sorted(m) for m in members.values()]
+        spans = {len({server[r] for r in m}) for m in members.values()}
+        assert spans == ({1} if grid == "megatron" else {2}), (grid, spans)
+        assert sorted(r for m in members.values() for r in m) == sorted(n for n in job.endpoints if n.startswith("p0"))
+    assert {f"p0d{d}t0" for d in range(0, 16, 2)} in [set(m) for m in groups["strided"]]
+    with pytest.raises(SpecError) as err:
+        moe_training(**kw, expert_grid="ring")
+    assert err.value.field == "expert_grid"

@@ -43,6 +43,16 @@ group over NVLink (free here) and every member computes ``1/etp`` of them.
 Expert gradients are reduced over the ``edp = dp * tp / (etp * ep)`` GPUs
 holding the same expert shard.
 
+``expert_grid: strided`` (ours; default ``megatron``, the grid above) takes
+the expert-data rank before the EP rank, ``et + etp * (ed + edp * e)``: an
+EP group's members are ``edp`` replicas apart, so they span the servers of
+a stage's plane. The thesis states the scope, not the grid: Table 5.1 gives
+EP coflows an intra-rack, cross-node scope, and Fig. 5.11 credits the EP
+matching with 1.24 / 1.12 = 1.11x on the testbed's Mixtral-8x7B (t1 p2 e8 d16
+on 8-GPU servers), whose EP groups Megatron-Core's grid keeps inside one
+server (TP 1: eight consecutive replicas), where no matching can gain. The
+grid is an unstated parameter of that row: both are run.
+
 **Data parallelism.** A stage's data-parallel replicas reduce the dense
 gradients, ``1/tp`` of them per tensor rank, and the expert gradients over
 their ``edp`` GPUs, in buckets as Megatron-Core's
@@ -144,6 +154,7 @@ from railbed.errors import SpecError
 from railbed.job import Job, Location
 
 SCHEDULES = ("gpipe", "1f1b", "interleaved")
+EXPERT_GRIDS = ("megatron", "strided")  # moe_training's expert_grid (module docstring, "Experts")
 SHRUNK = ("hidden", "ffn", "seq")  # divided by ``shrink``, with the GPUs' throughput
 PRESETS: dict[str, dict] = {
     "qwen-moe-12l": dict(layers=12, experts=64, topk=4, hidden=2048, ffn=1408, pp=4, tp=1, ep=8, seq=4096, mbs=4),
@@ -230,6 +241,7 @@ class _Builder:
     zero2: bool
     bucket: float | None  # parameters per gradient bucket; None: Megatron's default (megatron_bucket)
     tree: bool = False
+    strided: bool = False  # expert_grid: strided (module docstring, "Experts")
     last: dict[str, list[str]] = field(default_factory=dict)  # endpoint -> items its GPU's next op waits for
     dp_done: dict[tuple[str, int], list[str]] = field(default_factory=dict)  # (endpoint, layer) -> its DP ends
     routes: dict = field(default_factory=dict)
@@ -264,8 +276,11 @@ class _Builder:
     def expert_rank(self, p: int, et: int, e: int, ed: int) -> str:
         """The GPU of stage ``p`` at expert-tensor rank ``et``, expert rank ``e``, expert-data
         rank ``ed``: Megatron-Core's expert grid, ``etp`` fastest, then ``ep``, then the rest,
-        over the same ranks as the stage's (data, tensor) plane (module docstring, "Experts")."""
+        over the same ranks as the stage's (data, tensor) plane, or (``expert_grid: strided``)
+        ``ed`` before ``ep`` (module docstring, "Experts")."""
         s = self.s
+        if self.strided:
+            return self.plane(p)[et + s.etp * (ed + s.edp * e)]
         return self.plane(p)[et + s.etp * (e + s.ep * ed)]
 
     def ep_groups(self, p: int) -> list[list[str]]:
@@ -355,6 +370,7 @@ def moe_training(
     seed: int = 0,
     metadata: int = 512,
     layout: str = "megatron",
+    expert_grid: str = "megatron",
     gpus_per_server: int = 8,
     nics_per_server: int = 8,
     gpu_tflops: float = 312.0,
@@ -419,6 +435,8 @@ def _build(make, a: dict):
         a["dp_algo"], a["skew"], a["seed"], a["metadata"], a["layout"], a["gpus_per_server"], a["nics_per_server"],
         a["gpu_tflops"], a["efficiency"], a["name"],
     )  # fmt: skip
+    if a["expert_grid"] not in EXPERT_GRIDS:
+        raise SpecError("expert_grid", f"must be {' or '.join(EXPERT_GRIDS)}, got {a['expert_grid']!r}")
     shape_args = {k: a[k] for k in ("layers", "experts", "topk", "hidden", "ffn", "pp", "tp", "ep", "seq", "mbs")}
     if not (isinstance(gpu_tflops, (int, float)) and isinstance(efficiency, (int, float))) or not (
         gpu_tflops > 0 and 0 < efficiency <= 1
@@ -442,6 +460,7 @@ def _build(make, a: dict):
         raise SpecError("dp_algo", f"must be ring or tree, got {dp_algo!r}")
     b = _Builder(make(label), s, np.random.default_rng(seed), float(skew), metadata, bool(zero2), bucket_params)
     b.tree = dp_algo == "tree"
+    b.strided = a["expert_grid"] == "strided"
     if layout not in ("dp-outer", "megatron"):
         raise SpecError("layout", f"must be dp-outer or megatron, got {layout!r}")
     _endpoints(b, gpus_per_server, nics_per_server, layout)
