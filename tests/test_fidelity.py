@@ -111,6 +111,11 @@ def test_loss_verdict_thresholds_are_inclusive_and_spurious_timeouts_stall_nothi
     assert not no_drop["flagged"] and no_drop["stall_floor"] == 0 and no_drop["timeouts"] == 4
     fewer, _ = loss_verdict(rto, 2, 4 * 25e-6 / LOSS_RTO_SHARE, 25e-6)
     assert fewer["stall_floor"] == pytest.approx(2 * 25e-6) and not fewer["flagged"]
+    # with the fluid model's makespan, the floor counts only if the run ended >= 1 % after it
+    makespan = 4 * 25e-6 / LOSS_RTO_SHARE
+    assert loss_verdict(rto, 4, makespan, 25e-6, makespan / (1 + LOSS_RTO_SHARE))[0]["flagged"]
+    assert not loss_verdict(rto, 4, makespan, 25e-6, makespan / (1 + LOSS_RTO_SHARE - 1e-6))[0]["flagged"]
+    assert not loss_verdict(rto, 4, makespan, 25e-6, makespan * 1.004)[0]["flagged"]  # ended before fluid
 
 
 def test_the_report_carries_the_loss_verdict_as_a_problem():
