@@ -9,7 +9,7 @@ set -euo pipefail
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 VENV="${VENV:-/opt/railbed/venv}"
 APT_PACKAGES=(mininet iproute2 iperf3 ethtool tcpdump iptables bridge-utils iputils-ping
-              net-tools kmod procps python3 python3-venv python3-pip python3-dev gcc)
+              net-tools kmod procps python3 python3-venv python3-pip python3-dev gcc g++)
 
 say() { printf 'provision: %s\n' "$*"; }
 
