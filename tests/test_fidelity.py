@@ -154,3 +154,36 @@ def test_leakage_counts_intervals_where_the_higher_class_was_really_backlogged(b
     links, fid = fidelity_report(_leak_samples(backlog), {key: 8e6}, {key: 8e9}, {key: {0: 0x10, 5: 0x15}})
     assert fid["priority_leakage"] == pytest.approx(0.1 if leaks else 0.0)
     assert fid["ok"] is not leaks and (fid["worst_leakage_port"] == "sw0:sw0-eth0") is leaks
+
+
+# the DGCL emulation test with an empty numba cache, before the run-time compiled the kernels first
+# (model seconds): the latest flow left 6.25 ms late, the makespan 18.36 ms against the fluid's 11.82
+HELD = ([(4e-6, "a"), (6.25e-3, "e0.fwd2.k0.7-3"), (30e-6, "b")], 18.36e-3, 11.82e-3)
+
+
+def test_a_controller_held_mid_run_is_a_problem_when_the_run_ended_late():
+    from emulator.fidelity import LAG_SHARE, lag_verdict
+
+    lags, makespan, fluid = HELD
+    lag, problem = lag_verdict(lags, makespan, fluid)
+    assert lag["start_lag_max"] == 6.25e-3 and lag["start_lag_worst"] == "e0.fwd2.k0.7-3"
+    assert lag["start_lag_median"] == 30e-6
+    assert problem and "e0.fwd2.k0.7-3" in problem and "6.25 ms" in problem and "34 %" in problem
+    assert lag_verdict(lags, makespan)[1]  # without the fluid model's makespan: by the lag alone
+    # the same lag on a run that ended on time (the flow was off the critical path), or a lag too small
+    assert lag_verdict(lags, makespan, makespan / (1 + LAG_SHARE - 1e-6))[1] is None
+    assert lag_verdict(lags, makespan, makespan / (1 + LAG_SHARE))[1]
+    assert lag_verdict([(LAG_SHARE * makespan * 0.99, "a")], makespan, fluid)[1] is None
+    assert lag_verdict([], makespan, fluid) == ({}, None)
+
+
+def test_the_report_carries_the_lag_verdict_as_a_problem():
+    from emulator.fidelity import Sample, fidelity_report
+
+    samples = [Sample(0.0, {}, (0, 10)), Sample(1.0, {}, (5, 20))]
+    lags, makespan, fluid = HELD
+    _, fid = fidelity_report(samples, {}, {}, {}, makespan=makespan, fluid_makespan=fluid, start_lags=lags)
+    assert not fid["ok"] and fid["problems"][0].startswith("the controller sent flow")
+    assert fid["start_lag_max"] == 6.25e-3
+    _, quiet = fidelity_report(samples, {}, {}, {}, makespan=makespan, fluid_makespan=fluid, start_lags=lags[:1])
+    assert quiet["ok"] and quiet["start_lag_max"] == 4e-6
