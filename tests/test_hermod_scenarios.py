@@ -82,3 +82,14 @@ def test_calibration_table_recomputes_the_compute_model_by_hand():
     assert got["gpt3-175b"]["attn_ms"] == pytest.approx(2048 * (8 * h * h + 4 * s * h + 16 * h * h) / 156e12 * 1e3)
     assert got["gpt3-175b"]["pp_MB"] == pytest.approx(2048 * h * 2 / 1e6)
     assert set(got) == {"qwen-moe-12l", "qwen-moe-24l", "mixtral-8x7b", "mixtral-8x22b", "gpt3-13b", "gpt3-175b"}
+
+
+def test_hermod_rows_say_what_sets_the_price_of_a_lost_packet():
+    from scenarios.hermod.rows import _backend
+
+    packet = {"backend": "packet", "tcp": "cubic", "packet": {"settings": {"rto_min": 0.0002}}}
+    assert _backend(packet) == "packet (cubic, min RTO 200 us)"
+    assert _backend({"backend": "emulator", "tcp": "cubic", "scale": 1000.0}) == (
+        "emulator (k = 1000, cubic, min RTO 5 ms real = 5 us model)"
+    )
+    assert _backend({"backend": "fluid"}) == "fluid"

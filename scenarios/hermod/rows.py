@@ -45,9 +45,25 @@ def _what(directory: Path, result: dict) -> dict:
         "scenario": sc["name"], "model": model, "layers": layers,
         "gpus": tp * pp * args.get("dp", 1), "iterations": args.get("iterations", 1),
         "microbatches": args.get("microbatches") or 2 * pp, "layout": args.get("layout", "megatron"),
-        "nics": args.get("nics_per_server"), "shrink": args.get("shrink", 1), "backend": result.get("backend"),
-        "full": layers == base.get("layers"),
+        "nics": args.get("nics_per_server"), "shrink": args.get("shrink", 1), "backend": _backend(result),
+        "full": layers == base.get("layers"), "grid": args.get("expert_grid", "megatron"),
     }  # fmt: skip
+
+
+def _backend(result: dict) -> str:
+    """The backend and what sets the cost of a lost packet there: TCP, and the minimum RTO (the
+    emulator's is 5 ms of real time, ``emulator.nodes.RTO_MIN``: 5 ms / k of model time)."""
+    name = result.get("backend") or "?"
+    tcp = result.get("tcp")
+    if name == "packet":
+        rto = (result.get("packet") or {}).get("settings", {}).get("rto_min")
+        return f"packet ({tcp}, min RTO {rto * 1e6:g} us)" if rto is not None else f"packet ({tcp})"
+    if name == "emulator" and result.get("scale"):
+        from emulator.nodes import RTO_MIN
+
+        k = result["scale"]
+        return f"emulator (k = {k:g}, {tcp}, min RTO {RTO_MIN * 1e3:g} ms real = {RTO_MIN * 1e6 / k:g} us model)"
+    return name
 
 
 def row(directory: Path, baseline: str = "megatron") -> dict:
@@ -85,8 +101,9 @@ def markdown(rows: list[dict], schedulers: list[str]) -> str:
     for r in rows:
         shrink = "" if r["shrink"] == 1 else f", shrink {r['shrink']}"
         reduced = "" if r["full"] else " (REDUCED)"
+        grid = "" if r.get("grid", "megatron") == "megatron" else f", {r['grid']} expert grid"
         what = (f"{r['scenario']}: {r['model']}, {r['layers']} layers{reduced}{shrink}, {r['gpus']} GPUs, "
-                f"{r['nics']} NICs/server, {r['layout']} order, {r['microbatches']} microbatches, "
+                f"{r['nics']} NICs/server, {r['layout']} order{grid}, {r['microbatches']} microbatches, "
                 f"{r['iterations']} iterations, {r['backend']}")  # fmt: skip
         cells = [what]
         for s in schedulers:
