@@ -397,6 +397,8 @@ def _field(name: str, row: Row, rows: dict[str, Row]) -> str:
         from scenarios.sweep import get_dotted
 
         value = get_dotted(row.best.source, rest)
+        if value is None:
+            value = _generator_default(row.best.source, rest)
         return "n/a" if value is None else str(value)
     if kind == "wall":
         return f"{row.best.runs[rest].wall_seconds / 60:.0f} minutes"
@@ -411,6 +413,20 @@ def _field(name: str, row: Row, rows: dict[str, Row]) -> str:
     else:
         number = (run.fidelity if kind == "fidelity" else getattr(run, "analysis", None) or {})[key]
     return f"{number:,}" if isinstance(number, int) else f"{number:.3g}"
+
+
+def _generator_default(source: dict, path: str):
+    """A ``job.args.<name>`` the scenario leaves out: the job generator's default, else None."""
+    import inspect
+
+    from workloads import GENERATORS
+
+    job = (source or {}).get("job") or {}
+    gen = GENERATORS.get(job.get("generator")) if isinstance(job, dict) else None
+    if gen is None or not path.startswith("job.args.") or path.count(".") != 2:
+        return None
+    param = inspect.signature(gen).parameters.get(path.rsplit(".", 1)[1])
+    return None if param is None or param.default is inspect.Parameter.empty else param.default
 
 
 def notes(rows: list[Row]) -> list[str]:

@@ -411,3 +411,18 @@ def test_unstated_values_are_what_the_scenarios_run(path):
     for param in unstated:
         for cid in param.claims:
             assert current_value(by_id[cid], param) == pytest.approx(normal(param.value)), (param.name, cid)
+
+
+def test_a_note_reads_an_argument_the_scenario_leaves_to_the_generators_default():
+    import inspect
+
+    from scenarios.reproduce import _generator_default
+    from workloads.gnn_fullgraph import gnn_fullgraph
+
+    defaults = inspect.signature(gnn_fullgraph).parameters
+    source = {"job": {"generator": "gnn_fullgraph", "args": {"dataset": "web-google"}}}
+    assert _generator_default(source, "job.args.locality") == defaults["locality"].default is not None
+    assert _generator_default(source, "job.args.partitioner") == defaults["partitioner"].default
+    assert _generator_default(source, "job.args.no_such_argument") is None
+    assert _generator_default(source, "cluster.name") is None
+    assert _generator_default({"job": {"generator": "no-such-generator"}}, "job.args.locality") is None
