@@ -257,13 +257,15 @@ class _Run:
         It runs before the agents start, and so also compiles every numba kernel the scheduler's
         hooks and the hardware models call (the fluid backend drives the same Dispatcher): a
         kernel compiled mid-run holds the controller for seconds of real time. Measured on the
-        DGCL emulation test with an empty numba cache (a fresh clone, as in CI): the flows sent
-        after the first intra-host hop left 1.9-4.6 s real late and the makespan was 31-78 %
-        above the fluid model's; with the kernels compiled first, 2-3 %."""
+        DGCL emulation test with an empty numba cache (a fresh clone, as in CI): the latest flow
+        was sent 3.1 s real late (6.2 ms of model time at k = 500) and the makespan was 31-78 %
+        above the fluid model's (CI's run and three here); with the kernels compiled first, 2.3-2.4 %."""
         from railbed.backend import RunOptions, backend  # the fluid backend by name: no upward import
 
         if self.twin is None:
             return None, "fidelity: no fluid-model makespan (the scheduler cannot be copied)"
+        if self.progress is not None:
+            self.progress("  the fluid model's run of the same job first (the fidelity report's reference)")
         try:
             options = RunOptions(policy=self.tb.policy, analysis=False)
             return backend("fluid").run(self.job, self.twin, self.tb.spec, options).makespan, None
