@@ -66,8 +66,8 @@ import struct
 import sys
 import time
 
-SO_MAX_PACING_RATE = getattr(socket, "SO_MAX_PACING_RATE", 47)
-TCP_CONGESTION = getattr(socket, "TCP_CONGESTION", 13)
+from emulator.sockopts import SO_MAX_PACING_RATE, congestion_of, set_congestion
+
 DATA_PORT = 7000
 HEADER = struct.Struct("!QQ")
 ZERO_FILE_BYTES = 8 << 20
@@ -132,7 +132,7 @@ class Agent:
     def tcp_socket(self, sock: socket.socket) -> None:
         """The run's congestion control on ``sock`` (a namespace's default is the host's)."""
         if self.tcp:
-            sock.setsockopt(socket.IPPROTO_TCP, TCP_CONGESTION, self.tcp.encode())
+            set_congestion(sock, self.tcp)
 
     def emit(self, **event) -> None:
         assert self.writer is not None
@@ -356,8 +356,7 @@ class Agent:
         listener.setblocking(False)
         reader, self.writer = await asyncio.open_unix_connection(self.control)
         self.spawn(self.accept_loop(listener))
-        tcp = listener.getsockopt(socket.IPPROTO_TCP, TCP_CONGESTION, 16).rstrip(b"\0").decode()
-        self.emit(ev="hello", server=self.server, pid=os.getpid(), tcp=tcp)
+        self.emit(ev="hello", server=self.server, pid=os.getpid(), tcp=congestion_of(listener))
         while True:
             line = await reader.readline()
             if not line:

@@ -22,8 +22,8 @@ import sys
 import threading
 import time
 
-SO_MAX_PACING_RATE = getattr(socket, "SO_MAX_PACING_RATE", 47)
-TCP_CONGESTION = getattr(socket, "TCP_CONGESTION", 13)
+from emulator.sockopts import SO_MAX_PACING_RATE, set_congestion
+
 CHUNK = 256 * 1024
 
 
@@ -34,7 +34,7 @@ def open_flow(
     congestion control ``tcp`` (default: the namespace's)."""
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     if tcp:
-        sock.setsockopt(socket.IPPROTO_TCP, TCP_CONGESTION, tcp.encode())
+        set_congestion(sock, tcp)
     sock.setsockopt(socket.IPPROTO_IP, socket.IP_TOS, dscp << 2)
     if pace_bps:
         sock.setsockopt(socket.SOL_SOCKET, SO_MAX_PACING_RATE, int(pace_bps / 8))

@@ -15,7 +15,8 @@ import subprocess
 from dataclasses import dataclass
 from functools import cache, lru_cache
 
-from railbed.backend import TCP_CONGESTION as TCP_NAMES
+from emulator.sockopts import set_congestion
+from railbed.backend import TCP_CONGESTION
 from railbed.errors import SpecError
 
 DEV = "probe0"
@@ -135,15 +136,6 @@ def probe() -> KernelFeatures:
     )
 
 
-TCP_CONGESTION = getattr(socket, "TCP_CONGESTION", 13)
-
-
-def set_congestion(sock: socket.socket, name: str) -> None:
-    """Give ``sock`` the congestion control ``name`` (root may name any the kernel has: it loads
-    the module; a network namespace cannot change its default away from the host's)."""
-    sock.setsockopt(socket.IPPROTO_TCP, TCP_CONGESTION, name.encode())
-
-
 @cache
 def congestion_control(name: str) -> str | None:
     """None if a socket can run ``name`` here, else why not (the kernel's error)."""
@@ -185,7 +177,7 @@ def doctor_report() -> tuple[list[str], bool]:
     lines.append("classifiers that work: " + ", ".join(sorted(feats.classifiers)))
     lines.append("classifiers missing: " + (", ".join(sorted(feats.missing_classifiers)) or "none"))
     lines += ["  " + m for m in feats.meaning()]
-    runs = [n for n in TCP_NAMES if congestion_control(n) is None]
+    runs = [n for n in TCP_CONGESTION if congestion_control(n) is None]
     lines.append("TCP congestion controls a run can use (scenario `tcp`): " + (", ".join(runs) or "none"))
     ok &= feats.has("htb") and feats.has("u32")
     return lines, ok

@@ -345,7 +345,7 @@ def loss_verdict(
     floor = min(max(0, timeouts - tcp.get("TCPSpuriousRTOs", 0)), drops) * rto_min_model
     floor_share = floor / makespan if makespan > 0 else 0.0
     resent = tcp.get("RetransSegs", 0) / tcp["OutSegs"] if tcp.get("OutSegs") else 0.0
-    excess = makespan / fluid_makespan - 1 if fluid_makespan and makespan > 0 else None
+    excess = _excess(makespan, fluid_makespan)
     by_excess = excess is not None and excess >= LOSS_EXCESS and resent >= LOSS_RESENT
     # the stalls of several flows overlap and may be off the critical path: with the fluid model's
     # makespan at hand they count only if the run also ended that much later (a distdgl run of the
@@ -379,6 +379,11 @@ def loss_verdict(
     )
 
 
+def _excess(makespan: float, fluid_makespan: float | None) -> float | None:
+    """How much later than the fluid model's the run ended (a share), or None without it."""
+    return makespan / fluid_makespan - 1 if fluid_makespan and makespan > 0 else None
+
+
 def lag_verdict(
     start_lags: list[tuple[float, str]], makespan: float, fluid_makespan: float | None = None
 ) -> tuple[dict, str | None]:
@@ -393,7 +398,7 @@ def lag_verdict(
         "start_lag_max": worst,
         "start_lag_worst": worst_id,
     }
-    excess = makespan / fluid_makespan - 1 if fluid_makespan and makespan > 0 else None
+    excess = _excess(makespan, fluid_makespan)
     if makespan <= 0 or worst < LAG_SHARE * makespan or (excess is not None and excess < LAG_SHARE):
         return lag, None
     ended = f"; the makespan is {100 * excess:.1f} % above the fluid model's" if excess is not None else ""
