@@ -5,7 +5,7 @@ Same jobs and formulas as ``tests/test_mechanisms.py`` (arithmetic there and in
 ``scenarios/mechanisms/__init__.py``): pp-chain's fair 21.55 ms against strict
 17.36 ms differ by 24 %, more than twice the band, so the emulator sees the
 mechanism. Two servers (five for oes-incast) at 8 Gbit/s model, k = 100
-(80 Mbit/s real), LEO's hosts at k = 5000: each run takes a few seconds of real
+(80 Mbit/s real), LEO's hosts at k = 20000: each run takes a few seconds of real
 time. Where the hand time assumes max-min sharing that TCP does not give
 (``Mechanism.tcp_range``: OES's incast under distdgl), the emulated time is held
 between the mechanism's stated bound and the hand time instead.
