@@ -19,7 +19,7 @@ import time
 
 import numpy as np
 
-from schedulers.hermod_alg import Factors, dscp_of, matching_phases, phase_deps
+from schedulers.hermod_alg import Factors, dscp_of, port_matching
 
 
 def matrices(ep: int, n: int, seed: int = 0, experts: int = 64, topk: int = 4, tokens: int = 2048):
@@ -37,9 +37,8 @@ def decide(matrix: np.ndarray) -> int:
         for j in range(n):
             if i != j:
                 dscp_of(Factors(1, "EP", 3), 1, 3)
-    phases = matching_phases(matrix)
-    phase_deps(phases)
-    return len(phases)
+    flows = [(i, j, int(matrix[i, j])) for i in range(n) for j in range(n) if matrix[i, j]]
+    return 1 + max(k for pieces in port_matching(flows) for k, _, _ in pieces)
 
 
 def main() -> None:

@@ -28,7 +28,8 @@ Thin classes over :mod:`schedulers.hermod_alg`; jobs come from
   :mod:`schedulers.hermod_alg`, "Hermod as run here"; the literal reading
   is ``hermod-literal`` (MID in the top bits,
   :func:`~schedulers.hermod_alg.dscp_of`; ZeRO-2's all-gather at MID 0;
-  :func:`~schedulers.hermod_alg.priority_key`; the NIC-wide wait).
+  :func:`~schedulers.hermod_alg.priority_key`; the NIC-wide wait; Alg. 3
+  over the GPUs).
 * **rates**: no caps, line rate (§5.3.2, "Line-rate transmission is
   desirable"); a double binary tree all-reduce's flows (tag ``tree``) at
   half the source NIC's rate each, "each tree allocated half of the
@@ -37,9 +38,13 @@ Thin classes over :mod:`schedulers.hermod_alg`; jobs come from
   a server take NVLink, not the network, and start at once) are held until all are ready
   (the metadata all-gather has told every GPU the matrix, §5.3.2), then
   split into Alg. 3's sub-phases
-  (:func:`~schedulers.hermod_alg.matching_phases`): each sub-flow waits for
-  the previous sub-phase's sub-flow of its sender and of its receiver.
-  Sub-flows start when their deps are done, without the host-side wait.
+  (:func:`~schedulers.hermod_alg.port_matching`): matchings of the NICs the
+  flows leave and enter (``match: nic``; the thesis's matrix is the GPUs',
+  ``match: gpu``, which is the same where every GPU has its own NIC: why
+  the NICs, :mod:`schedulers.hermod_alg`, "Whose matrix"); each sub-flow
+  waits for the previous sub-phase's sub-flows of its source NIC and of its
+  destination NIC. Sub-flows start when their deps are done, without the
+  host-side wait.
 
 For the compact engine (:mod:`simulator.compact`) each class's ``rule`` states its
 ``on_ready`` as a pure function of the flow (Hermod's host wait: key = bar = its priority,
@@ -76,8 +81,7 @@ from schedulers.hermod_alg import (
     consumer_key,
     dscp_of,
     factors_of,
-    matching_phases,
-    phase_deps,
+    port_matching,
     priority_key,
     queued_dscp,
 )
@@ -113,23 +117,20 @@ def higher_active(view, flow: Flow, outranks) -> bool:
     return any((a.src.server, a.src.nic) == (src.server, src.nic) and outranks(a.flow) for a in view.active.values())
 
 
-def split_coflow(flows: list[Flow], dscp: dict[str, int]) -> Split:
-    """Alg. 3 on an EP coflow's flows: sub-flows per sub-phase, chained per sender and receiver."""
-    ranks = sorted({f.src for f in flows} | {f.dst for f in flows})
-    index = {r: k for k, r in enumerate(ranks)}
-    by_pair = {(index[f.src], index[f.dst]): f for f in flows}
-    matrix = [[0] * len(ranks) for _ in ranks]
-    for (i, j), f in by_pair.items():
-        matrix[i][j] = f.size or 0
-    phases = matching_phases(matrix)
-    deps = phase_deps(phases)
-    parts: dict[str, list[SubFlow]] = {f.id: [] for f in flows}
-    for k, (phase, row) in enumerate(zip(phases, deps)):
-        for (i, j, size), ds in zip(phase, row):
-            orig = by_pair[(i, j)]
-            after = tuple(f"{by_pair[(i2, j2)].id}.h{k2}" for k2, i2, j2 in ds)
-            parts[orig.id].append(SubFlow(f"{orig.id}.h{k}", size, deps=after, dscp=dscp[orig.id]))
+def split_coflow(flows: list[Flow], dscp: dict[str, int], port: dict[str, object]) -> Split:
+    """Alg. 3 on an EP coflow's flows over the ports ``port[endpoint]`` they leave and enter
+    (:func:`~schedulers.hermod_alg.port_matching`): sub-flows per sub-phase, chained per port."""
+    pieces = port_matching([(port[f.src], port[f.dst], f.size or 0) for f in flows])
+    parts = {}
+    for f, mine in zip(flows, pieces):
+        parts[f.id] = [
+            SubFlow(f"{f.id}.h{k}", size, deps=tuple(f"{flows[n].id}.h{kk}" for n, kk in deps), dscp=dscp[f.id])
+            for k, size, deps in mine
+        ]
     return Split(parts)
+
+
+MATCHES = ("nic", "gpu")
 
 
 class Hermod(Scheduler):
@@ -138,7 +139,8 @@ class Hermod(Scheduler):
     ``"queue"`` (default) a flow waits at its host behind a higher-priority flow of its own
     switch queue (``dscp >> 3``) only, ``"nic"`` behind any on its NIC (the hosts'
     priority queue read as a strict gate, ``hermod-literal``), ``"off"`` never (the DSCP
-    classes alone); see the module doc."""
+    classes alone). ``match``: Alg. 3 over the NICs' matrix (``"nic"``) or the GPUs'
+    (``"gpu"``, the thesis's, ``hermod-literal``); see the module doc."""
 
     name = "hermod"
 
@@ -149,10 +151,14 @@ class Hermod(Scheduler):
         intra: bool = True,
         host_wait: str = "queue",
         literal: bool = False,
+        match: str = "nic",
     ) -> None:
         if host_wait not in HOST_WAITS:
             raise SpecError("host_wait", f"must be one of {', '.join(HOST_WAITS)}, got {host_wait!r}")
+        if match not in MATCHES:
+            raise SpecError("match", f"must be one of {', '.join(MATCHES)}, got {match!r}")
         self.interleaved, self.inter, self.intra, self.literal = interleaved, inter, intra, literal
+        self.match = match
         self.host_wait = host_wait if inter else "off"
         self.hold_by_class = self.host_wait == "queue"
         self.layers_at: dict[str, list[int]] = {}  # endpoint -> the layers of the flows it sends
@@ -256,7 +262,7 @@ class Hermod(Scheduler):
     def gate_split(self, flows, placement, cluster) -> Split:
         """Alg. 3 (§5.3.2) on a gated EP coflow, before the run: ``_match``'s split, which is a
         pure function of the coflow's flows (their sizes, ends and DSCPs)."""
-        return split_coflow(list(flows), {f.id: self.dscp(f) for f in flows})
+        return self._split(list(flows), placement.__getitem__)
 
     def _best_held(self, view) -> dict[tuple[int, int], tuple[int, int, int]]:
         """Per source NIC, the best key among held flows that the priority check decides
@@ -278,18 +284,28 @@ class Hermod(Scheduler):
         self._best_held(view)
         if any(i not in self._held_set for i in ids):
             return HOLD
-        flows = [view.job.items[i] for i in ids]
-        return split_coflow(flows, {f.id: self.dscp(f) for f in flows})
+        return self._split([view.job.items[i] for i in ids], view.location)
+
+    def _split(self, flows: list[Flow], location) -> Split:
+        """Alg. 3 over the coflow's NICs (``match: nic``) or GPUs (``gpu``); ``location``:
+        endpoint -> its server and NIC."""
+        ends = {e for f in flows for e in (f.src, f.dst)}
+        if self.match == "gpu":
+            port = {e: e for e in ends}
+        else:
+            port = {e: (location(e).server, location(e).nic) for e in ends}
+        return split_coflow(flows, {f.id: self.dscp(f) for f in flows}, port)
 
 
 class HermodLiteral(Hermod):
-    """§5.3.1 and §5.4 as written (module doc of :mod:`schedulers.hermod_alg`): MID in the top
-    three bits (the switch queue), the ZeRO-2 all-gather at MID 0, keys without the iteration."""
+    """§5.3.1, §5.3.2 and §5.4 as written (module doc of :mod:`schedulers.hermod_alg`): MID in
+    the top three bits (the switch queue), the ZeRO-2 all-gather at MID 0, keys without the
+    iteration, Alg. 3 on the GPUs' matrix."""
 
     name = "hermod-literal"
 
-    def __init__(self, interleaved: bool = False, host_wait: str = "nic") -> None:
-        super().__init__(interleaved, host_wait=host_wait, literal=True)
+    def __init__(self, interleaved: bool = False, host_wait: str = "nic", match: str = "gpu") -> None:
+        super().__init__(interleaved, host_wait=host_wait, literal=True, match=match)
 
 
 class HermodInter(Hermod):

@@ -99,11 +99,25 @@ the matched positive entries (line 9's values), which is what makes every
 sub-phase carry equal portions; the minimum over the whole matrix would
 only cut phases finer. Bytes are integers, so the sub-phases carry the
 matrix exactly.
+
+*Whose matrix* (the thesis: ``T`` over the EP group's n workers, "each
+sub-phase forming a matching within the EP group"). Its stated purpose is
+"to schedule all flows without incurring incast", and incast happens at a
+port. The production cluster of §5.1.2 has one NIC per GPU, where a
+matching of GPUs is one of ports; the testbed of §5.5.1 has two NICs per
+eight GPUs, where it is not: a GPU matching on a stage spread over two
+servers still sends up to two flows of each EP group into one NIC, and its
+sub-phases do not pack the NICs' time (Mixtral-8x7B, testbed, strided
+grid: the sum of the sub-phases' longest per-NIC load is 5.3 % above the
+busiest NIC's bytes, while on the GPUs' matrix the sub-phases meet that
+matrix's bound exactly). :func:`port_matching` takes the matrix between
+the ports the flows leave and enter: GPUs as the thesis writes it
+(``hermod-literal``), NICs for ``hermod`` (``match: nic``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -242,22 +256,61 @@ def matching_phases(matrix: Sequence[Sequence[int]] | np.ndarray) -> list[Phase]
     return phases
 
 
-def phase_deps(phases: list[Phase]) -> list[list[tuple[tuple[int, int, int], ...]]]:
-    """Per phase and sub-flow, the earlier sub-flows it waits for, as ``(phase, i, j)``:
-    the last earlier one from the same sender and the last earlier one into the same
-    receiver. A sub-phase thus starts per pair as soon as its sender and receiver are free
-    (no global barrier; the paper's workers derive the same sequence, §5.3.2)."""
-    last_send: dict[int, tuple[int, int, int]] = {}
-    last_recv: dict[int, tuple[int, int, int]] = {}
-    out = []
-    for k, phase in enumerate(phases):
-        row = []
-        for i, j, _ in phase:
-            row.append(tuple(dict.fromkeys(d for d in (last_send.get(i), last_recv.get(j)) if d is not None)))
-        for i, j, _ in phase:
-            last_send[i] = last_recv[j] = (k, i, j)
-        out.append(row)
-    return out
+Piece = tuple[int, int, tuple[tuple[int, int], ...]]  # (phase, bytes, deps as (flow index, phase))
+
+
+def port_matching(flows: Sequence[tuple[Hashable, Hashable, int]]) -> list[list[Piece]]:
+    """Alg. 3 over the ports that carry an EP coflow, and the order its sub-phases keep.
+
+    ``flows[n] = (source port, destination port, bytes)``. The transmission matrix is
+    built between ports (the bytes of every flow from one port to another, summed) and
+    cut into sub-phases by :func:`matching_phases`; a sub-phase's portion of a port pair
+    is filled from that pair's flows in the given order (a flow is split only where a
+    portion ends inside it). Returns per flow its pieces ``(phase, bytes, deps)``: a
+    piece waits for every piece of the last earlier sub-phase of its source port and
+    of its destination port (no global barrier: a pair starts as soon as both ports are
+    free; the workers derive the same sequence, §5.3.2).
+
+    With one GPU per port this is Alg. 3 on the GPUs' matrix as the thesis writes it
+    (``T`` over the EP group's n workers); with GPUs sharing a NIC, the port is the NIC
+    (``hermod``'s ``match: nic``, see :mod:`schedulers.hermod`)."""
+    if any(b < 0 or s == d for s, d, b in flows):
+        raise ValueError("expected flows of >= 0 bytes between two different ports")
+    ports = sorted({p for s, d, _ in flows for p in (s, d)})
+    index = {p: k for k, p in enumerate(ports)}
+    by_pair: dict[tuple[int, int], list[int]] = {}
+    matrix = np.zeros((len(ports), len(ports)), dtype=np.int64)
+    for n, (s, d, b) in enumerate(flows):
+        by_pair.setdefault((index[s], index[d]), []).append(n)
+        matrix[index[s], index[d]] += b
+    left = [b for _, _, b in flows]
+    pieces: list[list[Piece]] = [[] for _ in flows]
+    last_send: dict[int, tuple[tuple[int, int], ...]] = {}
+    last_recv: dict[int, tuple[tuple[int, int], ...]] = {}
+    for k, phase in enumerate(matching_phases(matrix)):
+        made = []
+        for i, j, portion in phase:
+            send, recv = last_send.get(i, ()), last_recv.get(j, ())
+            deps = send if send is recv else send + recv  # one tuple: the pair's own last portion
+            ns = by_pair[(i, j)]
+            if len(ns) == 1:  # one flow per port pair (a GPU per NIC): the portion is its piece
+                pieces[ns[0]].append((k, portion, deps))
+                made.append((i, j, ((ns[0], k),)))
+                continue
+            mine = []
+            for n in ns:
+                take = min(portion, left[n])
+                if take:
+                    left[n] -= take
+                    portion -= take
+                    pieces[n].append((k, take, deps))
+                    mine.append((n, k))
+                if not portion:
+                    break
+            made.append((i, j, tuple(mine)))
+        for i, j, mine in made:
+            last_send[i] = last_recv[j] = mine
+    return pieces
 
 
 def phases_time(phases: list[Phase]) -> int:

@@ -15,8 +15,8 @@ from schedulers.hermod_alg import (
     encode,
     factors_of,
     matching_phases,
-    phase_deps,
     phases_time,
+    port_matching,
     priority_key,
     queue_level,
     queued_dscp,
@@ -191,14 +191,44 @@ def test_subphases_no_worse_than_brute_force_on_small_matrices():
             assert phases_time(matching_phases(m)) <= brute_force(m), m
 
 
-def test_phase_deps_chain_each_sender_and_receiver():
-    phases = matching_phases(np.array([[0, 5, 3], [2, 0, 4], [1, 1, 0]]))
-    deps = phase_deps(phases)
-    for k, (phase, row) in enumerate(zip(phases, deps)):
-        for (i, j, _), ds in zip(phase, row):
-            for kk, ii, jj in ds:
-                assert kk < k and (ii == i or jj == j)
-    assert deps[0] == [()] * len(phases[0])
+def test_port_matching_with_a_gpu_per_port_is_alg3_chained_per_sender_and_receiver():
+    m = np.array([[0, 5, 3], [2, 0, 4], [1, 1, 0]])
+    flows = [(i, j, int(m[i, j])) for i in range(3) for j in range(3) if m[i, j]]
+    pieces = port_matching(flows)
+    phases = matching_phases(m)
+    got = sorted((k, flows[n][0], flows[n][1], b) for n, mine in enumerate(pieces) for k, b, _ in mine)
+    assert got == sorted((k, i, j, b) for k, phase in enumerate(phases) for i, j, b in phase)
+    for n, mine in enumerate(pieces):
+        for k, _, deps in mine:
+            for nn, kk in deps:
+                assert kk < k and (flows[nn][0] == flows[n][0] or flows[nn][1] == flows[n][1])
+    assert all(not deps for mine in pieces for k, _, deps in mine if k == 0)
+
+
+def test_port_matching_over_shared_ports_carries_each_flow_in_port_matchings():
+    """Several flows per port pair (GPUs behind one NIC): per sub-phase every port sends to one
+    port and receives from one, each flow's pieces add up to it, and a piece waits only for the
+    previous sub-phase's pieces of its own source or destination port."""
+    rng = np.random.default_rng(3)
+    for _ in range(20):
+        ports = int(rng.integers(2, 6))
+        flows = []
+        for _ in range(int(rng.integers(1, 25))):
+            s, d = rng.choice(ports, size=2, replace=False)
+            flows.append((f"nic{s}", f"nic{d}", int(rng.integers(0, 5000))))
+        pieces = port_matching(flows)
+        assert [sum(b for _, b, _ in mine) for mine in pieces] == [b for _, _, b in flows]
+        by_phase = {}
+        for n, mine in enumerate(pieces):
+            assert all(b > 0 for _, b, _ in mine)
+            for k, _, deps in mine:
+                by_phase.setdefault(k, set()).add(flows[n][:2])
+                for nn, kk in deps:
+                    assert kk < k and (flows[nn][0] == flows[n][0] or flows[nn][1] == flows[n][1])
+        for pairs in by_phase.values():
+            assert len({s for s, _ in pairs}) == len(pairs) == len({d for _, d in pairs})
+    with pytest.raises(ValueError):
+        port_matching([("a", "a", 1)])
 
 
 def test_matching_rejects_bad_matrices():
