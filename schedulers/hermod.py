@@ -51,6 +51,14 @@ For the compact engine (:mod:`simulator.compact`) each class's ``rule`` states i
 queued; Lina's: key 0 for backward EP, bar 1 for DP); the EP flows Alg. 3 splits (between
 servers) are gated by coflow, and ``gate_split`` precomputes their sub-flows.
 
+``backward: reverse`` (not the thesis; a probe of its rule): §5.3.1 derives "earlier
+microbatches first" from the forward pass (Case I: "earlier microbatches block more
+computations on the critical path") and generalizes it "across all coflows within the same
+iteration". In 1F1B's cooldown the chain left on the critical path is the *last*
+microbatch's backward pass, which that order serves last. The option orders backward EP and
+PP flows by microbatches counted from the last (DSCP and host key alike); forward flows and
+DP keep the thesis's order. docs/hermod.md has what it measures.
+
 Ablations (§5.5.2, Fig. 5.11): ``hermod-inter`` (priorities only) and
 ``hermod-intra`` (matching only, DSCP 0, no waits); ``hermod-literal``
 (above).
@@ -131,6 +139,7 @@ def split_coflow(flows: list[Flow], dscp: dict[str, int], port: dict[str, object
 
 
 MATCHES = ("nic", "gpu")
+BACKWARDS = ("mid", "reverse")
 
 
 class Hermod(Scheduler):
@@ -140,7 +149,8 @@ class Hermod(Scheduler):
     switch queue (``dscp >> 3``) only, ``"nic"`` behind any on its NIC (the hosts'
     priority queue read as a strict gate, ``hermod-literal``), ``"off"`` never (the DSCP
     classes alone). ``match``: Alg. 3 over the NICs' matrix (``"nic"``) or the GPUs'
-    (``"gpu"``, the thesis's, ``hermod-literal``); see the module doc."""
+    (``"gpu"``, the thesis's, ``hermod-literal``). ``backward``: ``"mid"`` (the thesis) or
+    ``"reverse"`` (backward EP/PP flows last microbatch first, a probe); see the module doc."""
 
     name = "hermod"
 
@@ -152,13 +162,17 @@ class Hermod(Scheduler):
         host_wait: str = "queue",
         literal: bool = False,
         match: str = "nic",
+        backward: str = "mid",
     ) -> None:
         if host_wait not in HOST_WAITS:
             raise SpecError("host_wait", f"must be one of {', '.join(HOST_WAITS)}, got {host_wait!r}")
         if match not in MATCHES:
             raise SpecError("match", f"must be one of {', '.join(MATCHES)}, got {match!r}")
+        if backward not in BACKWARDS:
+            raise SpecError("backward", f"must be one of {', '.join(BACKWARDS)}, got {backward!r}")
         self.interleaved, self.inter, self.intra, self.literal = interleaved, inter, intra, literal
-        self.match = match
+        self.match, self.backward = match, backward
+        self.microbatches = 1
         self.host_wait = host_wait if inter else "off"
         self.hold_by_class = self.host_wait == "queue"
         self.layers_at: dict[str, list[int]] = {}  # endpoint -> the layers of the flows it sends
@@ -180,6 +194,7 @@ class Hermod(Scheduler):
             if is_ep_transfer(f) and placement[f.src].server != placement[f.dst].server:
                 members[f.coflow].append(f.id)  # flows inside a server do not cross the network
         self.layers_at = {e: sorted(ls) for e, ls in layers.items()}
+        self.microbatches = 1 + max((f.microbatch or 0 for f in job.flows), default=0)
         self._held_layers = {e: tuple(ls) for e, ls in self.layers_at.items()}
         self._rules = {}
         self.members = dict(members)
@@ -194,7 +209,7 @@ class Hermod(Scheduler):
             if self.literal:
                 k = (0, *priority_key(flow_factors(flow), self.interleaved))
             else:
-                k = consumer_key(flow.coflow_type, flow.iteration, flow.microbatch, flow.layer, self.interleaved)
+                k = consumer_key(flow.coflow_type, flow.iteration, self.mid(flow), flow.layer, self.interleaved)
             self.keys[flow.id] = k
         return k
 
@@ -206,7 +221,15 @@ class Hermod(Scheduler):
         if self.literal:
             return dscp_of(flow_factors(flow), rank, len(held), self.interleaved)
         ctype = flow.coflow_type if flow.coflow_type in CTYPES else "EP"
-        return queued_dscp(Factors(flow.microbatch or 0, ctype, flow.layer or 0), rank, len(held), self.interleaved)
+        return queued_dscp(Factors(self.mid(flow), ctype, flow.layer or 0), rank, len(held), self.interleaved)
+
+    def mid(self, flow: Flow) -> int:
+        """The MID that orders the flow: its microbatch, or with ``backward: reverse`` for a
+        backward EP or PP flow the microbatches counted from the last (module doc)."""
+        m = flow.microbatch or 0
+        if self.backward == "reverse" and flow.coflow_type in ("EP", "PP") and flow.tags.get("pass") == "B":
+            return self.microbatches - 1 - m
+        return m
 
     def on_ready(self, item, view):
         if not isinstance(item, Flow):
@@ -250,6 +273,7 @@ class Hermod(Scheduler):
             flow.microbatch,
             flow.layer,
             flow.tags.get("dp_phase"),
+            flow.tags.get("pass"),
             self._held_layers.get(flow.src),
         )
         got = self._rules.get(memo)  # DSCP and key depend on these alone (flow_factors, the source's layers)

@@ -97,6 +97,16 @@ def test_hermod_splits_ep_coflows_between_servers_the_same_on_both_engines(seed,
 
 
 @pytest.mark.parametrize("seed", range(8))
+def test_hermods_options_give_the_same_times_on_both_engines(seed):
+    """``match: gpu`` (Alg. 3 over the GPUs, the thesis's matrix) and ``backward: reverse`` (the
+    cooldown probe) on random MoE jobs: every item ends at the same time under both engines."""
+    rng = random.Random(300 + seed)
+    job, spec = random_moe_job(rng)
+    args = [{"match": "gpu"}, {"backward": "reverse"}, {"backward": "reverse", "intra": False}][seed % 3]
+    same_times(job, lambda: Hermod(**args), spec, rng.choice(["dscp-priority", "fifo"]))
+
+
+@pytest.mark.parametrize("seed", range(8))
 def test_the_kernels_work_lists_grow_without_changing_a_time(seed):
     """The kernel's work lists (timers, held, ready, started) start at one entry and double when
     full: every item's times, the link totals and the contention equal those of a run whose

@@ -102,6 +102,24 @@ def test_zero2_all_gather_yields_to_the_current_iterations_cooldown():
     assert ends(simulate(job, by_name("hermod-literal"), SPEC), ("pp", "ag")) == pytest.approx([2, 1])
 
 
+def test_backward_reverse_serves_the_last_microbatchs_backward_first():
+    """Two backward PP flows (microbatches 0 and 3 of 4) ready together on one NIC: the thesis's
+    order sends microbatch 0 first; ``backward: reverse`` microbatch 3; a forward flow keeps the
+    thesis's order under both."""
+    job = two_gpus()
+    job.flow("b0", "a", "b", S, coflow_type="PP", microbatch=0, layer=1, tags={"pass": "B"})
+    job.flow("b3", "a", "b", S, coflow_type="PP", microbatch=3, layer=1, tags={"pass": "B"})
+    job.flow("f1", "b", "a", S, coflow_type="PP", microbatch=1, layer=0, tags={"pass": "F"})
+    job.validate()
+    assert ends(simulate(job, by_name("hermod"), SPEC), ("b0", "b3")) == pytest.approx([1, 2])
+    rev = make(SchedulerSpec("hermod", {"backward": "reverse"}))
+    res = simulate(job, rev, SPEC)
+    assert ends(res, ("b3", "b0", "f1")) == pytest.approx([1, 2, 1])
+    assert res.items["b3"].dscp >> 3 == 7 and res.items["b0"].dscp >> 3 == 4 and res.items["f1"].dscp >> 3 == 6
+    with pytest.raises(Exception, match="backward"):
+        make(SchedulerSpec("hermod", {"backward": "last"}))
+
+
 def ep_job() -> Job:
     job = Job("ep")
     for s in range(3):
