@@ -51,6 +51,9 @@ For the compact engine (:mod:`simulator.compact`) each class's ``rule`` states i
 queued; Lina's: key 0 for backward EP, bar 1 for DP); the EP flows Alg. 3 splits (between
 servers) are gated by coflow, and ``gate_split`` precomputes their sub-flows.
 
+``subphases: flat`` (not the thesis; a probe): Alg. 3's sub-flows in the lowest class
+(DSCP 0, no MID order between EP coflows once split), every other flow as ``hermod``.
+
 ``backward: reverse`` (not the thesis; a probe of its rule): §5.3.1 derives "earlier
 microbatches first" from the forward pass (Case I: "earlier microbatches block more
 computations on the critical path") and generalizes it "across all coflows within the same
@@ -140,6 +143,7 @@ def split_coflow(flows: list[Flow], dscp: dict[str, int], port: dict[str, object
 
 MATCHES = ("nic", "gpu")
 BACKWARDS = ("mid", "reverse")
+SUBPHASES = ("ordered", "flat")
 
 
 class Hermod(Scheduler):
@@ -150,7 +154,9 @@ class Hermod(Scheduler):
     priority queue read as a strict gate, ``hermod-literal``), ``"off"`` never (the DSCP
     classes alone). ``match``: Alg. 3 over the NICs' matrix (``"nic"``) or the GPUs'
     (``"gpu"``, the thesis's, ``hermod-literal``). ``backward``: ``"mid"`` (the thesis) or
-    ``"reverse"`` (backward EP/PP flows last microbatch first, a probe); see the module doc."""
+    ``"reverse"`` (backward EP/PP flows last microbatch first, a probe). ``subphases``:
+    Alg. 3's sub-flows marked as their coflow (``"ordered"``) or all DSCP 0 (``"flat"``, a
+    probe); see the module doc."""
 
     name = "hermod"
 
@@ -163,6 +169,7 @@ class Hermod(Scheduler):
         literal: bool = False,
         match: str = "nic",
         backward: str = "mid",
+        subphases: str = "ordered",
     ) -> None:
         if host_wait not in HOST_WAITS:
             raise SpecError("host_wait", f"must be one of {', '.join(HOST_WAITS)}, got {host_wait!r}")
@@ -170,6 +177,9 @@ class Hermod(Scheduler):
             raise SpecError("match", f"must be one of {', '.join(MATCHES)}, got {match!r}")
         if backward not in BACKWARDS:
             raise SpecError("backward", f"must be one of {', '.join(BACKWARDS)}, got {backward!r}")
+        if subphases not in SUBPHASES:
+            raise SpecError("subphases", f"must be one of {', '.join(SUBPHASES)}, got {subphases!r}")
+        self.subphases = subphases
         self.interleaved, self.inter, self.intra, self.literal = interleaved, inter, intra, literal
         self.match, self.backward = match, backward
         self.microbatches = 1
@@ -318,7 +328,8 @@ class Hermod(Scheduler):
             port = {e: e for e in ends}
         else:
             port = {e: (location(e).server, location(e).nic) for e in ends}
-        return split_coflow(flows, {f.id: self.dscp(f) for f in flows}, port)
+        flat = self.subphases == "flat"
+        return split_coflow(flows, {f.id: 0 if flat else self.dscp(f) for f in flows}, port)
 
 
 class HermodLiteral(Hermod):

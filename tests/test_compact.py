@@ -98,11 +98,13 @@ def test_hermod_splits_ep_coflows_between_servers_the_same_on_both_engines(seed,
 
 @pytest.mark.parametrize("seed", range(8))
 def test_hermods_options_give_the_same_times_on_both_engines(seed):
-    """``match: gpu`` (Alg. 3 over the GPUs, the thesis's matrix) and ``backward: reverse`` (the
-    cooldown probe) on random MoE jobs: every item ends at the same time under both engines."""
+    """``match: gpu`` (Alg. 3 over the GPUs, the thesis's matrix), ``backward: reverse`` and
+    ``subphases: flat`` (probes) on random MoE jobs: every item ends at the same time under both
+    engines."""
     rng = random.Random(300 + seed)
     job, spec = random_moe_job(rng)
-    args = [{"match": "gpu"}, {"backward": "reverse"}, {"backward": "reverse", "intra": False}][seed % 3]
+    args = [{"match": "gpu"}, {"backward": "reverse"}, {"backward": "reverse", "intra": False}, {"subphases": "flat"}]
+    args = args[seed % 4]
     same_times(job, lambda: Hermod(**args), spec, rng.choice(["dscp-priority", "fifo"]))
 
 

@@ -186,6 +186,16 @@ def test_ep_matching_over_nics_shared_by_gpus():
         assert all(res.items[f.id].received == f.size for f in job.flows)
 
 
+def test_flat_subphases_mark_alg3s_sub_flows_lowest():
+    """``subphases: flat`` (a probe): the sub-flows of a split EP coflow carry DSCP 0; ``hermod``
+    marks them as their coflow (microbatch 0: queue 7)."""
+    job = shared_nic_ep_job()
+    for args, queue in (({}, 7), ({"subphases": "flat"}, 0)):
+        res = simulate(job, make(SchedulerSpec("hermod", args)), SPEC)
+        subs = [r for r in res.items.values() if r.parent]
+        assert subs and {(r.dscp or 0) >> 3 for r in subs} == {queue}, args
+
+
 def test_lina_holds_dp_behind_backward_ep_on_the_same_nic():
     job = two_gpus()
     job.flow("ep", "a", "b", S, coflow="ep", coflow_type="EP", microbatch=0, tags={"pass": "B"})

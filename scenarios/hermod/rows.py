@@ -79,6 +79,7 @@ def row(directory: Path, baseline: str = "megatron") -> dict:
     out["iteration_s"] = {k: _mean_iteration(r) for k, r in runs.items()}
     out["change"] = {k: v / base - 1 for k, v in out["iteration_s"].items()}
     out["analysis"] = {k: r.get("analysis") for k, r in runs.items()}
+    out["drops"] = {k: (r.get("packet") or {}).get("drops") for k, r in runs.items()}  # packet backend only
     return out
 
 
@@ -113,6 +114,8 @@ def markdown(rows: list[dict], schedulers: list[str]) -> str:
                 cells.append(f"{r['iteration_s'][s]:.4g} s")
             else:
                 cells.append(_pct(r["change"][s]))
+            if r["drops"].get(s) is not None:
+                cells[-1] += f" ({r['drops'][s]:,} drops)"
         a = r["analysis"].get(r["baseline"]) or {}
         ms = a.get("max_speedup")
         cells.append("n/a" if ms is None else f"{ms:.3f}x")
