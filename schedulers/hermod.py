@@ -175,13 +175,12 @@ class Hermod(Scheduler):
             raise SpecError("host_wait", f"must be one of {', '.join(HOST_WAITS)}, got {host_wait!r}")
         if match not in MATCHES:
             raise SpecError("match", f"must be one of {', '.join(MATCHES)}, got {match!r}")
-        if backward not in BACKWARDS:
-            raise SpecError("backward", f"must be one of {', '.join(BACKWARDS)}, got {backward!r}")
+        if backward not in BACKWARDS or (literal and backward != "mid"):
+            raise SpecError("backward", f"must be one of {', '.join(BACKWARDS)} (mid with literal), got {backward!r}")
         if subphases not in SUBPHASES:
             raise SpecError("subphases", f"must be one of {', '.join(SUBPHASES)}, got {subphases!r}")
-        self.subphases = subphases
         self.interleaved, self.inter, self.intra, self.literal = interleaved, inter, intra, literal
-        self.match, self.backward = match, backward
+        self.match, self.backward, self.subphases = match, backward, subphases
         self.microbatches = 1
         self.host_wait = host_wait if inter else "off"
         self.hold_by_class = self.host_wait == "queue"

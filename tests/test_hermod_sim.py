@@ -116,8 +116,9 @@ def test_backward_reverse_serves_the_last_microbatchs_backward_first():
     res = simulate(job, rev, SPEC)
     assert ends(res, ("b3", "b0", "f1")) == pytest.approx([1, 2, 1])
     assert res.items["b3"].dscp >> 3 == 7 and res.items["b0"].dscp >> 3 == 4 and res.items["f1"].dscp >> 3 == 6
-    with pytest.raises(Exception, match="backward"):
-        make(SchedulerSpec("hermod", {"backward": "last"}))
+    for bad in ({"backward": "last"}, {"backward": "reverse", "literal": True}):
+        with pytest.raises(Exception, match="backward"):
+            make(SchedulerSpec("hermod", bad))
 
 
 def ep_job() -> Job:
