@@ -125,6 +125,7 @@ def test_near_keeps_cut_edges_under_the_socket():
 
     assert socket_share(None) == pytest.approx(3 / 7, abs=0.03)  # uniform: 3 of 7 others share the socket
     assert socket_share(0.9) == pytest.approx(0.9, abs=0.03)
-    assert power_law_graph(4000, 8.0, 8, seed=1)[1].tolist() == power_law_graph(4000, 8.0, 8, seed=1, near=None)[
-        1
-    ].tolist()
+    assert (
+        power_law_graph(4000, 8.0, 8, seed=1)[1].tolist()
+        == power_law_graph(4000, 8.0, 8, seed=1, near=None)[1].tolist()
+    )

@@ -89,14 +89,16 @@ VARIANTS = {
     "staged": Variant("cross-socket pairs staged through host memory", staged=True),
     "near": Variant("hierarchical partitioning (near from Table 2)", near="derived"),
     "swap_chunks": Variant("swap loads whole partitions (NeuGraph chunks)", swap_load="chunks"),
-    "calibrated": Variant("calibrated: QPI path rate + near + swap chunks", qpi=QPI, near="derived",
-                          swap_load="chunks"),  # fmt: skip
-    "calibrated_lat": Variant("calibrated + 50 us per stage", qpi=QPI, near="derived", swap_load="chunks",
-                              latency=50e-6),  # fmt: skip
-    "calibrated_loc95": Variant("calibrated, locality 0.95", qpi=QPI, near="derived", swap_load="chunks",
-                                locality=0.95),  # fmt: skip
-    "calibrated_nvhalf": Variant("calibrated, NVLink at half", qpi=QPI, near="derived", swap_load="chunks",
-                                 nvlink=0.5),  # fmt: skip
+    "calibrated": Variant(
+        "calibrated: QPI path rate + near + swap chunks", qpi=QPI, near="derived", swap_load="chunks"
+    ),
+    "calibrated_lat": Variant(
+        "calibrated + 50 us per stage", qpi=QPI, near="derived", swap_load="chunks", latency=50e-6
+    ),
+    "calibrated_loc95": Variant(
+        "calibrated, locality 0.95", qpi=QPI, near="derived", swap_load="chunks", locality=0.95
+    ),
+    "calibrated_nvhalf": Variant("calibrated, NVLink at half", qpi=QPI, near="derived", swap_load="chunks", nvlink=0.5),
 }
 BEGIN, END = "<!-- calibration:begin -->", "<!-- calibration:end -->"
 

@@ -90,4 +90,3 @@ def build(glue: Any, plan: Plan, classes: tuple[int, ...], ecn: int) -> None:
         if role == 0:
             glue.Listen(node)
     glue.Start()
-

@@ -108,9 +108,7 @@ def plan(topo: Topology, buffer: int | None, host_buffer: int, k: RateScale) -> 
     for link in topo.links:
         port = 2 * len(links)
         a, b = link.a, link.b
-        limits = tuple(
-            host_buffer if p.node in server_of else (buffer or switch_buffer(p.rate, k.k)) for p in (a, b)
-        )
+        limits = tuple(host_buffer if p.node in server_of else (buffer or switch_buffer(p.rate, k.k)) for p in (a, b))
         links.append(PlanLink(index[a.node], index[b.node], a.rate, link.latency, (_name(a), _name(b)), limits))
         if link.kind == "nic":
             nic = (server_of[a.node], int(a.ifname.rsplit("-eth", 1)[1]))
