@@ -13,6 +13,7 @@ from railbed.units import wire_bytes
 from schedulers import REGISTRY, SchedulerSpec, by_name, make
 from schedulers.hermod import SCHEDULERS
 from simulator import simulate
+from workloads.mechanisms import ep_shared_nic
 
 RATE = 8e9
 SPEC = ClusterSpec.from_dict(
@@ -144,21 +145,6 @@ def test_ep_coflow_split_into_matching_subphases():
     assert res.makespan == pytest.approx(4 * T, rel=1e-5)  # the largest row/column sum: no incast
 
 
-def shared_nic_ep_job() -> Job:
-    """ep_job's NIC matrix (bound 4 T) between 3 servers of 2 GPUs on one NIC each, every NIC
-    pair's bytes split over two GPU pairs."""
-    job = Job("ep-shared-nic")
-    for s in range(3):
-        for g in range(2):
-            job.endpoint(f"g{s}{g}", Location(s, f"gpu{g}", 0))
-    sizes = {(0, 1): 3 * S, (0, 2): S, (1, 0): S, (1, 2): 2 * S, (2, 0): 2 * S, (2, 1): S}
-    for (i, j), size in sizes.items():
-        for g, part in ((0, size // 4), (1, size - size // 4)):
-            job.flow(f"e{i}{j}{g}", f"g{i}{g}", f"g{j}{1 - g}", part, reveal="on_ready", coflow="ep",
-                     coflow_type="EP", microbatch=0)  # fmt: skip
-    return job.validate()
-
-
 def senders_into_a_nic_at_once(job: Job, res) -> int:
     """The most source NICs whose sub-flows are on the wire into one NIC at the same time."""
     server = {f.id: (job.endpoints[f.src].pin.server, job.endpoints[f.dst].pin.server) for f in job.flows}
@@ -176,7 +162,7 @@ def test_ep_matching_over_nics_shared_by_gpus():
     """Alg. 3 over the NICs (hermod's ``match: nic``): every NIC receives from one NIC at a time
     and the coflow ends at the busiest NIC's bytes, 4 T. Over the GPUs (the thesis's matrix,
     ``match: gpu``), two GPUs behind one NIC receive from two NICs at once (incast at the port)."""
-    job = shared_nic_ep_job()
+    job = ep_shared_nic(S)  # ep_job's NIC matrix (4 T) over 3 servers of 2 GPUs on one NIC
     nic = simulate(job, by_name("hermod-intra"), SPEC)
     assert nic.makespan == pytest.approx(4 * T, rel=1e-5)
     assert senders_into_a_nic_at_once(job, nic) == 1
@@ -190,7 +176,7 @@ def test_ep_matching_over_nics_shared_by_gpus():
 def test_flat_subphases_mark_alg3s_sub_flows_lowest():
     """``subphases: flat`` (a probe): the sub-flows of a split EP coflow carry DSCP 0; ``hermod``
     marks them as their coflow (microbatch 0: queue 7)."""
-    job = shared_nic_ep_job()
+    job = ep_shared_nic(S)  # ep_job's NIC matrix (4 T) over 3 servers of 2 GPUs on one NIC
     for args, queue in (({}, 7), ({"subphases": "flat"}, 0)):
         res = simulate(job, make(SchedulerSpec("hermod", args)), SPEC)
         subs = [r for r in res.items.values() if r.parent]

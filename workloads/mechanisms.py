@@ -32,6 +32,13 @@ tagged as ``gnn_fullgraph``'s exchanges are, with the requirement set
 written out: ``tags.graph.explicit``), then a task of ``compute`` on the
 destination. On a DGX-1 GPUs 0 and 5 have no NVLink between them.
 
+``ep_shared_nic``: Hermod's EP matching (seed 004, Alg. 3) where GPUs share a
+NIC: 3 servers of 2 GPUs (``g<server><gpu>``) behind one NIC each, one EP
+coflow whose NIC matrix carries ``3, 1 / 1, 2 / 2, 1`` times ``size`` bytes
+(0 -> 1, 0 -> 2 / 1 -> 0, 1 -> 2 / 2 -> 0, 2 -> 1), every NIC pair's bytes
+split 1 : 3 over two GPU pairs. The busiest NIC sends and receives 4
+``size``: a matching of NICs ends there.
+
 ``leo_toll``: LEO's path choice (seed 004, eq. 6.5 and §6.2.2's k_hat) on
 requests of one type (``out`` bytes out, ``back`` bytes back, function
 ``mech`` at the responder; paths ``cpu-cpu`` and ``acc-acc``) arriving at
@@ -133,3 +140,18 @@ def leo_toll(times: list[float] | None = None, out: int = 64, back: int = 8) -> 
     _positive("back", back)
     rt = RequestType("mech", 1.0, ((int(out), int(back)),), ("cpu-cpu", "acc-acc"), resp_work="mech")
     return request_stream((rt,), 1.0, len(times), name="leo-toll", times=[float(t) for t in times])
+
+
+def ep_shared_nic(size: int) -> Job:
+    """One EP coflow between GPUs that share their servers' NICs (module docstring)."""
+    _positive("size", size)
+    job = Job("ep-shared-nic")
+    for s in range(3):
+        for g in range(2):
+            job.endpoint(f"g{s}{g}", Location(s, f"gpu{g}", 0))
+    sizes = {(0, 1): 3 * size, (0, 2): size, (1, 0): size, (1, 2): 2 * size, (2, 0): 2 * size, (2, 1): size}
+    for (i, j), nbytes in sizes.items():
+        for g, part in ((0, nbytes // 4), (1, nbytes - nbytes // 4)):
+            job.flow(f"e{i}{j}{g}", f"g{i}{g}", f"g{j}{1 - g}", part, reveal="on_ready", coflow="ep",
+                     coflow_type="EP", microbatch=0)  # fmt: skip
+    return job.validate()

@@ -17,6 +17,7 @@ from railbed.spec import ClusterSpec
 from railbed.topology import Topology
 from railbed.units import wire_bytes
 from schedulers import by_name
+from workloads.mechanisms import ep_shared_nic
 
 scapy_all = pytest.importorskip("scapy.all")
 K = 10
@@ -85,23 +86,14 @@ def test_pp_preempts_dp_in_flight_of_the_same_microbatch():
 
 def test_ep_matching_over_shared_nics_meets_the_busiest_nics_bytes():
     """Alg. 3 over the NICs (hermod's ``match: nic``) on real sockets: 3 servers of 2 GPUs behind
-    one NIC, an EP coflow whose NIC matrix has its busiest NIC at 4 S (tests/test_hermod_sim.py's
-    ``shared_nic_ep_job``: 4 T there, by hand). Every sub-phase is a matching of NICs, so each NIC
-    sends to one NIC and receives from one at a time: the coflow ends at 4 T within 15 %, each
-    original carried whole."""
+    one NIC, an EP coflow whose busiest NIC sends and receives 4 S
+    (``workloads.mechanisms.ep_shared_nic``; tests/test_hermod_sim.py has 4 T exactly). Every
+    sub-phase is a matching of NICs, so each NIC sends to one NIC and receives from one at a time:
+    the coflow ends at 4 T within 15 %, each original carried whole."""
     spec = ClusterSpec.from_dict(
         {"servers": [{"count": 3, "gpus": 2, "nic_rate": LINK}], "fabric": {"type": "single_switch"}}
     )
-    job = Job("ep-shared-nic")
-    for s in range(3):
-        for g in range(2):
-            job.endpoint(f"g{s}{g}", Location(s, f"gpu{g}", 0))
-    sizes = {(0, 1): 3 * S, (0, 2): S, (1, 0): S, (1, 2): 2 * S, (2, 0): 2 * S, (2, 1): S}
-    for (i, j), size in sizes.items():
-        for g, part in ((0, size // 4), (1, size - size // 4)):
-            job.flow(f"e{i}{j}{g}", f"g{i}{g}", f"g{j}{1 - g}", part, reveal="on_ready", coflow="ep",
-                     coflow_type="EP", microbatch=0)  # fmt: skip
-    job.validate()
+    job = ep_shared_nic(S)
     with Testbed(spec, scale=K) as tb:
         res = run(job, by_name("hermod-intra"), tb)
     assert [r for r in res.items.values() if r.parent], "Alg. 3 split nothing"
