@@ -435,6 +435,8 @@ def notes(rows: list[Row]) -> list[str]:
     out = []
     for r in rows:
         text = render_note(r, by_id) if r.claim.note else ""
+        if r.verdict == "skipped" and "n/a" in text:  # numbers from runs that were not made
+            text = f"not run here ({r.fidelity}): this row's note reads its numbers from the runs."
         if len(r.points) > 1:
             text += (" " if text else "") + "Points: " + "; ".join(
                 f"{_point_name(p.point)}: {fmt(r.claim.paper.unit, p.value)}" for p in r.points) + "."  # fmt: skip

@@ -426,3 +426,15 @@ def test_a_note_reads_an_argument_the_scenario_leaves_to_the_generators_default(
     assert _generator_default(source, "job.args.no_such_argument") is None
     assert _generator_default(source, "cluster.name") is None
     assert _generator_default({"job": {"generator": "no-such-generator"}}, "job.args.locality") is None
+
+
+def test_a_skipped_rows_note_says_it_did_not_run_instead_of_printing_n_a():
+    from scenarios.reproduce import Row, notes
+
+    _, claims, _ = load_claims(Path(__file__).parent.parent / "scenarios" / "dgtp" / "claims.yaml")
+    claim = next(c for c in claims if c.note and "{fidelity:" in c.note)
+    row = Row(claim, verdict="skipped", fidelity="needs --emulate (root)")
+    (line,) = notes([row])[2:-1]
+    assert "n/a" not in line and "needs --emulate (root)" in line, line
+    row.verdict = "holds"  # a row that ran but lost its run still says n/a, as the report's rules ask
+    assert "n/a" in notes([row])[2]
