@@ -43,3 +43,43 @@ def test_one_percentile_definition_nearest_rank():
     assert percentile(range(1, 101), 99) == 100 and percentile(range(1, 1001), 99) == 991
     assert math.isnan(percentile([], 50))
     assert median_p99(x for x in [3, 1, 2]) == (2, 3)
+
+
+def _asdict_twin(r: RunResult) -> dict:
+    """The slow, obviously correct form: ``dataclasses.asdict`` of everything (what to_dict was)."""
+    from dataclasses import asdict
+
+    d = asdict(r)
+    d["items"] = {i: asdict(x) for i, x in r.items.items()}
+    d["iterations"] = {str(k): v for k, v in r.iterations.items()}
+    return d
+
+
+def test_to_dict_writes_what_asdict_wrote_on_real_runs(tmp_path):
+    """Byte for byte the same JSON as the deep-copying form, on a simulated run with analysis,
+    link series and events, and on a hand-made one with a dataclass left in its analysis."""
+    import json
+    from dataclasses import dataclass
+    from pathlib import Path
+
+    from scenarios.runner import Scenario
+    from schedulers import make
+    from simulator.run import simulate
+
+    sc = Scenario.load(Path(__file__).resolve().parents[1] / "examples/scenarios/llm-small.yaml")
+    spec = sc.schedulers[0]
+    run = simulate(sc.job, make(spec), sc.cluster, analysis=True)
+    assert run.analysis and run.link_series and run.events and len(run.items) > 100
+    run.save(tmp_path / "fast.json")
+    slow = json.dumps(_asdict_twin(run), indent=1) + "\n"
+    assert (tmp_path / "fast.json").read_text() == slow
+
+    @dataclass
+    class Left:
+        x: int
+
+    r = sample()
+    r.analysis = {"left": Left(3), "list": [Left(4)]}
+    r.save(tmp_path / "left.json")
+    assert (tmp_path / "left.json").read_text() == json.dumps(_asdict_twin(r), indent=1) + "\n"
+    assert json.loads((tmp_path / "left.json").read_text())["analysis"] == {"left": {"x": 3}, "list": [{"x": 4}]}
