@@ -26,7 +26,7 @@ import yaml
 
 from railbed import backend as backends
 from railbed.errors import SpecError
-from railbed.metrics import METRICS
+from railbed.metrics import CURVE_METRICS, METRICS
 from railbed.results import fmt_time
 
 BACKENDS = ("simulate", "emulate", "crosscheck")
@@ -376,7 +376,7 @@ def _band(raw: Any, where: str) -> Band:
 
 def _check_metric(claim: Claim, where: str) -> None:
     crosscheck = claim.backend == "crosscheck"
-    known = CROSSCHECK_METRICS if crosscheck else tuple(METRICS)
+    known = CROSSCHECK_METRICS if crosscheck else (*METRICS, *CURVE_METRICS)
     if claim.metric not in known:
         raise SpecError(f"{where}.metric", f"unknown metric {claim.metric!r} for {claim.backend} (known: "
                         f"{', '.join(known)})")  # fmt: skip
@@ -390,6 +390,12 @@ def _check_metric(claim: Claim, where: str) -> None:
         raise SpecError(f"{where}.paper.unit", "a comparison of two runs is in x, speedup or %")
     if crosscheck and claim.relative_to:
         raise SpecError(f"{where}.relative_to", "a crosscheck metric compares the emulator with the simulator already")
+    if claim.metric in CURVE_METRICS:  # read from a load sweep's runs <label>@<load>: name the labels
+        for key in ("scheduler", "relative_to"):
+            label = getattr(claim, key)
+            if (key == "scheduler" and not label) or "@" in str(label or ""):
+                raise SpecError(f"{where}.{key}", f"{claim.metric} reads a load sweep: name its label "
+                                "(leo), not one run of it (leo@9e+07)")  # fmt: skip
 
 
 def _scenario_path(raw: Any, base: Path, where: str) -> Path:

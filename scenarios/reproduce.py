@@ -34,7 +34,9 @@ Each paper keeps its claims in ``scenarios/<paper>/claims.yaml`` (read by
                                            # drops); old names numba | compact read
         scheduler: hermod                  # the run the metric reads
         relative_to: megatron              # the run it is compared with
-        metric: iteration_mean             # railbed.metrics.METRICS, or a crosscheck metric
+        metric: iteration_mean             # railbed.metrics.METRICS, a crosscheck metric, or a curve
+                                           # metric (CURVE_METRICS: knee, p50_at_knee) of a load sweep,
+                                           # whose scheduler and relative_to name sweeps (leo, acc-only)
         set: {job.args.iterations: 5}      # dotted overrides for every run of this row
         sweep: {job.args.dp: [1, 2, 4]}    # the paper's sweep (up_to, mean): one run per combination;
                                            # axis scenario: a list of files
@@ -105,7 +107,7 @@ from typing import Any
 import yaml
 
 from railbed.errors import SpecError
-from railbed.metrics import metric
+from railbed.metrics import CURVE_METRICS, curve_metric, metric
 from railbed.results import RunResult, fmt_time, percentile
 from scenarios.claims import (
     CROSSCHECK_METRICS,
@@ -235,6 +237,11 @@ def measure(claim: Claim, got: dict[str, Any]) -> float:
     """The claim's number, in the paper's unit, from one run group."""
     runs = {r.scheduler: r for r in got["runs"]}
     name = claim.scheduler or next(iter(runs))
+    if claim.metric in CURVE_METRICS:
+        try:
+            return claim.to_unit(*curve_metric(claim.metric, got["runs"], name, claim.relative_to))
+        except KeyError as e:
+            raise SpecError("scheduler", e.args[0]) from None
     for who, label in (("scheduler", name), ("relative_to", claim.relative_to)):
         if label is not None and label not in runs:
             raise SpecError(who, f"{label!r} is not a run of this scenario (runs: {', '.join(runs)})")
@@ -267,8 +274,22 @@ def fidelity(runs: list[RunResult]) -> str:
     return "n/a" if missing else "ok"
 
 
+def _lowest_load(runs: dict[str, RunResult], label: str) -> RunResult | None:
+    """The run ``<label>@<load>`` of the lowest load among ``runs`` (None without one)."""
+    sweep = [(float(n.rpartition("@")[2]), n) for n in runs if n.rpartition("@")[0] == label]
+    return runs[min(sweep)[1]] if sweep else None
+
+
+# a request stream's capacity check (schedulers.leo.CapacityCheck.note), in a run's notes
+CAPACITY_NOTE = re.compile(r"capacity \((?P<head>[^)]*)\).*a split can add at most (?P<room>[-+][\d.]+) %")
+
+
 def room(run: RunResult | None) -> str:
-    """The baseline run's analysis: the most any scheduler could gain and where coflow types meet."""
+    """The baseline run's analysis: the most any scheduler could gain and where coflow types meet;
+    for a request stream, its capacity check (what a split of its paths can add at most)."""
+    capacity = next((m for n in getattr(run, "notes", None) or [] if (m := CAPACITY_NOTE.search(str(n)))), None)
+    if capacity:
+        return f"a split can add {capacity['room']} % over the best single path ({capacity['head']})"
     analysis = getattr(run, "analysis", None) if run is not None else None
     if not isinstance(analysis, dict) or not analysis:
         return "n/a"
@@ -359,6 +380,8 @@ def _judge(row: Row) -> None:
     read = [row.best.runs[n] for n in (claim.scheduler, claim.relative_to) if n in row.best.runs]
     row.fidelity = fidelity(read or list(row.best.runs.values()))
     baseline = row.best.runs.get(claim.relative_to or claim.scheduler or "")
+    if claim.metric in CURVE_METRICS:  # a load sweep: the reference's run at its lowest load
+        baseline = _lowest_load(row.best.runs, claim.relative_to or claim.scheduler)
     row.room = room(baseline)
     names = ", ".join(_point_name(p.point) for p in row.points)
     many = {

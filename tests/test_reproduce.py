@@ -438,3 +438,55 @@ def test_a_skipped_rows_note_says_it_did_not_run_instead_of_printing_n_a():
     assert "n/a" not in line and "needs --emulate (root)" in line, line
     row.verdict = "holds"  # a row that ran but lost its run still says n/a, as the report's rules ask
     assert "n/a" in notes([row])[2]
+
+
+def _sweep_runs(*labels: str) -> dict:
+    """Runs ``<label>@<load>`` at loads 1-4 (what measure() is given; their curves are patched in)."""
+    return {"runs": [RunResult("simulator", "j", f"{x}@{load:g}", "c") for x in labels for load in (1, 2, 3, 4)]}
+
+
+def test_a_load_sweeps_knee_and_median_are_read_as_the_thesis_reads_them(tmp_path, monkeypatch):
+    """knee: each scheduler's highest load whose median stays within KNEE_MULTIPLE (1.5) of its
+    lowest load's; p50_at_knee: both medians at the reference's knee (speedup: its over ours)."""
+    import railbed.metrics as m
+    from scenarios.reproduce import measure
+
+    medians = {"leo": [10, 11, 12, 30], "acc-only": [10, 12, 20, 40]}  # knees 3 and 2
+    curve = {n: [{"load": float(i + 1), "p50": p} for i, p in enumerate(ps)] for n, ps in medians.items()}
+    monkeypatch.setattr(m, "load_curve", lambda runs: curve)
+    knee = _claim(tmp_path, "paper: {value: 1.5, unit: x}, scheduler: leo, relative_to: acc-only")
+    knee.metric = "knee"
+    assert measure(knee, _sweep_runs("leo", "acc-only")) == pytest.approx(1.5)
+    latency = _claim(tmp_path, "paper: {value: 1.3, unit: speedup}, scheduler: leo, relative_to: acc-only")
+    latency.metric = "p50_at_knee"
+    assert measure(latency, _sweep_runs("leo", "acc-only")) == pytest.approx(12 / 11)
+    knee.relative_to = "cpu-only"  # not a sweep of this scenario: the field and the sweeps it has
+    with pytest.raises(SpecError, match="cpu-only") as err:
+        measure(knee, _sweep_runs("leo", "acc-only"))
+    assert err.value.field == "scheduler"
+
+
+@pytest.mark.parametrize("body", ["scheduler: leo@9e+07, relative_to: acc-only", "scheduler: leo, relative_to: a@1"])
+def test_a_curve_metric_names_the_sweep_not_one_run_of_it(tmp_path, body):
+    path = tmp_path / "claims.yaml"
+    row = f"{{claim: c, scenario: {SCENARIO}, metric: knee, paper: {{value: 2, unit: x}}, {body}}}"
+    path.write_text(f"claims:\n  - {row}\n")
+    with pytest.raises(SpecError) as err:
+        load_claims(path)
+    assert err.value.field == ("claims[0].scheduler" if "@9" in body else "claims[0].relative_to")
+
+
+def test_a_request_streams_room_is_its_capacity_check_at_the_lowest_load():
+    from railbed.spec import ClusterSpec
+    from scenarios.reproduce import _lowest_load
+    from schedulers.leo import capacity_check
+    from workloads.requests import requests
+
+    leo = Path(__file__).resolve().parents[1] / "scenarios" / "leo"
+    cluster = ClusterSpec.load(leo / "cluster-f-nic-off-path.yaml")
+    check = capacity_check(requests("kvs-c", load=1e6, requests=50), cluster)
+    runs = {f"acc-only@{x:g}": RunResult("simulator", "j", f"acc-only@{x:g}", "c") for x in (5e5, 5e6, 1e6)}
+    runs["acc-only@500000"].notes = ["leo: something else", check.note()]
+    assert _lowest_load(runs, "acc-only") is runs["acc-only@500000"] and _lowest_load(runs, "leo") is None
+    assert room(runs["acc-only@500000"]) == "a split can add +66.7 % over the best single path (the datapath binds)"
+    assert room(runs["acc-only@5e+06"]) == "n/a"  # no capacity note and no analysis
