@@ -195,3 +195,11 @@ def test_stored_audit_pieces_are_recomputed():
     g16 = cal.gathers_ms("reddit", DERIVED, 16)
     assert g16 == pytest.approx(epoch["gathers16_ms"], rel=1e-3)
     assert cal.compute_from_table5(88.4, g16["dgcl"], [602, 256, 256]) == pytest.approx(epoch["compute16_ms"], abs=1e-3)
+
+
+def test_audit_blocks_in_the_doc_are_the_stored_ones():
+    doc = (Path(cal.__file__).resolve().parents[2] / "docs" / "dgcl.md").read_text()
+    for name, render in cal.AUDIT_TABLES.items():
+        begin, end = cal.marks(name)
+        assert begin in doc, name
+        assert doc.split(begin)[1].split(end)[0].strip() == render(DOC)
