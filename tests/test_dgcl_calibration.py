@@ -129,3 +129,77 @@ def test_near_keeps_cut_edges_under_the_socket():
         power_law_graph(4000, 8.0, 8, seed=1)[1].tolist()
         == power_law_graph(4000, 8.0, 8, seed=1, near=None)[1].tolist()
     )
+
+
+# ------------------------------------------------------------ the audit's pieces (issue 28)
+AUDIT = DOC["audit"]
+
+
+def test_tables_2_and_7_imply_reddit_above_the_papers_max():
+    implied = cal.tables_2_and_7(PAPER)
+    assert implied == AUDIT["tables_2_and_7"]
+    assert implied["reddit"]["hidden"] == pytest.approx(18.1 * 128 / 256 / 1.16, rel=1e-3)  # 7.80
+    assert implied["reddit"]["hidden"] > PAPER["p2p_over_dgcl_dgx1"]["max"]  # the paper's own 7.04x
+    assert implied["reddit"]["input"] < PAPER["p2p_over_dgcl_dgx1"]["max"]  # not if Table 2 read Reddit's 602
+    assert implied["web-google"]["hidden"] == implied["web-google"]["input"]  # input = hidden there
+
+
+def test_crossing_interpolates_and_says_none_outside():
+    assert cal.crossing([0.8, 0.9], [10.0, 6.0], 8.0) == pytest.approx(0.85)
+    assert cal.crossing([0.8, 0.9, 1.0], [10.0, 6.0, 2.0], 4.0) == pytest.approx(0.95)
+    assert cal.crossing([0.8, 0.9], [10.0, 6.0], 5.0) is None
+
+
+def test_compute_from_table5_inverts_the_epoch():
+    sizes = [602, 256, 256]
+    c = cal.compute_from_table5(88.4, 9.0, sizes)
+    assert cal.epoch_ms(c, 9.0, sizes) == pytest.approx(88.4)
+    assert cal.epoch_ms(1.0, 0.0, [128, 128]) == 6.0  # 2 layers x (1 forward + 2 backward)
+    assert cal.epoch_ms(0.0, 2.0, [128, 256]) == pytest.approx(6.0)  # gathers scale with the feature size
+
+
+def test_near_range_spans_the_graphs_with_a_table2_row():
+    values = cal.near_range(DERIVED)
+    assert values[0] == min(DERIVED["near"].values()) and values[-1] == max(DERIVED["near"].values())
+    assert set(DERIVED["near"].values()) <= set(values)
+    assert cal.with_near(DERIVED, "com-orkut", 0.9)["near"]["com-orkut"] == 0.9
+    assert "com-orkut" not in DERIVED["near"]  # with_near copies
+
+
+def test_near_sensitivity_starts_at_the_calibrated_row_and_falls():
+    rows = AUDIT["near_com_orkut"]
+    assert rows[0]["near"] is None
+    assert rows[0]["ratio"] == pytest.approx(DOC["model"]["calibrated"]["com-orkut"]["p2p_over_dgcl"])
+    ratios = [r["ratio"] for r in rows]
+    assert ratios == sorted(ratios, reverse=True)  # more nesting, fewer cross-socket bytes
+    again = cal.measure("com-orkut", "calibrated", cal.with_near(DERIVED, "com-orkut", rows[1]["near"]))
+    assert again["p2p_over_dgcl"] == pytest.approx(rows[1]["ratio"], rel=1e-3)
+
+
+def test_com_orkut_near_is_listed_unstated_with_the_derived_range():
+    import yaml
+
+    claims = yaml.safe_load((Path(cal.HERE) / "claims.yaml").read_text())
+    entry = next(u for u in claims["unstated"] if u["set"] == "job.args.near")
+    assert entry["value"] is None  # uniform: what the scenarios use
+    assert set(DERIVED["near"].values()) <= set(entry["range"])
+    assert all("com-orkut" in c for c in entry["claims"])  # never the four-graph rows (it would set all four)
+
+
+def test_stored_audit_pieces_are_recomputed():
+    assert cal.dgcl_links("reddit", DERIVED, PAPER) == pytest.approx(AUDIT["dgcl_links"]["reddit"], rel=1e-3)
+    r = AUDIT["fig8_4gpus"]
+    assert cal.fig8_4gpus(DERIVED, 1.0) == pytest.approx(r["ratio_table1"], rel=1e-3)
+    assert cal.fig8_4gpus(DERIVED, r["nv2_for_target"]) == pytest.approx(1.0, abs=0.01)
+    epoch = AUDIT["epoch"]["reddit"]
+    g16 = cal.gathers_ms("reddit", DERIVED, 16)
+    assert g16 == pytest.approx(epoch["gathers16_ms"], rel=1e-3)
+    assert cal.compute_from_table5(88.4, g16["dgcl"], [602, 256, 256]) == pytest.approx(epoch["compute16_ms"], abs=1e-3)
+
+
+def test_audit_blocks_in_the_doc_are_the_stored_ones():
+    doc = (Path(cal.__file__).resolve().parents[2] / "docs" / "dgcl.md").read_text()
+    for name, render in cal.AUDIT_TABLES.items():
+        begin, end = cal.marks(name)
+        assert begin in doc, name
+        assert doc.split(begin)[1].split(end)[0].strip() == render(DOC)
