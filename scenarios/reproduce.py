@@ -285,7 +285,8 @@ CAPACITY_NOTE = re.compile(r"capacity \((?P<head>[^)]*)\).*a split can add at mo
 
 
 def room(run: RunResult | None) -> str:
-    """The baseline run's analysis: the most any scheduler could gain and where coflow types meet;
+    """The baseline run's analysis: the most any scheduler could gain (without a network; and, where
+    the busiest port binds tighter, keeping placement, routes and bytes) and where coflow types meet;
     for a request stream, its capacity check (what a split of its paths can add at most)."""
     capacity = next((m for n in getattr(run, "notes", None) or [] if (m := CAPACITY_NOTE.search(str(n)))), None)
     if capacity:
@@ -297,6 +298,10 @@ def room(run: RunResult | None) -> str:
     speedup = analysis.get("max_speedup")
     if isinstance(speedup, (int, float)) and math.isfinite(speedup):
         parts.append(f"max speedup {speedup:.3g}x")
+    bound, port = analysis.get("room"), analysis.get("busiest_port") or {}
+    if isinstance(bound, (int, float)) and math.isfinite(bound) and (not parts or bound < 0.99 * speedup):
+        busy = f" (busiest port {100 * port['share']:.0f} %)" if isinstance(port.get("share"), (int, float)) else ""
+        parts.append(f"room {bound:.3g}x{busy}")
     overlap = analysis.get("overlap")
     if isinstance(overlap, dict):
         pairs = _overlap_pairs(overlap)
