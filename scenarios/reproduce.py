@@ -240,8 +240,9 @@ def measure(claim: Claim, got: dict[str, Any]) -> float:
     if claim.metric in CURVE_METRICS:
         try:
             return claim.to_unit(*curve_metric(claim.metric, got["runs"], name, claim.relative_to))
-        except KeyError as e:
-            raise SpecError("scheduler", e.args[0]) from None
+        except KeyError as e:  # the field whose sweep is missing (the scheduler's first)
+            field = "scheduler" if f"no runs {name}@" in e.args[0] else "relative_to"
+            raise SpecError(field, e.args[0]) from None
     for who, label in (("scheduler", name), ("relative_to", claim.relative_to)):
         if label is not None and label not in runs:
             raise SpecError(who, f"{label!r} is not a run of this scenario (runs: {', '.join(runs)})")

@@ -467,6 +467,10 @@ def test_a_load_sweeps_knee_and_median_are_read_as_the_thesis_reads_them(tmp_pat
     knee.relative_to = "cpu-only"  # not a sweep of this scenario: the field and the sweeps it has
     with pytest.raises(SpecError, match="cpu-only") as err:
         measure(knee, _sweep_runs("leo", "acc-only"))
+    assert err.value.field == "relative_to"
+    knee.scheduler, knee.relative_to = "greedy", "acc-only"
+    with pytest.raises(SpecError, match="greedy") as err:
+        measure(knee, _sweep_runs("leo", "acc-only"))
     assert err.value.field == "scheduler"
 
 
