@@ -18,6 +18,10 @@ of :data:`CAPACITY_AWARE` also take ``capacity`` (the servers' ``P_i``, seed
     above) on the graph with self-loops and repeats removed, vertex counts
     balanced: what DGTP's testbed uses (seed 000 §VI-A, "We partition the
     input graph with METIS partitioner").
+``metis-capacity``
+    METIS (pymetis, as ``metis``) with target part weights in proportion to
+    ``capacity`` (``tpwgts``): railbed's diagnostic, not a system of the
+    papers: METIS's cut at AdaGL's balance (docs/adagl.md reads it).
 ``metis-mc``
     METIS with several balance constraints, as DistDGL partitions (seed 001
     §4.1.2: "the multi-constraint mechanism in METIS to balance
@@ -105,6 +109,19 @@ def bytegnn_literal(graph: Graph, parts: int, seed: int = 0) -> np.ndarray:
 
 def metis(graph: Graph, parts: int, seed: int = 0) -> np.ndarray:
     return _metis(graph, parts, seed, None)
+
+
+def metis_capacity(graph: Graph, parts: int, seed: int = 0, capacity=None) -> np.ndarray:
+    """METIS with target part weights in proportion to ``capacity`` (equal without)."""
+    import pymetis
+
+    if parts == 1:
+        return np.zeros(graph.n, dtype=np.int32)
+    p = np.ones(parts) if capacity is None else np.asarray(capacity, dtype=float)
+    indptr, indices = simple_adjacency(graph)
+    adj = pymetis.CSRAdjacency(indptr.astype(np.int64), indices.astype(np.int64))
+    _, membership = pymetis.part_graph(parts, adj, tpwgts=(p / p.sum()).tolist(), options=pymetis.Options(seed=seed))
+    return np.asarray(membership, dtype=np.int32)
 
 
 def metis_multi(graph: Graph, parts: int, seed: int = 0) -> np.ndarray:
@@ -199,13 +216,14 @@ PARTITIONERS: dict[str, Callable[[Graph, int, int], np.ndarray]] = {
     "contiguous": contiguous,
     "hash": hash_partition,
     "metis": metis,
+    "metis-capacity": metis_capacity,
     "metis-mc": metis_multi,
     "g3": g3,
     "adagl": adagl_partition,
     "bytegnn": bytegnn_partition,
     "bytegnn-literal": bytegnn_literal,
 }
-CAPACITY_AWARE = ("hash", "adagl")  # partitioners that take servers' capacities P_i; the others ignore them
+CAPACITY_AWARE = ("hash", "adagl", "metis-capacity")  # partitioners that take servers' capacities P_i; the others ignore them
 
 
 def partition(
