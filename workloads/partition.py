@@ -223,7 +223,8 @@ PARTITIONERS: dict[str, Callable[[Graph, int, int], np.ndarray]] = {
     "bytegnn": bytegnn_partition,
     "bytegnn-literal": bytegnn_literal,
 }
-CAPACITY_AWARE = ("hash", "adagl", "metis-capacity")  # partitioners that take servers' capacities P_i; the others ignore them
+# partitioners that take servers' capacities P_i; the others ignore them
+CAPACITY_AWARE = ("hash", "adagl", "metis-capacity")
 
 
 def partition(
