@@ -187,3 +187,26 @@ def test_aligned_evolution_never_worse_than_the_literal_best_initial_sample():
     assert aligned[-1] <= literal[0] and all(b <= a for a, b in zip(aligned, aligned[1:]))
     with pytest.raises(ValueError):
         evolve(c, 4, None, 1e-3, 1e-6, 100, crossover="one-point")
+
+
+def test_coarsening_with_max_share_stops_before_a_heavy_node():
+    # a star of 40 leaves around node 0 and a path 41-...-59: with node 0 a core, one BFS claims the
+    # whole star (41 of 60 nodes); the bounded coarsening stops before that iteration
+    edges = [(0, v) for v in range(1, 41)] + [(v, v + 1) for v in range(41, 59)] + [(40, 41)]
+    g = wgraph(60, edges, wt=np.ones(60))
+    free = coarsen(g, k=1, core_fraction=0.5, min_nodes=2, seed=0)
+    bounded = coarsen(g, k=1, core_fraction=0.5, min_nodes=2, seed=0, max_share=0.3)
+    assert free.graphs[-1].w.max() > 0.3 * 60  # as written: a node of more than 30 % of the graph
+    assert all(x.w.max() <= 0.3 * 60 for x in bounded.graphs) and len(bounded.graphs) < len(free.graphs)
+    assert all(x.w.sum() == 60 for x in bounded.graphs)
+
+
+def test_bounded_adagl_meets_the_targets_the_literal_cannot():
+    from workloads.graphs import dataset_graph
+    from workloads.partition import partition
+
+    g = dataset_graph("ogbn-arxiv", 1.0)
+    cap = [6, 6, 12, 12]
+    literal, bounded = (partition(n, g, 4, 0, capacity=cap) for n in ("adagl-literal", "adagl"))
+    assert imbalance(literal, np.ones(g.n), 4, cap) > 0.3  # a coarse node of ~49 % of the graph
+    assert imbalance(bounded, np.ones(g.n), 4, cap) < 0.1
