@@ -20,7 +20,7 @@ from workloads.partition import CAPACITY_AWARE, PARTITIONERS, edge_cut, load_imb
 from workloads.partition import metrics as part_metrics
 
 # skipped above this many nodes unless asked for by name (minutes)
-SLOW = {"adagl": 2_000_000, "adagl-literal": 2_000_000}
+SLOW = {"adagl": 2_000_000, "adagl-bounded": 2_000_000}
 
 
 def table(name: str, parts: int, scale: float, capacity: list[float] | None, only=None, batch: int = 1000) -> str:

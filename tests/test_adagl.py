@@ -207,6 +207,6 @@ def test_bounded_adagl_meets_the_targets_the_literal_cannot():
 
     g = dataset_graph("ogbn-arxiv", 1.0)
     cap = [6, 6, 12, 12]
-    literal, bounded = (partition(n, g, 4, 0, capacity=cap) for n in ("adagl-literal", "adagl"))
+    literal, bounded = (partition(n, g, 4, 0, capacity=cap) for n in ("adagl", "adagl-bounded"))
     assert imbalance(literal, np.ones(g.n), 4, cap) > 0.3  # a coarse node of ~49 % of the graph
     assert imbalance(bounded, np.ones(g.n), 4, cap) < 0.1

@@ -30,7 +30,7 @@ Coarsening (§IV-A): :func:`coarsen`
     iterations with k=3"; "the number of iterations is automatically
     adjusted": we stop before an iteration would leave fewer than
     ``min_nodes`` (500) nodes. ``core_fraction`` (0.1) is ours. With
-    ``max_share`` (the ``adagl`` partitioner: 0.05; ``adagl-literal``: None)
+    ``max_share`` (the ``adagl-bounded`` partitioner: 0.05; ``adagl``: None)
     we also stop before an iteration would make a node heavier than that
     share of the total weight: refining moves no node above 5 % ("Nodes with
     a larger weight than this range significantly alter the overall load
