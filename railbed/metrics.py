@@ -14,8 +14,9 @@ and the reproduction report (``scenarios/reproduce.py``):
 
 :data:`METRICS` maps a metric's name to a function of a result; all are in
 model seconds except ``fidelity_ok`` (1 or 0), ``flows`` (a count), ``bytes`` and
-``remote_bytes`` (bytes of the job's flows, all or between servers), ``alpha_beta_error`` (a
-fraction), ``nodes_per_second`` and ``request_throughput`` (per model second) and
+``remote_bytes`` (bytes of the job's flows, all or between servers), ``alpha_beta_error``,
+``edge_cut`` and ``imbalance`` (fractions; the last two a GNN epoch's partition, from its job's
+tags), ``nodes_per_second`` and ``request_throughput`` (per model second) and
 ``wall_seconds`` (real).
 ``request_p50``/``request_p99`` are the latencies of LEO's requests
 (arrival to the last message's end, :func:`request_latencies`) in steady
@@ -128,6 +129,31 @@ def _lstsq2(a: list[list[float]], y: list[float]) -> tuple[float, float]:
     if abs(det) <= 1e-12 * max(1.0, s00 * s11):
         return (0.0, t1 / s11 if s11 else 0.0)
     return ((t0 * s11 - t1 * s01) / det, (s00 * t1 - s01 * t0) / det)
+
+
+def compute_max(result: RunResult) -> float:
+    """The largest per-server sum of the durations of finished tasks that trained nodes (their
+    ``tags["trained"]``): the training time of the slowest server (NaN without such tasks)."""
+    per: dict[int, float] = {}
+    for r in result.items.values():
+        trained = (r.attrs.get("tags") or {}).get("trained")
+        if r.kind == "task" and r.end is not None and r.start is not None and trained:
+            per[r.server] = per.get(r.server, 0.0) + (r.end - r.start)
+    return max(per.values()) if per else math.nan
+
+
+def epoch_tag(key: str) -> Callable[[RunResult], float]:
+    """A number of the job's ``tags["epoch"]`` (``workloads.gnn_epoch``: the partition's ``edge_cut``,
+    its ``imbalance`` against the capacities; NaN where the job has none)."""
+
+    def read(result: RunResult) -> float:
+        for r in result.items.values():
+            epoch = (r.attrs.get("tags") or {}).get("epoch")
+            if isinstance(epoch, dict) and key in epoch:
+                return float(epoch[key])
+        return math.nan
+
+    return read
 
 
 def nodes_per_second(result: RunResult) -> float:
@@ -302,6 +328,9 @@ METRICS: dict[str, Callable[[RunResult], float]] = {
     "remote_bytes": remote_bytes,
     "alpha_beta_error": alpha_beta_error,
     "nodes_per_second": nodes_per_second,
+    "compute_max": compute_max,
+    "edge_cut": epoch_tag("edge_cut"),
+    "imbalance": epoch_tag("imbalance"),
     "request_p50": lambda r: percentile(steady_latencies(r), 50),
     "request_p99": lambda r: percentile(steady_latencies(r), 99),
     "request_throughput": request_throughput,

@@ -7,6 +7,7 @@ import pytest
 from workloads.adagl import (
     WGraph,
     adagl,
+    align_labels,
     bfs_claim,
     bfs_claim_reference,
     coarsen,
@@ -18,6 +19,7 @@ from workloads.adagl import (
     greedy_init,
     greedy_init_reference,
     imbalance,
+    objective,
     prune,
 )
 from workloads.graphs import community_graph, csr_from_edges_reference
@@ -145,3 +147,66 @@ def test_evolution_keeps_its_best_and_adagl_balances_heterogeneous_targets():
     part = adagl(indptr, indices, train, 4, [1, 1, 2, 2], min_nodes=60, population=8, generations=10)
     counts = np.bincount(part, minlength=4)
     assert counts[2] + counts[3] > counts[0] + counts[1]  # the larger servers take more
+
+
+def test_align_labels_by_hand():
+    ref = np.array([0, 0, 1, 1, 2, 2, 3, 3])
+    swapped = np.array([1, 1, 0, 0, 3, 3, 2, 2])
+    assert align_labels(ref, swapped, 4).tolist() == ref.tolist()
+    assert align_labels(ref, swapped, 4, [1, 1, 2, 2]).tolist() == ref.tolist()  # renamed within equal P
+    across = np.array([2, 2, 3, 3, 0, 0, 1, 1])  # the same groups, but on servers of the other capacity
+    assert align_labels(ref, across, 4, [1, 1, 2, 2]).tolist() == across.tolist()
+    assert align_labels(ref, across, 4).tolist() == ref.tolist()
+    # weights decide: node 4 (weight 5) puts other's server 3 with ref's 2, though ref's 0 shares more nodes
+    ref2, other2 = np.array([0, 0, 0, 1, 2]), np.array([3, 3, 3, 1, 3])
+    assert align_labels(ref2, other2, 4, weights=[1, 1, 1, 1, 5]).tolist() == [2, 2, 2, 1, 2]
+
+
+def test_relabelling_within_equal_capacities_keeps_f_and_aligns_back():
+    indptr, indices, _ = community_graph(800, 6000, 0.1, 5)
+    rng = np.random.default_rng(5)
+    g = WGraph(indptr, indices.astype(np.int64), np.ones(len(indices)), rng.integers(1, 4, 800).astype(float),
+               (rng.random(800) < 0.4).astype(float))  # fmt: skip
+    cap = [1, 1, 2, 2]
+    part = rng.integers(0, 4, 800)
+    renamed = np.array([1, 0, 3, 2])[part]
+    args = (4, cap, (0.3, 0.3, 0.4), 1e-3, 1e-6, 50, 1.0)
+    assert objective(g, renamed, *args) == pytest.approx(objective(g, part, *args), rel=1e-12)
+    assert align_labels(part, renamed, 4, cap, g.w).tolist() == part.tolist()
+
+
+def test_aligned_evolution_never_worse_than_the_literal_best_initial_sample():
+    indptr, indices, _ = community_graph(3000, 24000, 0.1, 3)
+    train = (np.random.default_rng(3).random(3000) < 0.3).astype(float)
+    g = WGraph(indptr, indices.astype(np.int64), np.ones(len(indices)), np.ones(3000), train)
+    c = coarsen(g, min_nodes=60, seed=0).graphs[-1]
+    run = dict(population=8, generations=10, seed=1)
+    _, literal = evolve(c, 4, [1, 1, 2, 2], 1e-3, 1e-6, 100, **run)
+    _, aligned = evolve(c, 4, [1, 1, 2, 2], 1e-3, 1e-6, 100, crossover="aligned", **run)
+    assert aligned[0] == literal[0]  # the same Alg. 2 samples
+    assert aligned[-1] <= literal[0] and all(b <= a for a, b in zip(aligned, aligned[1:]))
+    with pytest.raises(ValueError):
+        evolve(c, 4, None, 1e-3, 1e-6, 100, crossover="one-point")
+
+
+def test_coarsening_with_max_share_stops_before_a_heavy_node():
+    # a star of 40 leaves around node 0 and a path 41-...-59: with node 0 a core, one BFS claims the
+    # whole star (41 of 60 nodes); the bounded coarsening stops before that iteration
+    edges = [(0, v) for v in range(1, 41)] + [(v, v + 1) for v in range(41, 59)] + [(40, 41)]
+    g = wgraph(60, edges, wt=np.ones(60))
+    free = coarsen(g, k=1, core_fraction=0.5, min_nodes=2, seed=0)
+    bounded = coarsen(g, k=1, core_fraction=0.5, min_nodes=2, seed=0, max_share=0.3)
+    assert free.graphs[-1].w.max() > 0.3 * 60  # as written: a node of more than 30 % of the graph
+    assert all(x.w.max() <= 0.3 * 60 for x in bounded.graphs) and len(bounded.graphs) < len(free.graphs)
+    assert all(x.w.sum() == 60 for x in bounded.graphs)
+
+
+def test_bounded_adagl_meets_the_targets_the_literal_cannot():
+    from workloads.graphs import dataset_graph
+    from workloads.partition import partition
+
+    g = dataset_graph("ogbn-arxiv", 1.0)
+    cap = [6, 6, 12, 12]
+    literal, bounded = (partition(n, g, 4, 0, capacity=cap) for n in ("adagl", "adagl-bounded"))
+    assert imbalance(literal, np.ones(g.n), 4, cap) > 0.3  # a coarse node of ~49 % of the graph
+    assert imbalance(bounded, np.ones(g.n), 4, cap) < 0.1

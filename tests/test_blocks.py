@@ -65,9 +65,12 @@ def test_bytegnn_balances_the_splits_and_keeps_blocks_together():
 def test_partitioners_tell_a_community_graph_apart():
     g = dataset_graph("ogbn-arxiv", 0.05, 0.13, 0)
     cap = [6, 6, 12, 12]
-    got = {name: partition(name, g, 4, 0, capacity=cap) for name in ("hash", "metis", "g3", "bytegnn", "adagl")}
+    names = ("hash", "metis", "g3", "bytegnn", "adagl", "metis-capacity")
+    got = {name: partition(name, g, 4, 0, capacity=cap) for name in names}
     cuts = {name: edge_cut(g, p) for name, p in got.items()}
     assert cuts["metis"] < cuts["bytegnn"] < cuts["hash"] and cuts["g3"] < cuts["hash"]
+    assert cuts["metis-capacity"] < 1.5 * cuts["metis"]  # METIS's cut at the capacities' shares
+    assert load_imbalance(got["metis-capacity"], 4, capacity=cap) < 0.05
     assert load_imbalance(got["hash"], 4, capacity=cap) < 0.02  # hashed into capacity shares
     assert load_imbalance(got["metis"], 4, capacity=cap) > 0.3  # equal parts: METIS ignores capacity
     assert len({tuple(remote_vertices(g, p, 4)) for p in got.values()}) == len(got)

@@ -52,3 +52,32 @@ def test_nodes_per_second_counts_trained_tags_over_the_makespan():
     r.items["b"] = ItemRecord("b", "task", 0, 1, 2, attrs={"tags": {"trained": 100}})
     r.items["c"] = ItemRecord("c", "task", 0, 0, 2)
     assert metric(r, "nodes_per_second") == pytest.approx(200.0)
+
+
+def test_compute_max_and_the_epoch_tags_by_hand():
+    r = RunResult("simulator", "j", "fifo", "c", makespan=4.0)
+    r.items["a"] = ItemRecord("a", "task", 0, 0, 1, server=0, attrs={"tags": {"trained": 3}})
+    r.items["b"] = ItemRecord("b", "task", 1, 1, 2.5, server=0, attrs={"tags": {"trained": 3}})
+    r.items["c"] = ItemRecord("c", "task", 0, 0, 2, server=1, attrs={"tags": {"trained": 3}})
+    r.items["d"] = ItemRecord("d", "task", 0, 0, 4, server=1)  # trains nothing: not counted
+    assert metric(r, "compute_max") == pytest.approx(2.5)
+    assert math.isnan(metric(r, "edge_cut"))
+    r.items["f"] = ItemRecord("f", "flow", 0, 0, 1, attrs={"tags": {"epoch": {"edge_cut": 0.25, "imbalance": 0.5}}})
+    assert metric(r, "edge_cut") == 0.25 and metric(r, "imbalance") == 0.5
+
+
+def test_an_epoch_run_carries_its_partitions_cut_and_imbalance():
+    from railbed.backend import RunOptions, backend
+    from railbed.spec import ClusterSpec
+    from schedulers import by_name
+    from workloads.gnn_epoch import gnn_epoch
+
+    cluster = ClusterSpec.from_dict({"name": "c", "servers": [{"count": 4, "gpus": 1, "nics": 1, "nic_rate": "10Gbit"}],
+                                     "fabric": {"type": "single_switch"}})  # fmt: skip
+    got = {}
+    for name in ("hash", "metis"):
+        job = gnn_epoch(dataset="ogbn-arxiv", servers=4, capacity=[1, 1, 2, 2], scale=0.02, batch=200, partitioner=name)
+        got[name] = backend("fluid").run(job, by_name("fifo"), cluster, RunOptions(analysis=False))
+    assert metric(got["metis"], "edge_cut") < 0.5 * metric(got["hash"], "edge_cut")
+    assert metric(got["hash"], "imbalance") < 0.05 < metric(got["metis"], "imbalance")  # METIS ignores P_i
+    assert 0 < metric(got["metis"], "compute_max") < got["metis"].makespan

@@ -29,7 +29,13 @@ Coarsening (§IV-A): :func:`coarsen`
     ends, so no node is cut off). "By default, we run the coarsening for 10
     iterations with k=3"; "the number of iterations is automatically
     adjusted": we stop before an iteration would leave fewer than
-    ``min_nodes`` (500) nodes. ``core_fraction`` (0.1) is ours.
+    ``min_nodes`` (500) nodes. ``core_fraction`` (0.1) is ours. With
+    ``max_share`` (the ``adagl-bounded`` partitioner: 0.05; ``adagl``: None)
+    we also stop before an iteration would make a node heavier than that
+    share of the total weight: refining moves no node above 5 % ("Nodes with
+    a larger weight than this range significantly alter the overall load
+    balance"), and without the bound OGB-Arxiv's third iteration leaves a
+    node of 49 % of the graph, heavier than any server's target (docs/adagl.md).
 
 Greedy initialisation (Alg. 2): :func:`greedy_init`
     Nodes in descending weight (``W``), each to the server with the least
@@ -44,7 +50,14 @@ Evolution (Alg. 1): :func:`evolve`
     are randomly swapped": each element swapped with probability 1/2);
     mutation reassigns each element to a random server with probability
     ``mutation`` (1/n, ours). The best allocation ever evaluated is returned.
-    ``population`` (16) and ``generations`` (40) are ours.
+    ``population`` (16) and ``generations`` (40) are ours. The text does not
+    say whether the parents' server labels are matched before the swap;
+    ``crossover="uniform"`` (the default, as written) does not match them,
+    ``crossover="aligned"`` first relabels the second parent's servers to the
+    first's (:func:`align_labels`: the assignment of most shared node weight,
+    among servers of equal ``P_i`` only, so the relabelled parent's ``f`` is
+    unchanged). On the graphs of ``scenarios/adagl/search.py`` both give the
+    same best ``f``: Alg. 2's best initial sample (docs/adagl.md).
 
 Refining (§IV-C): :func:`refine`
     The coarse allocation is projected level by level; at each level the
@@ -207,7 +220,7 @@ def prune(g: WGraph, factor: float = 1.1) -> WGraph:
 
 
 def coarsen(g: WGraph, k: int = 3, iterations: int = 10, core_fraction: float = 0.1, min_nodes: int = 500,
-            seed: int = 0) -> Coarsening:  # fmt: skip
+            seed: int = 0, max_share: float | None = None) -> Coarsening:  # fmt: skip
     """Multi-resolution BFS coarsening from training cores (module docstring)."""
     rng = np.random.default_rng(seed)
     levels, graphs = [], [g]
@@ -219,6 +232,8 @@ def coarsen(g: WGraph, k: int = 3, iterations: int = 10, core_fraction: float = 
         owner = np.where(owner < 0, np.arange(cur.n), owner)
         _, group = np.unique(owner, return_inverse=True)
         if group.max() + 1 < min_nodes or group.max() + 1 == cur.n:
+            break
+        if max_share is not None and np.bincount(group, cur.w).max() > max_share * cur.w.sum():
             break
         levels.append(group.astype(np.int64))
         graphs.append(prune(contract(cur, group)))
@@ -271,11 +286,33 @@ def _greedy_kernel(indptr, indices, ew, w, wt, parts, share, a, b, c):  # pragma
 
 
 # ------------------------------------------------------------ Alg. 1
+def align_labels(ref: np.ndarray, other: np.ndarray, parts: int, capacity=None, weights=None) -> np.ndarray:
+    """``other`` with its servers renamed to ``ref``'s: the permutation that maximises the node weight
+    both put on the same server (``scipy.optimize.linear_sum_assignment`` on the overlap matrix), a
+    server renamed only to one of equal ``P_i`` (the targets ``B_i`` stay, so eqs. 1-5 do not change)."""
+    from scipy.optimize import linear_sum_assignment
+
+    w = np.ones(len(ref)) if weights is None else np.asarray(weights, float)
+    overlap = np.zeros((parts, parts))
+    np.add.at(overlap, (np.asarray(ref, np.int64), np.asarray(other, np.int64)), w)
+    p = np.ones(parts) if capacity is None else np.asarray(capacity, float)
+    cost = np.where(p[:, None] == p[None, :], -overlap, np.inf)  # rows: ref's servers, columns: other's
+    rows, cols = linear_sum_assignment(cost)
+    rename = np.empty(parts, np.int64)
+    rename[cols] = rows
+    return rename[np.asarray(other, np.int64)]
+
+
+CROSSOVERS = ("uniform", "aligned")
+
+
 def evolve(
     g: WGraph, parts: int, capacity, alpha_c: float, beta_c: float, batch: float, population: int = 16,
-    generations: int = 40, mutation: float | None = None, seed: int = 0, coef=EQ4,
+    generations: int = 40, mutation: float | None = None, seed: int = 0, coef=EQ4, crossover: str = "uniform",
 ) -> tuple[np.ndarray, list]:  # fmt: skip
     """Alg. 1 from Alg. 2's samples; returns (best allocation, best f per generation)."""
+    if crossover not in CROSSOVERS:
+        raise ValueError(f"crossover must be one of {CROSSOVERS}, got {crossover!r}")
     rng = np.random.default_rng(seed)
     coefs = list(TABLE_V) + [tuple(x) for x in rng.dirichlet(np.ones(3), max(0, population - len(TABLE_V)))]
     samples = [greedy_init(g, parts, capacity, cf) for cf in coefs[:population]]
@@ -294,9 +331,12 @@ def evolve(
         rng.shuffle(chosen)
         nxt = []
         for x, y in zip(chosen[::2], chosen[1::2]):
-            a, b = samples[x].copy(), samples[y].copy()
+            px, py = samples[x], samples[y]
+            if crossover == "aligned":
+                py = align_labels(px, py, parts, capacity, g.w)
+            a, b = px.copy(), py.copy()
             swap = rng.random(g.n) < 0.5
-            a[swap], b[swap] = samples[y][swap], samples[x][swap]
+            a[swap], b[swap] = py[swap], px[swap]
             nxt += [a, b]
         for s in nxt:
             hit = rng.random(g.n) < mut
@@ -332,7 +372,7 @@ def adagl(indptr, indices, train: np.ndarray, parts: int, capacity=None, alpha_c
     n = len(indptr) - 1
     g = WGraph(np.asarray(indptr, np.int64), np.asarray(indices, np.int64), np.ones(len(indices)),
                np.ones(n), np.asarray(train, float))  # fmt: skip
-    keys = {"k", "iterations", "core_fraction", "min_nodes"}
+    keys = {"k", "iterations", "core_fraction", "min_nodes", "max_share"}
     co = coarsen(g, seed=seed, **{k: v for k, v in knobs.items() if k in keys})
     evo = {k: v for k, v in knobs.items() if k not in keys}
     best, _ = evolve(co.graphs[-1], parts, capacity, alpha_c, beta_c, batch, seed=seed, **evo)

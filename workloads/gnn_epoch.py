@@ -201,9 +201,12 @@ def gnn_epoch(
         last = {w: [item] for w, item in ends.items()}
     first = job.flows[0] if job.flows else None
     if first is not None:
+        from workloads.partition import edge_cut, load_imbalance
+
         first.tags["epoch"] = {"dataset": ds.name, "nodes": graph.n, "partitioner": partitioner, "capacity": cap,
                                "remote_bytes": stats["fetched"], "local_bytes": stats["local"],
-                               "batches": stats["batches"]}  # fmt: skip
+                               "batches": stats["batches"], "edge_cut": round(edge_cut(graph, part), 4),
+                               "imbalance": round(load_imbalance(part, servers, capacity=cap), 4)}  # fmt: skip
     return job.validate()
 
 

@@ -18,6 +18,10 @@ of :data:`CAPACITY_AWARE` also take ``capacity`` (the servers' ``P_i``, seed
     above) on the graph with self-loops and repeats removed, vertex counts
     balanced: what DGTP's testbed uses (seed 000 §VI-A, "We partition the
     input graph with METIS partitioner").
+``metis-capacity``
+    METIS (pymetis, as ``metis``) with target part weights in proportion to
+    ``capacity`` (``tpwgts``): railbed's diagnostic, not a system of the
+    papers: METIS's cut at AdaGL's balance (docs/adagl.md reads it).
 ``metis-mc``
     METIS with several balance constraints, as DistDGL partitions (seed 001
     §4.1.2: "the multi-constraint mechanism in METIS to balance
@@ -31,9 +35,11 @@ of :data:`CAPACITY_AWARE` also take ``capacity`` (the servers' ``P_i``, seed
 ``g3``
     G3 (seed 004 §4.3.2): METIS balancing node count and degree sum (eqs.
     4.1-4.2), then Alg. 2's swaps (:mod:`workloads.g3`), at most 20,000.
-``adagl``
+``adagl``, ``adagl-bounded``
     AdaGL (seed 003): coarsening, Alg. 2, Alg. 1, refining
-    (:mod:`workloads.adagl`), targets in proportion to ``capacity``.
+    (:mod:`workloads.adagl`), targets in proportion to ``capacity``; ``adagl``
+    stops coarsening by node count only, ``adagl-bounded`` also before a
+    node would exceed 5 % of the graph (``max_share``; docs/adagl.md).
 ``bytegnn``, ``bytegnn-literal``
     ByteGNN's BFS blocks and Alg. 2 (seed 001 §4.2.3, :mod:`workloads.blocks`),
     smoothed or as written.
@@ -89,6 +95,18 @@ def adagl_partition(graph: Graph, parts: int, seed: int = 0, capacity=None) -> n
     return adagl(graph.indptr, graph.indices, train, parts, capacity, seed=seed)
 
 
+ADAGL_MAX_SHARE = 0.05  # refining's upper bound (seed 003 §IV-C: "between 1-5% of the total weight")
+
+
+def adagl_bounded(graph: Graph, parts: int, seed: int = 0, capacity=None) -> np.ndarray:
+    """AdaGL whose coarsening also stops before a node would exceed 5 % of the graph (``max_share``;
+    docs/adagl.md: a documented variant, not the default)."""
+    from workloads.adagl import adagl
+
+    train = graph.train if graph.train is not None else np.ones(graph.n, dtype=bool)
+    return adagl(graph.indptr, graph.indices, train, parts, capacity, seed=seed, max_share=ADAGL_MAX_SHARE)
+
+
 def bytegnn_partition(graph: Graph, parts: int, seed: int = 0) -> np.ndarray:
     """ByteGNN's BFS blocks and Alg. 2 (seed 001 §4.2.3, :mod:`workloads.blocks`), smoothed."""
     from workloads.blocks import bytegnn
@@ -105,6 +123,19 @@ def bytegnn_literal(graph: Graph, parts: int, seed: int = 0) -> np.ndarray:
 
 def metis(graph: Graph, parts: int, seed: int = 0) -> np.ndarray:
     return _metis(graph, parts, seed, None)
+
+
+def metis_capacity(graph: Graph, parts: int, seed: int = 0, capacity=None) -> np.ndarray:
+    """METIS with target part weights in proportion to ``capacity`` (equal without)."""
+    import pymetis
+
+    if parts == 1:
+        return np.zeros(graph.n, dtype=np.int32)
+    p = np.ones(parts) if capacity is None else np.asarray(capacity, dtype=float)
+    indptr, indices = simple_adjacency(graph)
+    adj = pymetis.CSRAdjacency(indptr.astype(np.int64), indices.astype(np.int64))
+    _, membership = pymetis.part_graph(parts, adj, tpwgts=(p / p.sum()).tolist(), options=pymetis.Options(seed=seed))
+    return np.asarray(membership, dtype=np.int32)
 
 
 def metis_multi(graph: Graph, parts: int, seed: int = 0) -> np.ndarray:
@@ -199,13 +230,16 @@ PARTITIONERS: dict[str, Callable[[Graph, int, int], np.ndarray]] = {
     "contiguous": contiguous,
     "hash": hash_partition,
     "metis": metis,
+    "metis-capacity": metis_capacity,
     "metis-mc": metis_multi,
     "g3": g3,
     "adagl": adagl_partition,
+    "adagl-bounded": adagl_bounded,
     "bytegnn": bytegnn_partition,
     "bytegnn-literal": bytegnn_literal,
 }
-CAPACITY_AWARE = ("hash", "adagl")  # partitioners that take servers' capacities P_i; the others ignore them
+# partitioners that take servers' capacities P_i; the others ignore them
+CAPACITY_AWARE = ("hash", "adagl", "adagl-bounded", "metis-capacity")
 
 
 def partition(
