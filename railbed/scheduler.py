@@ -36,6 +36,13 @@ core they build on.
 ``gate_split(flows, placement, cluster) -> Split``
     Only for the compact engine: the split of a group of flows whose rules
     name one ``gate``, precomputed before the run.
+``gate_split_arrays(flows, placement, cluster) -> SplitArrays | None``
+    Only for the compact engine, optional: the same split in array form
+    (:class:`SplitArrays`: sub-flows as columns, dependencies as index
+    arrays), which the engine checks and appends with numpy instead of one
+    Python step per sub-flow; ``None`` (the default): use ``gate_split``.
+    A scheduler that has it derives ``gate_split`` (and its ``on_ready``
+    split) from it with :meth:`SplitArrays.split`, so both forms are one.
 
 The view (:class:`RunView`) is what a scheduler may read: model time, the
 active flows with their progress (bytes delivered and remaining, current
@@ -55,6 +62,8 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
+
+import numpy as np
 
 from railbed.job import Flow, Item, Job, Location, Placement, Task
 from railbed.results import ItemRecord
@@ -148,6 +157,47 @@ class Split:
     for each original it names, with that original's share of its bytes."""
 
     parts: Mapping[str, Sequence[SubFlow]]
+
+
+@dataclass(frozen=True, eq=False)
+class SplitArrays:
+    """A :class:`Split` of ``flows`` (a list of originals) in array form, for the compact engine
+    (:meth:`Scheduler.gate_split_arrays`): ``m`` sub-flows, each between its original's ends,
+    listed as the :class:`Split` lists them (by original, in the order of ``flows``; per
+    original in its own order).
+
+    ``flow[x]`` is sub-flow ``x``'s original (an index into ``flows``, non-decreasing),
+    ``size[x]`` its bytes, ``dscp[x]`` its DSCP, ``rate[x]`` its cap (``inf``: none; ``rate``
+    ``None``: none capped). Its id is its original's id followed by
+    ``suffixes[suffix[x]]`` (a small table: Hermod's ``".h<phase>"``). It depends on the
+    sub-flows ``dep[dep_ptr[x]:dep_ptr[x + 1]]`` (indices into this split, in that order).
+    :meth:`split` is the same split as a :class:`Split`; the engine checks the arrays as the
+    Dispatcher checks that one (every original gets sub-flows, its bytes conserved, ids new,
+    no cycle)."""
+
+    flow: np.ndarray
+    size: np.ndarray
+    suffix: np.ndarray
+    suffixes: Sequence[str]
+    dep_ptr: np.ndarray
+    dep: np.ndarray
+    dscp: np.ndarray
+    rate: np.ndarray | None = None
+
+    def __len__(self) -> int:
+        return len(self.flow)
+
+    def split(self, flows: Sequence[Flow]) -> Split:
+        """The :class:`Split` these arrays stand for (every original of ``flows`` listed)."""
+        fl, sx, size, dscp = self.flow.tolist(), self.suffix.tolist(), self.size.tolist(), self.dscp.tolist()
+        ptr, dep = self.dep_ptr.tolist(), self.dep.tolist()
+        rate = [None] * len(fl) if self.rate is None else [None if math.isinf(r) else r for r in self.rate.tolist()]
+        ids = [flows[n].id + self.suffixes[s] for n, s in zip(fl, sx)]
+        parts: dict[str, list[SubFlow]] = {f.id: [] for f in flows}
+        for x, n in enumerate(fl):
+            deps = tuple(ids[d] for d in dep[ptr[x] : ptr[x + 1]])
+            parts[flows[n].id].append(SubFlow(ids[x], size[x], deps=deps, dscp=dscp[x], rate=rate[x]))
+        return Split(parts)
 
 
 class _Keep:
@@ -313,6 +363,13 @@ class Scheduler:
         for the flows whose :class:`Rule` names one ``gate`` (in job order) once all are held.
         It must be a pure function of those flows and equal ``on_ready``'s answer. Default: none."""
         raise NotImplementedError(f"{self.name} gates flows but has no gate_split")
+
+    def gate_split_arrays(self, flows: list[Flow], placement: Placement, cluster: ClusterSpec) -> SplitArrays | None:
+        """Optional, for the compact engine: ``gate_split``'s answer as :class:`SplitArrays`
+        (the engine then checks and appends its sub-flows with numpy), or ``None`` to have the
+        engine call ``gate_split``. It must be the same split: ``gate_split_arrays(...).split(
+        flows) == gate_split(...)`` (derive ``gate_split`` from it). Default: ``None``."""
+        return None
 
     def check(self, job: Job, cluster: ClusterSpec) -> None:
         """Before anything is built: reject a job this scheduler cannot run (a tag it

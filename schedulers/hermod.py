@@ -83,16 +83,18 @@ from __future__ import annotations
 
 from collections import defaultdict
 
+import numpy as np
+
 from railbed.errors import SpecError
 from railbed.job import Flow
-from railbed.scheduler import HOLD, Decision, Rule, Scheduler, Split, SubFlow, default_placement
+from railbed.scheduler import HOLD, Decision, Rule, Scheduler, Split, SplitArrays, default_placement
 from schedulers.hermod_alg import (
     CTYPES,
     Factors,
     consumer_key,
     dscp_of,
     factors_of,
-    port_matching,
+    port_matching_arrays,
     priority_key,
     queued_dscp,
 )
@@ -130,15 +132,29 @@ def higher_active(view, flow: Flow, outranks) -> bool:
 
 def split_coflow(flows: list[Flow], dscp: dict[str, int], port: dict[str, object]) -> Split:
     """Alg. 3 on an EP coflow's flows over the ports ``port[endpoint]`` they leave and enter
-    (:func:`~schedulers.hermod_alg.port_matching`): sub-flows per sub-phase, chained per port."""
-    pieces = port_matching([(port[f.src], port[f.dst], f.size or 0) for f in flows])
-    parts = {}
-    for f, mine in zip(flows, pieces):
-        parts[f.id] = [
-            SubFlow(f"{f.id}.h{k}", size, deps=tuple(f"{flows[n].id}.h{kk}" for n, kk in deps), dscp=dscp[f.id])
-            for k, size, deps in mine
-        ]
-    return Split(parts)
+    (:func:`~schedulers.hermod_alg.port_matching_arrays`): sub-flows per sub-phase, chained per
+    port; :func:`split_arrays` as a :class:`Split`."""
+    return split_arrays(flows, dscp, port).split(flows)
+
+
+def split_arrays(flows: list[Flow], dscp: dict[str, int], port: dict[str, object]) -> SplitArrays:
+    """:func:`split_coflow` in array form: piece ``k`` of flow ``f`` (sub-phase ``k``) is
+    sub-flow ``f.id + ".h<k>"`` with ``dscp[f.id]``, waiting for its ports' previous pieces."""
+    pc = port_matching_arrays([port[f.src] for f in flows], [port[f.dst] for f in flows], [f.size or 0 for f in flows])
+    marks = np.array([dscp[f.id] for f in flows], np.int64)
+    phases = int(pc.phase.max()) + 1 if len(pc.phase) else 0
+    return SplitArrays(pc.flow, pc.size, pc.phase, phase_suffixes(phases), pc.dep_ptr, pc.dep, marks[pc.flow])
+
+
+_SUFFIXES: list[tuple[str, ...]] = [()]
+
+
+def phase_suffixes(n: int) -> tuple[str, ...]:
+    """``(".h0", ".h1", ...)``, at least ``n`` of them: sub-phases' id suffixes (one shared
+    tuple, grown by doubling; a :class:`~railbed.scheduler.SplitArrays` may list unused ones)."""
+    if len(_SUFFIXES[0]) < n:
+        _SUFFIXES[0] = tuple(f".h{k}" for k in range(max(n, 2 * len(_SUFFIXES[0]), 64)))
+    return _SUFFIXES[0]
 
 
 MATCHES = ("nic", "gpu")
@@ -295,7 +311,11 @@ class Hermod(Scheduler):
     def gate_split(self, flows, placement, cluster) -> Split:
         """Alg. 3 (§5.3.2) on a gated EP coflow, before the run: ``_match``'s split, which is a
         pure function of the coflow's flows (their sizes, ends and DSCPs)."""
-        return self._split(list(flows), placement.__getitem__)
+        return self.gate_split_arrays(flows, placement, cluster).split(flows)
+
+    def gate_split_arrays(self, flows, placement, cluster) -> SplitArrays:
+        """:meth:`gate_split` as :class:`~railbed.scheduler.SplitArrays` (the compact engine's form)."""
+        return self._split_arrays(list(flows), placement.__getitem__)
 
     def _best_held(self, view) -> dict[tuple[int, int], tuple[int, int, int]]:
         """Per source NIC, the best key among held flows that the priority check decides
@@ -317,9 +337,10 @@ class Hermod(Scheduler):
         self._best_held(view)
         if any(i not in self._held_set for i in ids):
             return HOLD
-        return self._split([view.job.items[i] for i in ids], view.location)
+        flows = [view.job.items[i] for i in ids]
+        return self._split_arrays(flows, view.location).split(flows)
 
-    def _split(self, flows: list[Flow], location) -> Split:
+    def _split_arrays(self, flows: list[Flow], location) -> SplitArrays:
         """Alg. 3 over the coflow's NICs (``match: nic``) or GPUs (``gpu``); ``location``:
         endpoint -> its server and NIC."""
         ends = {e for f in flows for e in (f.src, f.dst)}
@@ -328,7 +349,7 @@ class Hermod(Scheduler):
         else:
             port = {e: (location(e).server, location(e).nic) for e in ends}
         flat = self.subphases == "flat"
-        return split_coflow(flows, {f.id: 0 if flat else self.dscp(f) for f in flows}, port)
+        return split_arrays(flows, {f.id: 0 if flat else self.dscp(f) for f in flows}, port)
 
 
 class HermodLiteral(Hermod):

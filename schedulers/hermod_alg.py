@@ -117,8 +117,10 @@ the ports the flows leave and enter: GPUs as the thesis writes it
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Sequence
+from collections.abc import Hashable, Iterator, Sequence
 from dataclasses import dataclass
+from itertools import chain
+from typing import NamedTuple
 
 import numpy as np
 from scipy.optimize import linear_sum_assignment
@@ -236,80 +238,139 @@ def queued_dscp(f: Factors, lid_rank: int, lid_count: int, interleaved: bool = F
 Phase = list[tuple[int, int, int]]  # (sender, receiver, bytes)
 
 
+def _checked_matrix(matrix) -> np.ndarray:
+    t = np.array(matrix, dtype=np.int64)
+    if t.ndim != 2 or t.shape[0] != t.shape[1] or (t < 0).any() or np.diagonal(t).any():
+        raise ValueError("expected a square matrix of byte counts >= 0 with a zero diagonal")
+    return t
+
+
+def _phases(t: np.ndarray) -> Iterator[tuple[list[int], list[int], int]]:
+    """Alg. 3's loop on the residual matrix ``t`` (changed in place): per sub-phase the matched
+    senders, receivers and the portion each carries."""
+    while t.any():  # entries are >= 0: any() is "some entry > 0"
+        rows, cols = linear_sum_assignment(t, maximize=True)
+        vals = t[rows, cols]
+        keep = vals > 0
+        if not keep.all():
+            rows, cols, vals = rows[keep], cols[keep], vals[keep]
+        weight = int(vals.min())
+        t[rows, cols] = vals - weight
+        yield rows.tolist(), cols.tolist(), weight
+
+
 def matching_phases(matrix: Sequence[Sequence[int]] | np.ndarray) -> list[Phase]:
     """Alg. 3: the sub-phases of an EP transmission matrix (bytes ``matrix[i][j]`` from i to j).
 
     Each phase is a matching (no sender or receiver twice); per phase every
     sub-flow carries the same portion, the phase's weight. The diagonal
     (a GPU's tokens for its own experts) is not network traffic and must be 0."""
-    t = np.array(matrix, dtype=np.int64)
-    if t.ndim != 2 or t.shape[0] != t.shape[1] or (t < 0).any() or np.diagonal(t).any():
-        raise ValueError("expected a square matrix of byte counts >= 0 with a zero diagonal")
-    phases: list[Phase] = []
-    while (t > 0).any():
-        rows, cols = linear_sum_assignment(t, maximize=True)
-        keep = t[rows, cols] > 0
-        rows, cols = rows[keep], cols[keep]
-        weight = int(t[rows, cols].min())
-        t[rows, cols] -= weight
-        phases.append([(int(i), int(j), weight) for i, j in zip(rows, cols)])
-    return phases
+    return [[(i, j, w) for i, j in zip(rows, cols)] for rows, cols, w in _phases(_checked_matrix(matrix))]
 
 
 Piece = tuple[int, int, tuple[tuple[int, int], ...]]  # (phase, bytes, deps as (flow index, phase))
 
 
-def port_matching(flows: Sequence[tuple[Hashable, Hashable, int]]) -> list[list[Piece]]:
+class Pieces(NamedTuple):
+    """:func:`port_matching_arrays`' answer: piece ``x`` carries ``size[x]`` bytes of flow
+    ``flow[x]`` in sub-phase ``phase[x]`` and waits for pieces ``dep[dep_ptr[x]:dep_ptr[x + 1]]``.
+    Pieces are listed by flow, each flow's in phase order."""
+
+    flow: np.ndarray  # int64
+    phase: np.ndarray  # int64
+    size: np.ndarray  # int64
+    dep_ptr: np.ndarray  # int64, one more than pieces
+    dep: np.ndarray  # int64
+
+
+def port_matching_arrays(src: Sequence[Hashable], dst: Sequence[Hashable], size: Sequence[int]) -> Pieces:
     """Alg. 3 over the ports that carry an EP coflow, and the order its sub-phases keep.
 
-    ``flows[n] = (source port, destination port, bytes)``. The transmission matrix is
-    built between ports (the bytes of every flow from one port to another, summed) and
-    cut into sub-phases by :func:`matching_phases`; a sub-phase's portion of a port pair
-    is filled from that pair's flows in the given order (a flow is split only where a
-    portion ends inside it). Returns per flow its pieces ``(phase, bytes, deps)``: a
-    piece waits for every piece of the last earlier sub-phase of its source port and
-    of its destination port (no global barrier: a pair starts as soon as both ports are
-    free; the workers derive the same sequence, §5.3.2).
+    Flow ``n`` goes from port ``src[n]`` to ``dst[n]`` with ``size[n]`` bytes. The
+    transmission matrix is built between ports (the bytes of every flow from one port to
+    another, summed) and cut into sub-phases (:func:`matching_phases`); a sub-phase's portion
+    of a port pair is filled from that pair's flows in the given order (a flow is split only
+    where a portion ends inside it). A piece waits for every piece of the last earlier
+    sub-phase of its source port and of its destination port, source's first (no global
+    barrier: a pair starts as soon as both ports are free; the workers derive the same
+    sequence, §5.3.2).
 
     With one GPU per port this is Alg. 3 on the GPUs' matrix as the thesis writes it
     (``T`` over the EP group's n workers); with GPUs sharing a NIC, the port is the NIC
-    (``hermod``'s ``match: nic``, see :mod:`schedulers.hermod`)."""
-    if any(b < 0 or s == d for s, d, b in flows):
+    (``hermod``'s ``match: nic``, see :mod:`schedulers.hermod`). :func:`port_matching` is the
+    same answer as lists."""
+    if any(b < 0 or s == d for s, d, b in zip(src, dst, size)):
         raise ValueError("expected flows of >= 0 bytes between two different ports")
-    ports = sorted({p for s, d, _ in flows for p in (s, d)})
+    ports = sorted(set(src) | set(dst))
     index = {p: k for k, p in enumerate(ports)}
     by_pair: dict[tuple[int, int], list[int]] = {}
     matrix = np.zeros((len(ports), len(ports)), dtype=np.int64)
-    for n, (s, d, b) in enumerate(flows):
-        by_pair.setdefault((index[s], index[d]), []).append(n)
-        matrix[index[s], index[d]] += b
-    left = [b for _, _, b in flows]
-    pieces: list[list[Piece]] = [[] for _ in flows]
-    last_send: dict[int, tuple[tuple[int, int], ...]] = {}
-    last_recv: dict[int, tuple[tuple[int, int], ...]] = {}
-    for k, phase in enumerate(matching_phases(matrix)):
+    for n, (s, d, b) in enumerate(zip(src, dst, size)):
+        i, j = index[s], index[d]
+        by_pair.setdefault((i, j), []).append(n)
+        matrix[i, j] += b
+    left = list(size)
+    p_flow: list[int] = []
+    p_phase: list[int] = []
+    p_size: list[int] = []
+    p_deps: list[tuple[int, ...]] = []  # per piece, the pieces it waits for (one tuple per port pair)
+    last_send: dict[int, tuple[int, ...]] = {}
+    last_recv: dict[int, tuple[int, ...]] = {}
+    for k, (rows, cols, portion) in enumerate(_phases(matrix)):
         made = []
-        for i, j, portion in phase:
+        for i, j in zip(rows, cols):
             send, recv = last_send.get(i, ()), last_recv.get(j, ())
             deps = send if send is recv else send + recv  # one tuple: the pair's own last portion
             ns = by_pair[(i, j)]
             if len(ns) == 1:  # one flow per port pair (a GPU per NIC): the portion is its piece
-                pieces[ns[0]].append((k, portion, deps))
-                made.append((i, j, ((ns[0], k),)))
+                made.append((i, j, (len(p_flow),)))
+                p_flow.append(ns[0])
+                p_phase.append(k)
+                p_size.append(portion)
+                p_deps.append(deps)
                 continue
             mine = []
+            rest = portion
             for n in ns:
-                take = min(portion, left[n])
+                take = min(rest, left[n])
                 if take:
                     left[n] -= take
-                    portion -= take
-                    pieces[n].append((k, take, deps))
-                    mine.append((n, k))
-                if not portion:
+                    rest -= take
+                    mine.append(len(p_flow))
+                    p_flow.append(n)
+                    p_phase.append(k)
+                    p_size.append(take)
+                    p_deps.append(deps)
+                if not rest:
                     break
             made.append((i, j, tuple(mine)))
         for i, j, mine in made:
             last_send[i] = last_recv[j] = mine
+    # made in phase order; listed by flow (a stable sort keeps each flow's pieces in phase order)
+    flow = np.array(p_flow, np.int64)
+    order = np.argsort(flow, kind="stable")
+    new = np.empty(len(order), np.int64)
+    new[order] = np.arange(len(order))
+    lens = np.fromiter(map(len, p_deps), np.int64, count=len(p_deps))
+    flat = np.fromiter(chain.from_iterable(p_deps), np.int64, count=int(lens.sum()))
+    old_ptr = np.zeros(len(lens) + 1, np.int64)
+    np.cumsum(lens, out=old_ptr[1:])
+    lens = lens[order]
+    dep_ptr = np.zeros(len(lens) + 1, np.int64)
+    np.cumsum(lens, out=dep_ptr[1:])
+    at = np.repeat(old_ptr[:-1][order] - dep_ptr[:-1], lens) + np.arange(int(dep_ptr[-1]))
+    return Pieces(flow[order], np.array(p_phase, np.int64)[order], np.array(p_size, np.int64)[order], dep_ptr,
+                  new[flat[at]])  # fmt: skip
+
+
+def port_matching(flows: Sequence[tuple[Hashable, Hashable, int]]) -> list[list[Piece]]:
+    """:func:`port_matching_arrays` as lists: ``flows[n] = (source port, destination port,
+    bytes)``; per flow its pieces ``(phase, bytes, deps)``, a dep named ``(flow index, phase)``."""
+    pc = port_matching_arrays([s for s, _, _ in flows], [d for _, d, _ in flows], [b for _, _, b in flows])
+    fl, ph, size, ptr, dep = pc.flow.tolist(), pc.phase.tolist(), pc.size.tolist(), pc.dep_ptr.tolist(), pc.dep.tolist()
+    pieces: list[list[Piece]] = [[] for _ in flows]
+    for x, n in enumerate(fl):
+        pieces[n].append((ph[x], size[x], tuple((fl[d], ph[d]) for d in dep[ptr[x] : ptr[x + 1]])))
     return pieces
 
 
