@@ -163,10 +163,10 @@ class Split:
 class SplitArrays:
     """A :class:`Split` of ``flows`` (a list of originals) in array form, for the compact engine
     (:meth:`Scheduler.gate_split_arrays`): ``m`` sub-flows, each between its original's ends,
-    listed as the :class:`Split` lists them (by original, in the order of ``flows``; per
-    original in its own order).
+    listed as the :class:`Split` lists them (each original's together, originals in the
+    Split's order; per original in its own order): the order the run makes them in.
 
-    ``flow[x]`` is sub-flow ``x``'s original (an index into ``flows``, non-decreasing),
+    ``flow[x]`` is sub-flow ``x``'s original (an index into ``flows``),
     ``size[x]`` its bytes, ``dscp[x]`` its DSCP, ``rate[x]`` its cap (``inf``: none; ``rate``
     ``None``: none capped). Its id is its original's id followed by
     ``suffixes[suffix[x]]`` (a small table: Hermod's ``".h<phase>"``). It depends on the
@@ -193,10 +193,12 @@ class SplitArrays:
         ptr, dep = self.dep_ptr.tolist(), self.dep.tolist()
         rate = [None] * len(fl) if self.rate is None else [None if math.isinf(r) else r for r in self.rate.tolist()]
         ids = [flows[n].id + self.suffixes[s] for n, s in zip(fl, sx)]
-        parts: dict[str, list[SubFlow]] = {f.id: [] for f in flows}
+        parts: dict[str, list[SubFlow]] = {}
         for x, n in enumerate(fl):
             deps = tuple(ids[d] for d in dep[ptr[x] : ptr[x + 1]])
-            parts[flows[n].id].append(SubFlow(ids[x], size[x], deps=deps, dscp=dscp[x], rate=rate[x]))
+            parts.setdefault(flows[n].id, []).append(SubFlow(ids[x], size[x], deps=deps, dscp=dscp[x], rate=rate[x]))
+        for f in flows:  # an original without sub-flows (which the run refuses) is still named
+            parts.setdefault(f.id, [])
         return Split(parts)
 
 

@@ -311,7 +311,8 @@ class Hermod(Scheduler):
     def gate_split(self, flows, placement, cluster) -> Split:
         """Alg. 3 (§5.3.2) on a gated EP coflow, before the run: ``_match``'s split, which is a
         pure function of the coflow's flows (their sizes, ends and DSCPs)."""
-        return self.gate_split_arrays(flows, placement, cluster).split(flows)
+        flows = list(flows)
+        return self._split_arrays(flows, placement.__getitem__).split(flows)
 
     def gate_split_arrays(self, flows, placement, cluster) -> SplitArrays:
         """:meth:`gate_split` as :class:`~railbed.scheduler.SplitArrays` (the compact engine's form)."""
