@@ -290,8 +290,16 @@ class Hermod(Scheduler):
         ``queued``. EP flows that Alg. 3 splits (between servers) are gated by their coflow
         (``Rule.gate``): held until the whole coflow is, then :meth:`gate_split`."""
         if self.intra and flow.id in self.matched:
-            return Rule(key=key_number(self.key(flow)), gate=flow.coflow)
+            return Rule(key=self._marks(flow)[1], gate=flow.coflow)
         rate = self._rate(flow, placement[flow.src], cluster) if "tree" in flow.tags else None
+        got = self._marks(flow)
+        if self.host_wait != "off":
+            return Rule(got[0], rate, key=got[1], bar=got[1], queued=True)
+        return Rule(got[0], rate)
+
+    def _marks(self, flow: Flow) -> tuple[int, int]:
+        """The flow's DSCP and :func:`key_number` of its key, memoized after ``place`` on what
+        they depend on alone (:func:`flow_factors`, the iteration, the source's layers)."""
         memo = (
             flow.coflow_type,
             flow.iteration,
@@ -301,12 +309,10 @@ class Hermod(Scheduler):
             flow.tags.get("pass"),
             self._held_layers.get(flow.src),
         )
-        got = self._rules.get(memo)  # DSCP and key depend on these alone (flow_factors, the source's layers)
+        got = self._rules.get(memo)
         if got is None:
             got = self._rules[memo] = (self.dscp(flow), key_number(self.key(flow)))
-        if self.host_wait != "off":
-            return Rule(got[0], rate, key=got[1], bar=got[1], queued=True)
-        return Rule(got[0], rate)
+        return got
 
     def gate_split(self, flows, placement, cluster) -> Split:
         """Alg. 3 (§5.3.2) on a gated EP coflow, before the run: ``_match``'s split, which is a
@@ -350,7 +356,7 @@ class Hermod(Scheduler):
         else:
             port = {e: (location(e).server, location(e).nic) for e in ends}
         flat = self.subphases == "flat"
-        return split_arrays(flows, {f.id: 0 if flat else self.dscp(f) for f in flows}, port)
+        return split_arrays(flows, {f.id: 0 if flat else self._marks(f)[0] for f in flows}, port)
 
 
 class HermodLiteral(Hermod):

@@ -248,14 +248,18 @@ def _checked_matrix(matrix) -> np.ndarray:
 def _phases(t: np.ndarray) -> Iterator[tuple[list[int], list[int], int]]:
     """Alg. 3's loop on the residual matrix ``t`` (changed in place): per sub-phase the matched
     senders, receivers and the portion each carries."""
-    while t.any():  # entries are >= 0: any() is "some entry > 0"
+    left = int(np.count_nonzero(t))  # entries > 0 (all are >= 0)
+    while left:
         rows, cols = linear_sum_assignment(t, maximize=True)
-        vals = t[rows, cols]
-        keep = vals > 0
-        if not keep.all():
-            rows, cols, vals = rows[keep], cols[keep], vals[keep]
-        weight = int(vals.min())
-        t[rows, cols] = vals - weight
+        vals = t[rows, cols].tolist()  # a matching is at most n entries: Python from here
+        if 0 in vals:
+            keep = [v > 0 for v in vals]
+            rows, cols = rows[keep], cols[keep]
+            vals = [v for v in vals if v > 0]
+        weight = min(vals)
+        rest = [v - weight for v in vals]
+        t[rows, cols] = rest
+        left -= rest.count(0)
         yield rows.tolist(), cols.tolist(), weight
 
 

@@ -808,13 +808,12 @@ def _add_gates(cj, flows, gates, taken, scheduler, placement, cluster, topology,
     rank = f_off[gate_of] + flow  # the original's place among all gates' flows
     member = np.array([x for mm in members for x in mm], np.int64)  # place -> position among the gated flows
     starts = np.concatenate([[0], np.flatnonzero(np.diff(rank)) + 1]) if m else np.zeros(0, np.int64)
-    if len(np.unique(rank)) != len(member):
-        lacking = int(np.setdiff1d(np.arange(len(member)), rank)[0])
-        g = int(np.searchsorted(f_off, lacking, side="right") - 1)
-        raise SchedulerError(f"{who(g)}: {flows[gated[member[lacking]]].id} gets no sub-flows")
-    if len(starts) != len(member):
-        again = np.flatnonzero(np.bincount(rank[starts]) > 1)[0]
-        g = int(np.searchsorted(f_off, again, side="right") - 1)
+    runs = np.bincount(rank[starts], minlength=len(member))  # runs of sub-flows per original: 1 each
+    if (runs != 1).any():
+        x = int(np.flatnonzero(runs == 0)[0]) if (runs == 0).any() else int(np.flatnonzero(runs > 1)[0])
+        g = int(np.searchsorted(f_off, x, side="right") - 1)
+        if runs[x] == 0:
+            raise SchedulerError(f"{who(g)}: {flows[gated[member[x]]].id} gets no sub-flows")
         raise SchedulerError(f"{who(g)}: SplitArrays must list each original's sub-flows together")
     orig_pos = member[rank]
     orig = np.array(gated, np.int64)[orig_pos]
@@ -886,10 +885,11 @@ def _add_gates(cj, flows, gates, taken, scheduler, placement, cluster, topology,
     crc = (tables[li, 0, v & 255] ^ tables[li, 1, v >> 8 & 255] ^ tables[li, 2, v >> 16 & 255]
            ^ tables[li, 3, v >> 24 & 255]).astype(np.int64) ^ s_crc[suffix]  # fmt: skip
     id_len = p_len[prefix] + s_len[suffix]
-    slash_s = [i for i in np.unique(suffix).tolist() if b"/" in s_raw[i]]
-    slash_p = [i for i in np.unique(prefix).tolist() if b"/" in p_raw[i]]
-    if slash_s or slash_p:
-        x = int(np.flatnonzero(np.isin(suffix, slash_s) | np.isin(prefix, slash_p))[0])
+    slash_s = [i for i, r in enumerate(s_raw) if b"/" in r]
+    slash_p = [i for i, r in enumerate(p_raw) if b"/" in r]
+    slashed = np.isin(suffix, slash_s) | np.isin(prefix, slash_p) if slash_s or slash_p else None
+    if slashed is not None and slashed.any():
+        x = int(np.flatnonzero(slashed)[0])
         raise SchedulerError(f"{who(gate_of[x])}: sub-flow id {_sub_id(p_raw, s_raw, prefix, suffix, x)!r} is not new "
                              "in the run")  # fmt: skip
     _check_new(p_raw, s_raw, prefix, suffix, crc, id_len, taken, p_crc, p_len, gate_of, who)
@@ -912,10 +912,11 @@ def _add_gates(cj, flows, gates, taken, scheduler, placement, cluster, topology,
         uniq, first, inverse = np.unique(rkey[net], return_index=True, return_inverse=True)
         server_of_nic = np.repeat(np.arange(len(cluster.servers)), [s.nics for s in cluster.servers])
         r_of = np.empty(len(uniq), np.int64)
+        net_at = np.flatnonzero(net)
         for u in np.argsort(first, kind="stable").tolist():
             r = route_of.get(int(uniq[u]))
             if r is None:
-                x = int(np.flatnonzero(net)[first[u]])
+                x = int(net_at[first[u]])
                 a, b, spn = int(a_nic[x]), int(b_nic[x]), int(spine[x])
                 r = route_of[int(uniq[u])] = base + len(new_routes)
                 new_routes.append(fabric.route((int(server_of_nic[a]), a - int(nic_base[server_of_nic[a]])),
