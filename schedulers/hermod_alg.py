@@ -119,7 +119,6 @@ from __future__ import annotations
 
 from collections.abc import Hashable, Iterator, Sequence
 from dataclasses import dataclass
-from itertools import chain
 from typing import NamedTuple
 
 import numpy as np
@@ -245,22 +244,26 @@ def _checked_matrix(matrix) -> np.ndarray:
     return t
 
 
-def _phases(t: np.ndarray) -> Iterator[tuple[list[int], list[int], int]]:
-    """Alg. 3's loop on the residual matrix ``t`` (changed in place): per sub-phase the matched
-    senders, receivers and the portion each carries."""
-    left = int(np.count_nonzero(t))  # entries > 0 (all are >= 0)
+def _phases(matrix: np.ndarray) -> Iterator[tuple[list[int], list[int], list[int], int]]:
+    """Alg. 3's loop on a copy of ``matrix``: per sub-phase the matching (senders, receivers), the
+    residual bytes of its pairs before the phase (0: a pair the matching takes that has no bytes
+    left, not part of the phase) and the portion every other pair carries."""
+    n = matrix.shape[1]
+    t = matrix.astype(np.float64)  # what the Hungarian solver reads (it works in doubles)
+    flat = t.reshape(-1)
+    res = matrix.reshape(-1).tolist()  # the residual, exact; a matching is at most n entries: Python
+    left = sum(1 for v in res if v)  # entries > 0 (all are >= 0)
     while left:
         rows, cols = linear_sum_assignment(t, maximize=True)
-        vals = t[rows, cols].tolist()  # a matching is at most n entries: Python from here
-        if 0 in vals:
-            keep = [v > 0 for v in vals]
-            rows, cols = rows[keep], cols[keep]
-            vals = [v for v in vals if v > 0]
-        weight = min(vals)
-        rest = [v - weight for v in vals]
-        t[rows, cols] = rest
-        left -= rest.count(0)
-        yield rows.tolist(), cols.tolist(), weight
+        rl, cl = rows.tolist(), cols.tolist()
+        at = [r * n + c for r, c in zip(rl, cl)]
+        got = [res[x] for x in at]
+        weight = min(v for v in got if v) if 0 in got else min(got)
+        for x, v in zip(at, got):
+            if v:
+                res[x] = flat[x] = v - weight
+        left -= got.count(weight)
+        yield rl, cl, got, weight
 
 
 def matching_phases(matrix: Sequence[Sequence[int]] | np.ndarray) -> list[Phase]:
@@ -269,7 +272,9 @@ def matching_phases(matrix: Sequence[Sequence[int]] | np.ndarray) -> list[Phase]
     Each phase is a matching (no sender or receiver twice); per phase every
     sub-flow carries the same portion, the phase's weight. The diagonal
     (a GPU's tokens for its own experts) is not network traffic and must be 0."""
-    return [[(i, j, w) for i, j in zip(rows, cols)] for rows, cols, w in _phases(_checked_matrix(matrix))]
+    return [
+        [(i, j, w) for i, j, v in zip(rows, cols, got) if v] for rows, cols, got, w in _phases(_checked_matrix(matrix))
+    ]
 
 
 Piece = tuple[int, int, tuple[tuple[int, int], ...]]  # (phase, bytes, deps as (flow index, phase))
@@ -313,58 +318,81 @@ def port_matching_arrays(src: Sequence[Hashable], dst: Sequence[Hashable], size:
         i, j = index[s], index[d]
         by_pair.setdefault((i, j), []).append(n)
         matrix[i, j] += b
-    left = list(size)
-    p_flow: list[int] = []
-    p_phase: list[int] = []
-    p_size: list[int] = []
-    p_deps: list[tuple[int, ...]] = []  # per piece, the pieces it waits for (one tuple per port pair)
-    last_send: dict[int, tuple[int, ...]] = {}
-    last_recv: dict[int, tuple[int, ...]] = {}
-    for k, (rows, cols, portion) in enumerate(_phases(matrix)):
-        made = []
-        for i, j in zip(rows, cols):
-            send, recv = last_send.get(i, ()), last_recv.get(j, ())
-            deps = send if send is recv else send + recv  # one tuple: the pair's own last portion
-            ns = by_pair[(i, j)]
-            if len(ns) == 1:  # one flow per port pair (a GPU per NIC): the portion is its piece
-                made.append((i, j, (len(p_flow),)))
-                p_flow.append(ns[0])
-                p_phase.append(k)
-                p_size.append(portion)
-                p_deps.append(deps)
-                continue
-            mine = []
-            rest = portion
-            for n in ns:
-                take = min(rest, left[n])
-                if take:
-                    left[n] -= take
-                    rest -= take
-                    mine.append(len(p_flow))
-                    p_flow.append(n)
-                    p_phase.append(k)
-                    p_size.append(take)
-                    p_deps.append(deps)
-                if not rest:
-                    break
-            made.append((i, j, tuple(mine)))
-        for i, j, mine in made:
-            last_send[i] = last_recv[j] = mine
+    if len(by_pair) == len(src):  # one flow per port pair (a GPU per NIC): a portion is its piece
+        pair_flow = np.full((len(ports), len(ports)), -1, np.int64)
+        for (i, j), ns in by_pair.items():
+            pair_flow[i, j] = ns[0]
+        send_port, recv_port, vals, phase, weight = [], [], [], [], []
+        for k, (rows, cols, got, w) in enumerate(_phases(matrix)):
+            send_port += rows
+            recv_port += cols
+            vals += got
+            phase += [k] * len(got)
+            weight += [w] * len(got)
+        keep = np.array(vals, np.int64) > 0
+        send_port, recv_port = np.array(send_port, np.int64)[keep], np.array(recv_port, np.int64)[keep]
+        phase, piece = np.array(phase, np.int64)[keep], np.array(weight, np.int64)[keep]
+        p_flow, p_phase, p_size = pair_flow[send_port, recv_port], phase, piece
+        g_send, g_recv, g_start = send_port, recv_port, np.arange(len(piece))
+    else:
+        left = list(size)
+        p_flow, p_phase, p_size = [], [], []  # per piece, in the order made (phase by phase)
+        g_send, g_recv, g_start = [], [], []  # per portion of a port pair (pieces made together): ports, first piece
+        for k, (rows, cols, got, portion) in enumerate(_phases(matrix)):
+            for i, j, v in zip(rows, cols, got):
+                if not v:
+                    continue
+                g_send.append(i)
+                g_recv.append(j)
+                g_start.append(len(p_flow))
+                rest = portion
+                for n in by_pair[(i, j)]:
+                    take = min(rest, left[n])
+                    if take:
+                        left[n] -= take
+                        rest -= take
+                        p_flow.append(n)
+                        p_phase.append(k)
+                        p_size.append(take)
+                    if not rest:
+                        break
+    # a portion waits for the last earlier portion of its source port, then of its destination
+    # port (once if that is the same portion); a sub-phase is a matching, so "earlier" is "made before"
+    start = np.append(np.asarray(g_start, np.int64), len(p_flow))
+    count = np.diff(start)
+    send, recv = _previous(np.array(g_send, np.int64)), _previous(np.array(g_recv, np.int64))
+    recv[recv == send] = -1
+    na = np.where(send >= 0, count[send], 0)
+    nb = np.where(recv >= 0, count[recv], 0)
+    of = np.repeat(np.arange(len(count)), count)  # piece -> its portion
+    lens = (na + nb)[of]
+    total = int(lens.sum())
+    owner = np.repeat(of, lens)
+    at = np.arange(total) - np.repeat(np.cumsum(lens) - lens, lens)  # place in the piece's deps
+    first = na[owner]
+    flat = np.where(at < first, start[send[owner]] + at, start[recv[owner]] + at - first)
     # made in phase order; listed by flow (a stable sort keeps each flow's pieces in phase order)
     flow = np.array(p_flow, np.int64)
     order = np.argsort(flow, kind="stable")
     new = np.empty(len(order), np.int64)
     new[order] = np.arange(len(order))
-    lens = np.fromiter(map(len, p_deps), np.int64, count=len(p_deps))
-    flat = np.fromiter(chain.from_iterable(p_deps), np.int64, count=int(lens.sum()))
     old_ptr = np.zeros(len(lens) + 1, np.int64)
     np.cumsum(lens, out=old_ptr[1:])
     lens = lens[order]
     dep_ptr = np.zeros(len(lens) + 1, np.int64)
     np.cumsum(lens, out=dep_ptr[1:])
-    at = np.repeat(old_ptr[:-1][order] - dep_ptr[:-1], lens) + np.arange(int(dep_ptr[-1]))
+    at = np.repeat(old_ptr[:-1][order] - dep_ptr[:-1], lens) + np.arange(total)
     return Pieces(flow[order], np.array(p_phase, np.int64)[order], np.array(p_size, np.int64)[order], dep_ptr,
                   new[flat[at]])  # fmt: skip
+
+
+def _previous(ports: np.ndarray) -> np.ndarray:
+    """Per entry, the index of the last earlier entry with the same port (-1: none)."""
+    order = np.argsort(ports, kind="stable")
+    prev = np.full(len(ports), -1, np.int64)
+    same = ports[order][1:] == ports[order][:-1]
+    prev[order[1:][same]] = order[:-1][same]
+    return prev
 
 
 def port_matching(flows: Sequence[tuple[Hashable, Hashable, int]]) -> list[list[Piece]]:
