@@ -36,13 +36,14 @@ core they build on.
 ``gate_split(flows, placement, cluster) -> Split``
     Only for the compact engine: the split of a group of flows whose rules
     name one ``gate``, precomputed before the run.
-``gate_split_arrays(flows, placement, cluster) -> SplitArrays | None``
-    Only for the compact engine, optional: the same split in array form
-    (:class:`SplitArrays`: sub-flows as columns, dependencies as index
-    arrays), which the engine checks and appends with numpy instead of one
-    Python step per sub-flow; ``None`` (the default): use ``gate_split``.
-    A scheduler that has it derives ``gate_split`` (and its ``on_ready``
-    split) from it with :meth:`SplitArrays.split`, so both forms are one.
+``gate_split_arrays(gates, placement, cluster) -> SplitArrays | None``
+    Only for the compact engine, optional: ``gate_split`` of every gate at
+    once, in array form (:class:`SplitArrays` over the gates' flows in
+    order: sub-flows as columns, dependencies as index arrays), which the
+    engine checks and appends with numpy instead of one Python step per
+    sub-flow; ``None`` (the default): ``gate_split`` per gate. A scheduler
+    that has it derives ``gate_split`` (and its ``on_ready`` split) from it
+    with :meth:`SplitArrays.split`, so both forms are one.
 
 The view (:class:`RunView`) is what a scheduler may read: model time, the
 active flows with their progress (bytes delivered and remaining, current
@@ -162,7 +163,9 @@ class Split:
 @dataclass(frozen=True, eq=False)
 class SplitArrays:
     """A :class:`Split` of ``flows`` (a list of originals) in array form, for the compact engine
-    (:meth:`Scheduler.gate_split_arrays`): ``m`` sub-flows, each between its original's ends,
+    (:meth:`Scheduler.gate_split_arrays`, where ``flows`` are the gates' flows, gate after gate,
+    and the sub-flows of several splits follow one another): ``m`` sub-flows, each between its
+    original's ends,
     listed as the :class:`Split` lists them (each original's together, originals in the
     Split's order; per original in its own order): the order the run makes them in.
 
@@ -366,11 +369,15 @@ class Scheduler:
         It must be a pure function of those flows and equal ``on_ready``'s answer. Default: none."""
         raise NotImplementedError(f"{self.name} gates flows but has no gate_split")
 
-    def gate_split_arrays(self, flows: list[Flow], placement: Placement, cluster: ClusterSpec) -> SplitArrays | None:
-        """Optional, for the compact engine: ``gate_split``'s answer as :class:`SplitArrays`
-        (the engine then checks and appends its sub-flows with numpy), or ``None`` to have the
-        engine call ``gate_split``. It must be the same split: ``gate_split_arrays(...).split(
-        flows) == gate_split(...)`` (derive ``gate_split`` from it). Default: ``None``."""
+    def gate_split_arrays(
+        self, gates: list[list[Flow]], placement: Placement, cluster: ClusterSpec
+    ) -> SplitArrays | None:
+        """Optional, for the compact engine: ``gate_split`` of each gate's flows (``gates``, each
+        as ``gate_split`` gets it) at once, as one :class:`SplitArrays` over the gates' flows in
+        order (a sub-flow depends only on sub-flows of its own gate); the engine then checks and
+        appends the sub-flows with numpy. ``None``: the engine calls ``gate_split`` per gate. It
+        must be the same splits: for one gate, ``gate_split_arrays([flows], ...).split(flows) ==
+        gate_split(flows, ...)`` (derive ``gate_split`` from it). Default: ``None``."""
         return None
 
     def check(self, job: Job, cluster: ClusterSpec) -> None:

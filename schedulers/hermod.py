@@ -94,7 +94,7 @@ from schedulers.hermod_alg import (
     consumer_key,
     dscp_of,
     factors_of,
-    port_matching_arrays,
+    port_matching_batch,
     priority_key,
     queued_dscp,
 )
@@ -133,15 +133,18 @@ def higher_active(view, flow: Flow, outranks) -> bool:
 def split_coflow(flows: list[Flow], dscp: dict[str, int], port: dict[str, object]) -> Split:
     """Alg. 3 on an EP coflow's flows over the ports ``port[endpoint]`` they leave and enter
     (:func:`~schedulers.hermod_alg.port_matching_arrays`): sub-flows per sub-phase, chained per
-    port; :func:`split_arrays` as a :class:`Split`."""
-    return split_arrays(flows, dscp, port).split(flows)
+    port; :func:`split_arrays` of the one coflow as a :class:`Split`."""
+    return split_arrays([flows], dscp, port).split(flows)
 
 
-def split_arrays(flows: list[Flow], dscp: dict[str, int], port: dict[str, object]) -> SplitArrays:
-    """:func:`split_coflow` in array form: piece ``k`` of flow ``f`` (sub-phase ``k``) is
-    sub-flow ``f.id + ".h<k>"`` with ``dscp[f.id]``, waiting for its ports' previous pieces."""
-    pc = port_matching_arrays([port[f.src] for f in flows], [port[f.dst] for f in flows], [f.size or 0 for f in flows])
-    marks = np.array([dscp[f.id] for f in flows], np.int64)
+def split_arrays(coflows: list[list[Flow]], dscp: dict[str, int], port: dict[str, object]) -> SplitArrays:
+    """:func:`split_coflow` of every coflow, in array form, as one
+    :class:`~railbed.scheduler.SplitArrays` over their flows in order
+    (:func:`~schedulers.hermod_alg.port_matching_batch`): piece ``k`` of flow ``f`` (sub-phase
+    ``k``) is sub-flow ``f.id + ".h<k>"`` with ``dscp[f.id]``, waiting for its ports' previous pieces."""
+    batch = [([port[f.src] for f in fl], [port[f.dst] for f in fl], [f.size or 0 for f in fl]) for fl in coflows]
+    pc, _ = port_matching_batch(batch)
+    marks = np.array([dscp[f.id] for fl in coflows for f in fl], np.int64)
     phases = int(pc.phase.max()) + 1 if len(pc.phase) else 0
     return SplitArrays(pc.flow, pc.size, pc.phase, phase_suffixes(phases), pc.dep_ptr, pc.dep, marks[pc.flow])
 
@@ -318,11 +321,12 @@ class Hermod(Scheduler):
         """Alg. 3 (§5.3.2) on a gated EP coflow, before the run: ``_match``'s split, which is a
         pure function of the coflow's flows (their sizes, ends and DSCPs)."""
         flows = list(flows)
-        return self._split_arrays(flows, placement.__getitem__).split(flows)
+        return self._split_arrays([flows], placement.__getitem__).split(flows)
 
-    def gate_split_arrays(self, flows, placement, cluster) -> SplitArrays:
-        """:meth:`gate_split` as :class:`~railbed.scheduler.SplitArrays` (the compact engine's form)."""
-        return self._split_arrays(list(flows), placement.__getitem__)
+    def gate_split_arrays(self, gates, placement, cluster) -> SplitArrays:
+        """:meth:`gate_split` of every gate at once as :class:`~railbed.scheduler.SplitArrays`
+        (the compact engine's form)."""
+        return self._split_arrays([list(g) for g in gates], placement.__getitem__)
 
     def _best_held(self, view) -> dict[tuple[int, int], tuple[int, int, int]]:
         """Per source NIC, the best key among held flows that the priority check decides
@@ -345,18 +349,19 @@ class Hermod(Scheduler):
         if any(i not in self._held_set for i in ids):
             return HOLD
         flows = [view.job.items[i] for i in ids]
-        return self._split_arrays(flows, view.location).split(flows)
+        return self._split_arrays([flows], view.location).split(flows)
 
-    def _split_arrays(self, flows: list[Flow], location) -> SplitArrays:
-        """Alg. 3 over the coflow's NICs (``match: nic``) or GPUs (``gpu``); ``location``:
+    def _split_arrays(self, coflows: list[list[Flow]], location) -> SplitArrays:
+        """Alg. 3 on each coflow over its NICs (``match: nic``) or GPUs (``gpu``); ``location``:
         endpoint -> its server and NIC."""
+        flows = [f for fl in coflows for f in fl]
         ends = {e for f in flows for e in (f.src, f.dst)}
         if self.match == "gpu":
             port = {e: e for e in ends}
         else:
             port = {e: (location(e).server, location(e).nic) for e in ends}
         flat = self.subphases == "flat"
-        return split_arrays(flows, {f.id: 0 if flat else self._marks(f)[0] for f in flows}, port)
+        return split_arrays(coflows, {f.id: 0 if flat else self._marks(f)[0] for f in flows}, port)
 
 
 class HermodLiteral(Hermod):

@@ -307,60 +307,80 @@ def port_matching_arrays(src: Sequence[Hashable], dst: Sequence[Hashable], size:
     With one GPU per port this is Alg. 3 on the GPUs' matrix as the thesis writes it
     (``T`` over the EP group's n workers); with GPUs sharing a NIC, the port is the NIC
     (``hermod``'s ``match: nic``, see :mod:`schedulers.hermod`). :func:`port_matching` is the
-    same answer as lists."""
-    if any(b < 0 or s == d for s, d, b in zip(src, dst, size)):
-        raise ValueError("expected flows of >= 0 bytes between two different ports")
-    ports = sorted(set(src) | set(dst))
-    index = {p: k for k, p in enumerate(ports)}
-    by_pair: dict[tuple[int, int], list[int]] = {}
-    matrix = np.zeros((len(ports), len(ports)), dtype=np.int64)
-    for n, (s, d, b) in enumerate(zip(src, dst, size)):
-        i, j = index[s], index[d]
-        by_pair.setdefault((i, j), []).append(n)
-        matrix[i, j] += b
-    if len(by_pair) == len(src):  # one flow per port pair (a GPU per NIC): a portion is its piece
-        pair_flow = np.full((len(ports), len(ports)), -1, np.int64)
-        for (i, j), ns in by_pair.items():
-            pair_flow[i, j] = ns[0]
-        send_port, recv_port, vals, phase, weight = [], [], [], [], []
-        for k, (rows, cols, got, w) in enumerate(_phases(matrix)):
-            send_port += rows
-            recv_port += cols
-            vals += got
-            phase += [k] * len(got)
-            weight += [w] * len(got)
-        keep = np.array(vals, np.int64) > 0
-        send_port, recv_port = np.array(send_port, np.int64)[keep], np.array(recv_port, np.int64)[keep]
-        phase, piece = np.array(phase, np.int64)[keep], np.array(weight, np.int64)[keep]
-        p_flow, p_phase, p_size = pair_flow[send_port, recv_port], phase, piece
-        g_send, g_recv, g_start = send_port, recv_port, np.arange(len(piece))
-    else:
-        left = list(size)
-        p_flow, p_phase, p_size = [], [], []  # per piece, in the order made (phase by phase)
-        g_send, g_recv, g_start = [], [], []  # per portion of a port pair (pieces made together): ports, first piece
-        for k, (rows, cols, got, portion) in enumerate(_phases(matrix)):
-            for i, j, v in zip(rows, cols, got):
-                if not v:
-                    continue
-                g_send.append(i)
-                g_recv.append(j)
-                g_start.append(len(p_flow))
-                rest = portion
-                for n in by_pair[(i, j)]:
-                    take = min(rest, left[n])
-                    if take:
-                        left[n] -= take
-                        rest -= take
-                        p_flow.append(n)
-                        p_phase.append(k)
-                        p_size.append(take)
-                    if not rest:
-                        break
+    same answer as lists; :func:`port_matching_batch` that of many coflows at once."""
+    return port_matching_batch([(src, dst, size)])[0]
+
+
+def port_matching_batch(coflows: Sequence[tuple[Sequence[Hashable], Sequence[Hashable], Sequence[int]]]):
+    """:func:`port_matching_arrays` of every coflow ``(src, dst, size)``, as one :class:`Pieces`
+    over their flows numbered in order (coflow after coflow; a piece's dependencies are pieces
+    of its own coflow), and per coflow the index of its first piece (one more entry: the
+    total). The sub-phases are found coflow by coflow; the pieces' order and dependencies
+    with numpy over all of them."""
+    e_port, e_recv, e_val, e_phase, e_weight, e_pair = [], [], [], [], [], []  # a flow per port pair: entries
+    pair_flow: list[int] = []  # those coflows' port pairs (flat, per coflow) -> flow
+    p_flow, p_phase, p_size = [], [], []  # shared ports: pieces, in the order made
+    g_send, g_recv, g_start = [], [], []  # and their port pairs' portions (pieces made together)
+    flow_base = port_base = 0
+    for src, dst, size in coflows:
+        if any(b < 0 or s == d for s, d, b in zip(src, dst, size)):
+            raise ValueError("expected flows of >= 0 bytes between two different ports")
+        ports = sorted(set(src) | set(dst))
+        index = {p: k for k, p in enumerate(ports)}
+        n_ports = len(ports)
+        by_pair: dict[tuple[int, int], list[int]] = {}
+        matrix = np.zeros((n_ports, n_ports), dtype=np.int64)
+        for n, (s, d, b) in enumerate(zip(src, dst, size)):
+            i, j = index[s], index[d]
+            by_pair.setdefault((i, j), []).append(n)
+            matrix[i, j] += b
+        if len(by_pair) == len(src):  # one flow per port pair (a GPU per NIC): a portion is its piece
+            off = len(pair_flow)  # port pair (i, j) -> pair_flow[off + i * n_ports + j]
+            pair_flow += [-1] * (n_ports * n_ports)
+            for (i, j), ns in by_pair.items():
+                pair_flow[off + i * n_ports + j] = flow_base + ns[0]
+            for k, (rows, cols, got, w) in enumerate(_phases(matrix)):
+                e_port += [port_base + i for i in rows]
+                e_recv += [port_base + j for j in cols]
+                e_pair += [off + i * n_ports + j for i, j in zip(rows, cols)]
+                e_val += got
+                e_phase += [k] * len(got)
+                e_weight += [w] * len(got)
+        else:
+            left = list(size)
+            for k, (rows, cols, got, portion) in enumerate(_phases(matrix)):
+                for i, j, v in zip(rows, cols, got):
+                    if not v:
+                        continue
+                    g_send.append(port_base + i)
+                    g_recv.append(port_base + j)
+                    g_start.append(len(p_flow))
+                    rest = portion
+                    for n in by_pair[(i, j)]:
+                        take = min(rest, left[n])
+                        if take:
+                            left[n] -= take
+                            rest -= take
+                            p_flow.append(flow_base + n)
+                            p_phase.append(k)
+                            p_size.append(take)
+                        if not rest:
+                            break
+        flow_base += len(src)
+        port_base += n_ports
+    # entries of a flow per port pair: one piece each; then the pieces of shared ports
+    keep = np.array(e_val, np.int64) > 0
+    fast = int(keep.sum())
+    flow = np.concatenate([np.array(pair_flow, np.int64)[np.array(e_pair, np.int64)[keep]], np.array(p_flow, np.int64)])
+    phase = np.concatenate([np.array(e_phase, np.int64)[keep], np.array(p_phase, np.int64)])
+    size = np.concatenate([np.array(e_weight, np.int64)[keep], np.array(p_size, np.int64)])
+    send = np.concatenate([np.array(e_port, np.int64)[keep], np.array(g_send, np.int64)])
+    recv = np.concatenate([np.array(e_recv, np.int64)[keep], np.array(g_recv, np.int64)])
+    start = np.concatenate([np.arange(fast), fast + np.array(g_start, np.int64), [len(flow)]])
     # a portion waits for the last earlier portion of its source port, then of its destination
     # port (once if that is the same portion); a sub-phase is a matching, so "earlier" is "made before"
-    start = np.append(np.asarray(g_start, np.int64), len(p_flow))
     count = np.diff(start)
-    send, recv = _previous(np.array(g_send, np.int64)), _previous(np.array(g_recv, np.int64))
+    send, recv = _previous(send), _previous(recv)
     recv[recv == send] = -1
     na = np.where(send >= 0, count[send], 0)
     nb = np.where(recv >= 0, count[recv], 0)
@@ -371,8 +391,7 @@ def port_matching_arrays(src: Sequence[Hashable], dst: Sequence[Hashable], size:
     at = np.arange(total) - np.repeat(np.cumsum(lens) - lens, lens)  # place in the piece's deps
     first = na[owner]
     flat = np.where(at < first, start[send[owner]] + at, start[recv[owner]] + at - first)
-    # made in phase order; listed by flow (a stable sort keeps each flow's pieces in phase order)
-    flow = np.array(p_flow, np.int64)
+    # made phase by phase; listed by flow (a stable sort keeps each flow's pieces in phase order)
     order = np.argsort(flow, kind="stable")
     new = np.empty(len(order), np.int64)
     new[order] = np.arange(len(order))
@@ -382,8 +401,9 @@ def port_matching_arrays(src: Sequence[Hashable], dst: Sequence[Hashable], size:
     dep_ptr = np.zeros(len(lens) + 1, np.int64)
     np.cumsum(lens, out=dep_ptr[1:])
     at = np.repeat(old_ptr[:-1][order] - dep_ptr[:-1], lens) + np.arange(total)
-    return Pieces(flow[order], np.array(p_phase, np.int64)[order], np.array(p_size, np.int64)[order], dep_ptr,
-                  new[flat[at]])  # fmt: skip
+    flow = flow[order]
+    bases = np.cumsum([0] + [len(src) for src, _, _ in coflows])
+    return Pieces(flow, phase[order], size[order], dep_ptr, new[flat[at]]), np.searchsorted(flow, bases)
 
 
 def _previous(ports: np.ndarray) -> np.ndarray:

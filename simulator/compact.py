@@ -531,6 +531,28 @@ def _checked_split(split, flows: list[Flow], who: str) -> SplitArrays:
     )  # fmt: skip
 
 
+def _joined(splits: list[SplitArrays], f_off) -> SplitArrays:
+    """One :class:`SplitArrays` over all gates' flows of per-gate ones (``f_off[g]``: gate ``g``'s
+    first flow among all), sub-flow indices and suffixes shifted."""
+    m_off = np.cumsum([0] + [len(a.flow) for a in splits])
+    s_off = np.cumsum([0] + [len(a.suffixes) for a in splits])
+    d_off = np.cumsum([0] + [len(a.dep) for a in splits])
+
+    def cat(parts, dtype):
+        return np.concatenate(list(parts) + [np.zeros(0, dtype)]).astype(dtype, copy=False)
+
+    return SplitArrays(
+        cat((a.flow + f_off[g] for g, a in enumerate(splits)), np.int64),
+        cat((a.size for a in splits), np.int64),
+        cat((a.suffix + s_off[g] for g, a in enumerate(splits)), np.int64),
+        [s for a in splits for s in a.suffixes],
+        np.concatenate([[0]] + [a.dep_ptr[1:] + d_off[g] for g, a in enumerate(splits)]).astype(np.int64),
+        cat((a.dep + m_off[g] for g, a in enumerate(splits)), np.int64),
+        cat((a.dscp for a in splits), np.int64),
+        cat((a.rate for a in splits), np.float64),
+    )
+
+
 def _crc_tables(lengths: list[int]) -> np.ndarray:
     """Per length ``l``, the linear map ``v -> crc32(s, v) ^ crc32(s, 0)`` (the same for every
     ``s`` of ``l`` bytes: CRC-32 is affine in its start value) as 4 tables of 256 (one per byte
@@ -757,86 +779,76 @@ def _member_flow(aj: ArrayJob, k: int) -> Flow:
 def _add_gates(cj, flows, gates, taken, scheduler, placement, cluster, topology, fabric, classes, route_of) -> None:
     """Append to ``cj`` the sub-flows of every gate (``gates``: name -> its flows' item indices,
     in order of its first flow; ``flows``: item index -> Flow of every gated flow, in item order):
-    per gate the scheduler's :meth:`~railbed.scheduler.Scheduler.gate_split_arrays`, else its
-    ``gate_split`` checked as a :class:`Split` (:func:`_checked_split`); then, with numpy over all
-    sub-flows at once, the Dispatcher's checks (every original split, its bytes conserved, ids
-    new in the run, no cycle; :class:`SchedulerError` naming the gate), the ids, ECMP spines
-    (CRC-32 of the id), routes (new ones after the job's; ``route_of``: route key -> index) and
-    columns, as :func:`compact` of the job with these sub-flows as items would make them.
-    ``taken``: the ids a sub-flow's must differ from besides each other's (``None``: the
+    the scheduler's :meth:`~railbed.scheduler.Scheduler.gate_split_arrays` of all gates, else its
+    ``gate_split`` per gate checked as a :class:`Split` (:func:`_checked_split`); then, with numpy
+    over all sub-flows at once, the Dispatcher's checks (every original split, its bytes
+    conserved, ids new in the run, no cycle; :class:`SchedulerError` naming the gate), the ids,
+    ECMP spines (CRC-32 of the id), routes (new ones after the job's; ``route_of``: route key ->
+    index) and columns, as :func:`compact` of the job with these sub-flows as items would make
+    them. ``taken``: the ids a sub-flow's must differ from besides each other's (``None``: the
     gated flows')."""
     n_job = cj.items
     gated = list(flows)
     pos = {k: x for x, k in enumerate(gated)}
     names = list(gates)
-    arrays, whole, members = [], [], []
-    for name, mem in gates.items():
-        gflows = [flows[k] for k in mem]
-        offered = [_as_offered(f) for f in gflows]
-        who = f"{scheduler.name}: gate_split of {name}"
-        arr = scheduler.gate_split_arrays(offered, placement, cluster)
-        whole.append(arr is None)
-        if arr is None:
-            arr = _checked_split(scheduler.gate_split(offered, placement, cluster), gflows, who)
-        elif not isinstance(arr, SplitArrays):
-            raise SchedulerError(f"{who}: gate_split_arrays must return SplitArrays or None, got {type(arr).__name__}")
-        m = len(arr.flow)
-        if any(len(c) != m for c in (arr.size, arr.suffix, arr.dscp)) or (arr.rate is not None and len(arr.rate) != m):
-            raise SchedulerError(f"{who}: SplitArrays columns of different lengths")
-        if len(arr.dep_ptr) != m + 1 or arr.dep_ptr[0] != 0 or arr.dep_ptr[-1] != len(arr.dep):
-            raise SchedulerError(f"{who}: SplitArrays dep_ptr is not {m + 1} offsets into dep")
-        arrays.append(arr)
-        members.append([pos[k] for k in mem])
-    m_of = np.array([len(a.flow) for a in arrays], np.int64)
-    f_of = np.array([len(mm) for mm in members], np.int64)
-    m = int(m_of.sum())
-    s_off = np.concatenate([[0], np.cumsum(m_of)])
-    f_off = np.concatenate([[0], np.cumsum(f_of)])
-    gate_of = np.repeat(np.arange(len(arrays)), m_of)
+    member = np.array([pos[k] for mem in gates.values() for k in mem], np.int64)  # place -> position in gated
+    f_off = np.cumsum([0] + [len(mem) for mem in gates.values()])
+    offered = [[_as_offered(flows[k]) for k in mem] for mem in gates.values()]
 
     def who(g) -> str:
         return f"{scheduler.name}: gate_split of {names[int(g)]}"
 
-    def cat(cols, dtype):
-        return np.concatenate([np.asarray(c) for c in cols] + [np.zeros(0, dtype)]).astype(dtype, copy=False)
+    def gate_at(x):  # the gate of the gates' x-th flow
+        return int(np.searchsorted(f_off, x, side="right") - 1)
 
+    arr = scheduler.gate_split_arrays(offered, placement, cluster)
+    whole = arr is None  # then the suffixes are whole ids (a Split's)
+    if whole:
+        arr = _joined([_checked_split(scheduler.gate_split(o, placement, cluster), [flows[k] for k in mem], who(g))
+                       for g, (o, mem) in enumerate(zip(offered, gates.values()))], f_off)  # fmt: skip
+    elif not isinstance(arr, SplitArrays):
+        raise SchedulerError(f"{who(0)}: gate_split_arrays must return SplitArrays or None, got {type(arr).__name__}")
+    del offered
+    m = len(arr.flow)
+    if any(len(c) != m for c in (arr.size, arr.suffix, arr.dscp)) or (arr.rate is not None and len(arr.rate) != m):
+        raise SchedulerError(f"{scheduler.name}: gate_split_arrays: SplitArrays columns of different lengths")
+    if len(arr.dep_ptr) != m + 1 or arr.dep_ptr[0] != 0 or arr.dep_ptr[-1] != len(arr.dep):
+        raise SchedulerError(f"{scheduler.name}: gate_split_arrays: dep_ptr is not {m + 1} offsets into dep")
     # each original's sub-flows together, every original split
-    flow = cat((a.flow for a in arrays), np.int64)
-    bad = np.flatnonzero((flow < 0) | (flow >= f_of[gate_of]))
+    rank = np.asarray(arr.flow, np.int64)  # the original's place among all gates' flows
+    bad = np.flatnonzero((rank < 0) | (rank >= len(member)))
     if len(bad):
-        raise SchedulerError(f"{who(gate_of[bad[0]])}: a sub-flow's original is not one of the gate's flows")
-    rank = f_off[gate_of] + flow  # the original's place among all gates' flows
-    member = np.array([x for mm in members for x in mm], np.int64)  # place -> position among the gated flows
+        raise SchedulerError(f"{scheduler.name}: gate_split_arrays: sub-flow {bad[0]}'s original is not a gated flow")
+    gate_of = np.searchsorted(f_off, rank, side="right") - 1
     starts = np.concatenate([[0], np.flatnonzero(np.diff(rank)) + 1]) if m else np.zeros(0, np.int64)
     runs = np.bincount(rank[starts], minlength=len(member))  # runs of sub-flows per original: 1 each
     if (runs != 1).any():
         x = int(np.flatnonzero(runs == 0)[0]) if (runs == 0).any() else int(np.flatnonzero(runs > 1)[0])
-        g = int(np.searchsorted(f_off, x, side="right") - 1)
         if runs[x] == 0:
-            raise SchedulerError(f"{who(g)}: {flows[gated[member[x]]].id} gets no sub-flows")
-        raise SchedulerError(f"{who(g)}: SplitArrays must list each original's sub-flows together")
+            raise SchedulerError(f"{who(gate_at(x))}: {flows[gated[member[x]]].id} gets no sub-flows")
+        raise SchedulerError(f"{who(gate_at(x))}: SplitArrays must list each original's sub-flows together")
     orig_pos = member[rank]
     orig = np.array(gated, np.int64)[orig_pos]
     # sizes, DSCPs, caps
-    for g, a in enumerate(arrays):
-        if not np.issubdtype(np.asarray(a.size).dtype, np.integer):
-            raise SchedulerError(f"{who(g)}: sub-flow sizes {np.asarray(a.size).dtype} are not byte counts")
-    size = cat((a.size for a in arrays), np.int64)
-    dscp = cat((a.dscp for a in arrays), np.int64)
-    rate = cat((np.full(len(a.flow), math.inf) if a.rate is None else a.rate for a in arrays), np.float64)
+    if not np.issubdtype(np.asarray(arr.size).dtype, np.integer):
+        raise SchedulerError(f"{scheduler.name}: gate_split_arrays: sub-flow sizes are not byte counts")
+    size = np.asarray(arr.size, np.int64)
+    dscp = np.asarray(arr.dscp, np.int64)
+    rate = np.full(m, math.inf) if arr.rate is None else np.asarray(arr.rate, np.float64)
     bad = np.flatnonzero((size < 0) | (dscp < 0) | (dscp > 63) | ~(rate > 0))
     if len(bad):
         raise SchedulerError(f"{who(gate_of[bad[0]])}: a sub-flow's size, DSCP or rate is out of range")
-    # dependencies: inside the split, as indices over all sub-flows
-    lens = cat((np.diff(np.asarray(a.dep_ptr, np.int64)) for a in arrays), np.int64)
+    # dependencies: sub-flows of the same gate
+    lens = np.diff(np.asarray(arr.dep_ptr, np.int64))
     if (lens < 0).any():
         raise SchedulerError(f"{who(gate_of[np.flatnonzero(lens < 0)[0]])}: SplitArrays dep_ptr decreases")
-    dep = cat((a.dep for a in arrays), np.int64)
+    dep = np.asarray(arr.dep, np.int64)
     owner = np.repeat(np.arange(m), lens)
-    bad = np.flatnonzero((dep < 0) | (dep >= m_of[gate_of[owner]]))
-    if len(bad):
-        raise SpecError("scheduler", f"{who(gate_of[owner[bad[0]]])}: a sub-flow depends on items outside the split")
-    dep += s_off[gate_of[owner]]
+    bad = (dep < 0) | (dep >= m)
+    bad[~bad] = gate_of[dep[~bad]] != gate_of[owner[~bad]]
+    if bad.any():
+        x = owner[np.flatnonzero(bad)[0]]
+        raise SpecError("scheduler", f"{who(gate_of[x])}: a sub-flow depends on items outside the split")
     # bytes conserved: each original's sub-flows carry its size (check_conservation says how not)
     carried = np.add.reduceat(size, starts) if m else np.zeros(0, np.int64)
     firsts = orig[starts]
@@ -848,30 +860,28 @@ def _add_gates(cj, flows, gates, taken, scheduler, placement, cluster, topology,
         check_conservation(f, [(f.src, f.dst, int(b)) for b in size[starts[x] : end]], who(g))
         raise SchedulerError(f"{who(g)}: the sub-flows of {f.id} do not carry its bytes")
     # dependents (CSR) and no cycle (check_acyclic names one)
+    suffix_of = np.asarray(arr.suffix, np.int64)
     dependents = owner[np.argsort(dep, kind="stable")]
     ptr = np.zeros(m + 1, np.int64)
     np.cumsum(np.bincount(dep, minlength=m), out=ptr[1:])
     stuck = _acyclic(lens, ptr, dependents)
     if stuck >= 0:
-        g = int(gate_of[stuck])
-        check_acyclic(arrays[g].split([_as_offered(flows[k]) for k in gates[names[g]]]), who(g))
+        g = int(gate_of[stuck])  # its gate's split as a Split, for check_acyclic to name the cycle
+        xs = np.flatnonzero(gate_of == g)
+        local = np.full(m, -1, np.int64)
+        local[xs] = np.arange(len(xs))
+        mine = np.concatenate([dep[arr.dep_ptr[x] : arr.dep_ptr[x + 1]] for x in xs] + [np.zeros(0, np.int64)])
+        part = SplitArrays(rank[xs] - f_off[g], size[xs], suffix_of[xs], arr.suffixes,
+                           np.concatenate([[0], np.cumsum(lens[xs])]), local[mine], dscp[xs], rate[xs])  # fmt: skip
+        check_acyclic(part.split([_as_offered(flows[k]) for k in gates[names[g]]]), who(g))
         raise SchedulerError(f"{who(g)}: sub-flow dependencies form a cycle")
     # ids: the original's id + its suffix (a checked Split's: no prefix, the suffix is the whole id)
-    table: dict[str, int] = {}
-    mapped: dict[int, tuple] = {}
-    suffix_parts = []
-    for g, a in enumerate(arrays):
-        got = mapped.get(id(a.suffixes))
-        if got is None or got[0] is not a.suffixes:  # one lookup per distinct table (Hermod's is shared)
-            got = mapped[id(a.suffixes)] = (a.suffixes, np.array([table.setdefault(s, len(table)) for s in a.suffixes],
-                                                                 np.int64))  # fmt: skip
-        sx = np.asarray(a.suffix, np.int64)
-        if len(sx) and (sx.min() < 0 or sx.max() >= len(got[1])):
-            raise SchedulerError(f"{who(g)}: SplitArrays suffix outside its suffixes")
-        suffix_parts.append(got[1][sx])
-    del mapped
-    suffix = cat(suffix_parts, np.int64)
-    prefix = np.where(np.repeat(np.array(whole, bool), m_of), 0, orig_pos + 1)
+    suffix = np.asarray(arr.suffix, np.int64)
+    if m and (suffix.min() < 0 or suffix.max() >= len(arr.suffixes)):
+        x = int(np.flatnonzero((suffix < 0) | (suffix >= len(arr.suffixes)))[0])
+        raise SchedulerError(f"{who(gate_of[x])}: SplitArrays suffix outside its suffixes")
+    prefix = np.zeros(m, np.int64) if whole else orig_pos + 1
+    table = list(arr.suffixes)
     p_raw = [b""] + [flows[k].id.encode() for k in gated]
     s_raw = [s.encode() for s in table]
     p_len = np.array([len(r) for r in p_raw], np.int64)

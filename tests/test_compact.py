@@ -470,7 +470,7 @@ def objects_only(name: str):
     base = type(by_name(name))
 
     class ObjectsOnly(base):
-        def gate_split_arrays(self, flows, placement, cluster):
+        def gate_split_arrays(self, gates, placement, cluster):
             return None
 
     return ObjectsOnly()
@@ -515,7 +515,7 @@ def test_the_array_split_is_the_object_split(seed, name):
     topo, subs = Topology(spec), 0
     for ids in sched.members.values():
         flows = [job.items[i] for i in ids]
-        arrays = sched.gate_split_arrays(flows, placement, spec)
+        arrays = sched.gate_split_arrays([flows], placement, spec)
         split = sched.gate_split(flows, placement, spec)
         assert arrays.split(flows) == split
         for orig, parts in split.parts.items():
@@ -540,10 +540,10 @@ class BrokenArrays(Hermod):
         super().__init__()
         self.how = how
 
-    def gate_split_arrays(self, flows, placement, cluster):
+    def gate_split_arrays(self, gates, placement, cluster):
         from dataclasses import replace
 
-        a = super().gate_split_arrays(flows, placement, cluster)
+        a = super().gate_split_arrays(gates, placement, cluster)
         if self.how == "bytes":
             size = a.size.copy()
             size[0] += 1
