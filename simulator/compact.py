@@ -38,11 +38,14 @@ the Dispatcher step by step:
   this report and before the next held item), the rest start when their
   dependencies end, without rules; an original ends with its last sub-flow,
   and then its dependents become ready. The sub-flows are
-  :meth:`Scheduler.gate_split`'s, made by :func:`compact` before the run as
-  items after the job's. Hermod's EP coflows between servers are gates and
-  its ``gate_split`` is Alg. 3 (seed 004, §5.3.2: Hungarian matchings of the
-  coflow's byte matrix as sub-phases, each sub-flow after its sender's and
-  receiver's previous one), a pure function of the coflow once it is ready.
+  :meth:`Scheduler.gate_split_arrays`' (every gate at once, as arrays) or
+  else :meth:`Scheduler.gate_split`'s per gate, checked and appended with
+  numpy by :func:`_add_gates` (for :func:`compact` and
+  :func:`compact_arrays` alike) before the run, as items after the job's.
+  Hermod's EP coflows between servers are gates and its split is Alg. 3
+  (seed 004, §5.3.2: Hungarian matchings of the coflow's byte matrix as
+  sub-phases, each sub-flow after its sender's and receiver's previous
+  one), a pure function of the coflow once it is ready.
 
 Its slow twin is :func:`simulator.simulate` itself: ``tests/test_compact.py``
 runs random jobs and the MoE generator's under ``megatron``, ``lina``,
