@@ -119,6 +119,7 @@ from __future__ import annotations
 
 from collections.abc import Hashable, Iterator, Sequence
 from dataclasses import dataclass
+from itertools import chain
 from typing import NamedTuple
 
 import numpy as np
@@ -317,7 +318,11 @@ def port_matching_batch(coflows: Sequence[tuple[Sequence[Hashable], Sequence[Has
     of its own coflow), and per coflow the index of its first piece (one more entry: the
     total). The sub-phases are found coflow by coflow; the pieces' order and dependencies
     with numpy over all of them."""
-    e_port, e_recv, e_val, e_phase, e_weight, e_pair = [], [], [], [], [], []  # a flow per port pair: entries
+    # coflows with a flow per port pair (a GPU per NIC): a portion is a piece; their sub-phases
+    # are kept as the solver's lists and flattened with numpy at the end
+    e_rows, e_cols, e_vals, e_weight = [], [], [], []  # per sub-phase
+    e_phases: list[int] = []  # per such coflow: its sub-phases, ports, first port and first pair
+    e_ports, e_port_base, e_pair_base = [], [], []
     pair_flow: list[int] = []  # those coflows' port pairs (flat, per coflow) -> flow
     p_flow, p_phase, p_size = [], [], []  # shared ports: pieces, in the order made
     g_send, g_recv, g_start = [], [], []  # and their port pairs' portions (pieces made together)
@@ -328,25 +333,28 @@ def port_matching_batch(coflows: Sequence[tuple[Sequence[Hashable], Sequence[Has
         ports = sorted(set(src) | set(dst))
         index = {p: k for k, p in enumerate(ports)}
         n_ports = len(ports)
-        by_pair: dict[tuple[int, int], list[int]] = {}
+        si, di = [index[s] for s in src], [index[d] for d in dst]
         matrix = np.zeros((n_ports, n_ports), dtype=np.int64)
-        for n, (s, d, b) in enumerate(zip(src, dst, size)):
-            i, j = index[s], index[d]
-            by_pair.setdefault((i, j), []).append(n)
-            matrix[i, j] += b
-        if len(by_pair) == len(src):  # one flow per port pair (a GPU per NIC): a portion is its piece
-            off = len(pair_flow)  # port pair (i, j) -> pair_flow[off + i * n_ports + j]
+        np.add.at(matrix, (np.asarray(si, np.intp), np.asarray(di, np.intp)), np.asarray(size, np.int64).reshape(-1))
+        pairs = [i * n_ports + j for i, j in zip(si, di)]
+        if len(set(pairs)) == len(pairs):  # one flow per port pair
+            e_ports.append(n_ports)
+            e_port_base.append(port_base)
+            e_pair_base.append(len(pair_flow))
             pair_flow += [-1] * (n_ports * n_ports)
-            for (i, j), ns in by_pair.items():
-                pair_flow[off + i * n_ports + j] = flow_base + ns[0]
-            for k, (rows, cols, got, w) in enumerate(_phases(matrix)):
-                e_port += [port_base + i for i in rows]
-                e_recv += [port_base + j for j in cols]
-                e_pair += [off + i * n_ports + j for i, j in zip(rows, cols)]
-                e_val += got
-                e_phase += [k] * len(got)
-                e_weight += [w] * len(got)
+            for n, x in enumerate(pairs):
+                pair_flow[e_pair_base[-1] + x] = flow_base + n
+            before = len(e_rows)
+            for rows, cols, got, w in _phases(matrix):
+                e_rows.append(rows)
+                e_cols.append(cols)
+                e_vals.append(got)
+                e_weight.append(w)
+            e_phases.append(len(e_rows) - before)
         else:
+            by_pair: dict[tuple[int, int], list[int]] = {}
+            for n, (i, j) in enumerate(zip(si, di)):
+                by_pair.setdefault((i, j), []).append(n)
             left = list(size)
             for k, (rows, cols, got, portion) in enumerate(_phases(matrix)):
                 for i, j, v in zip(rows, cols, got):
@@ -368,14 +376,25 @@ def port_matching_batch(coflows: Sequence[tuple[Sequence[Hashable], Sequence[Has
                             break
         flow_base += len(src)
         port_base += n_ports
-    # entries of a flow per port pair: one piece each; then the pieces of shared ports
-    keep = np.array(e_val, np.int64) > 0
+    # the entries of those sub-phases: their coflow's ports and pairs, phase within the coflow
+    per_phase = np.fromiter(map(len, e_rows), np.int64, count=len(e_rows))
+    n_entries = int(per_phase.sum())
+    rows = np.fromiter(chain.from_iterable(e_rows), np.int64, count=n_entries)
+    cols = np.fromiter(chain.from_iterable(e_cols), np.int64, count=n_entries)
+    vals = np.fromiter(chain.from_iterable(e_vals), np.int64, count=n_entries)
+    e_phases_a = np.array(e_phases, np.int64)
+    cof = np.repeat(np.repeat(np.arange(len(e_phases)), e_phases_a), per_phase)  # entry -> its coflow
+    local = np.arange(len(e_rows)) - np.repeat(np.cumsum(e_phases_a) - e_phases_a, e_phases_a)
+    keep = vals > 0
+    n_ports_of = np.array(e_ports, np.int64)[cof]
+    e_flow = np.array(pair_flow, np.int64)[(np.array(e_pair_base, np.int64)[cof] + rows * n_ports_of + cols)[keep]]
+    base = np.array(e_port_base, np.int64)[cof]
     fast = int(keep.sum())
-    flow = np.concatenate([np.array(pair_flow, np.int64)[np.array(e_pair, np.int64)[keep]], np.array(p_flow, np.int64)])
-    phase = np.concatenate([np.array(e_phase, np.int64)[keep], np.array(p_phase, np.int64)])
-    size = np.concatenate([np.array(e_weight, np.int64)[keep], np.array(p_size, np.int64)])
-    send = np.concatenate([np.array(e_port, np.int64)[keep], np.array(g_send, np.int64)])
-    recv = np.concatenate([np.array(e_recv, np.int64)[keep], np.array(g_recv, np.int64)])
+    flow = np.concatenate([e_flow, np.array(p_flow, np.int64)])
+    phase = np.concatenate([np.repeat(local, per_phase)[keep], np.array(p_phase, np.int64)])
+    size = np.concatenate([np.repeat(np.array(e_weight, np.int64), per_phase)[keep], np.array(p_size, np.int64)])
+    send = np.concatenate([(base + rows)[keep], np.array(g_send, np.int64)])
+    recv = np.concatenate([(base + cols)[keep], np.array(g_recv, np.int64)])
     start = np.concatenate([np.arange(fast), fast + np.array(g_start, np.int64), [len(flow)]])
     # a portion waits for the last earlier portion of its source port, then of its destination
     # port (once if that is the same portion); a sub-phase is a matching, so "earlier" is "made before"
