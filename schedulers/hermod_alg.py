@@ -119,7 +119,6 @@ from __future__ import annotations
 
 from collections.abc import Hashable, Iterator, Sequence
 from dataclasses import dataclass
-from itertools import chain
 from typing import NamedTuple
 
 import numpy as np
@@ -318,9 +317,14 @@ def port_matching_batch(coflows: Sequence[tuple[Sequence[Hashable], Sequence[Has
     of its own coflow), and per coflow the index of its first piece (one more entry: the
     total). The sub-phases are found coflow by coflow; the pieces' order and dependencies
     with numpy over all of them."""
-    # coflows with a flow per port pair (a GPU per NIC): a portion is a piece; their sub-phases
-    # are kept as the solver's lists and flattened with numpy at the end
-    e_rows, e_cols, e_vals, e_weight = [], [], [], []  # per sub-phase
+    # coflows with a flow per port pair (a GPU per NIC): a portion is a piece; their sub-phases'
+    # entries are kept in flat lists (no list per sub-phase left for the garbage collector) and
+    # placed with numpy at the end
+    e_rows: list[int] = []
+    e_cols: list[int] = []
+    e_vals: list[int] = []
+    per_phase_l: list[int] = []  # per sub-phase: its entries and portion
+    e_weight: list[int] = []
     e_phases: list[int] = []  # per such coflow: its sub-phases, ports, first port and first pair
     e_ports, e_port_base, e_pair_base = [], [], []
     pair_flow: list[int] = []  # those coflows' port pairs (flat, per coflow) -> flow
@@ -344,13 +348,14 @@ def port_matching_batch(coflows: Sequence[tuple[Sequence[Hashable], Sequence[Has
             pair_flow += [-1] * (n_ports * n_ports)
             for n, x in enumerate(pairs):
                 pair_flow[e_pair_base[-1] + x] = flow_base + n
-            before = len(e_rows)
+            before = len(e_weight)
             for rows, cols, got, w in _phases(matrix):
-                e_rows.append(rows)
-                e_cols.append(cols)
-                e_vals.append(got)
+                e_rows += rows
+                e_cols += cols
+                e_vals += got
+                per_phase_l.append(len(got))
                 e_weight.append(w)
-            e_phases.append(len(e_rows) - before)
+            e_phases.append(len(e_weight) - before)
         else:
             by_pair: dict[tuple[int, int], list[int]] = {}
             for n, (i, j) in enumerate(zip(si, di)):
@@ -377,14 +382,11 @@ def port_matching_batch(coflows: Sequence[tuple[Sequence[Hashable], Sequence[Has
         flow_base += len(src)
         port_base += n_ports
     # the entries of those sub-phases: their coflow's ports and pairs, phase within the coflow
-    per_phase = np.fromiter(map(len, e_rows), np.int64, count=len(e_rows))
-    n_entries = int(per_phase.sum())
-    rows = np.fromiter(chain.from_iterable(e_rows), np.int64, count=n_entries)
-    cols = np.fromiter(chain.from_iterable(e_cols), np.int64, count=n_entries)
-    vals = np.fromiter(chain.from_iterable(e_vals), np.int64, count=n_entries)
+    per_phase = np.array(per_phase_l, np.int64)
+    rows, cols, vals = np.array(e_rows, np.int64), np.array(e_cols, np.int64), np.array(e_vals, np.int64)
     e_phases_a = np.array(e_phases, np.int64)
     cof = np.repeat(np.repeat(np.arange(len(e_phases)), e_phases_a), per_phase)  # entry -> its coflow
-    local = np.arange(len(e_rows)) - np.repeat(np.cumsum(e_phases_a) - e_phases_a, e_phases_a)
+    local = np.arange(len(e_weight)) - np.repeat(np.cumsum(e_phases_a) - e_phases_a, e_phases_a)
     keep = vals > 0
     n_ports_of = np.array(e_ports, np.int64)[cof]
     e_flow = np.array(pair_flow, np.int64)[(np.array(e_pair_base, np.int64)[cof] + rows * n_ports_of + cols)[keep]]

@@ -455,11 +455,15 @@ def _route_table(routes: list) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     row each (one placeholder row when there are none)."""
     nr = max(1, len(routes))
     links, hops, latency = np.full((nr, MAX_HOPS), -1, np.int64), np.zeros(nr, np.int64), np.zeros(nr)
-    for r, rt in enumerate(routes):
-        if len(rt.links) > MAX_HOPS:
-            raise SpecError("fabric", f"a route of {len(rt.links)} hops; the compact engine takes {MAX_HOPS}")
-        links[r, : len(rt.links)] = rt.links
-        hops[r], latency[r] = len(rt.links), rt.latency
+    if not routes:
+        return links, hops, latency
+    n = np.array([len(rt.links) for rt in routes], np.int64)
+    if n.max() > MAX_HOPS:
+        raise SpecError("fabric", f"a route of {int(n.max())} hops; the compact engine takes {MAX_HOPS}")
+    row = np.repeat(np.arange(len(routes)), n)
+    links[row, np.arange(len(row)) - np.repeat(np.cumsum(n) - n, n)] = [h for rt in routes for h in rt.links]
+    hops[:] = n
+    latency[:] = [rt.latency for rt in routes]
     return links, hops, latency
 
 
@@ -909,8 +913,10 @@ def _add_gates(cj, flows, gates, taken, scheduler, placement, cluster, topology,
     # routes: ECMP spine by the CRC-32, routes in order of first use after the job's
     net = cj.kind[orig] == NET
     nic_base = np.cumsum([0] + [s.nics for s in cluster.servers])
-    dst_nic = np.array([nic_base[placement[flows[k].dst].server] + placement[flows[k].dst].nic for k in gated],
-                       np.int64)  # fmt: skip
+    nic_of: dict[str, int] = {}  # endpoint -> its NIC numbered over the cluster
+    for e in {f.dst for f in flows.values()}:
+        nic_of[e] = int(nic_base[placement[e].server]) + placement[e].nic
+    dst_nic = np.array([nic_of[flows[k].dst] for k in gated], np.int64)
     a_nic, b_nic = cj.nic[orig].astype(np.int64), dst_nic[orig_pos]
     nic_leaf = np.array([topology.nics[sv][k].leaf for sv in range(len(cluster.servers))
                          for k in range(cluster.servers[sv].nics)], np.int64)  # fmt: skip
@@ -923,19 +929,21 @@ def _add_gates(cj, flows, gates, taken, scheduler, placement, cluster, topology,
     new_routes = []
     if net.any():
         uniq, first, inverse = np.unique(rkey[net], return_index=True, return_inverse=True)
+        order = np.argsort(first, kind="stable")  # route keys in order of first use
+        at = np.flatnonzero(net)[first[order]]
         server_of_nic = np.repeat(np.arange(len(cluster.servers)), [s.nics for s in cluster.servers])
-        r_of = np.empty(len(uniq), np.int64)
-        net_at = np.flatnonzero(net)
-        for u in np.argsort(first, kind="stable").tolist():
-            r = route_of.get(int(uniq[u]))
+        ends = []
+        for nics in (a_nic[at], b_nic[at]):
+            ends.append(zip(server_of_nic[nics].tolist(), (nics - nic_base[server_of_nic[nics]]).tolist()))
+        got = []
+        for key, a, b, spn in zip(uniq[order].tolist(), ends[0], ends[1], spine[at].tolist()):
+            r = route_of.get(key)
             if r is None:
-                x = int(net_at[first[u]])
-                a, b, spn = int(a_nic[x]), int(b_nic[x]), int(spine[x])
-                r = route_of[int(uniq[u])] = base + len(new_routes)
-                new_routes.append(fabric.route((int(server_of_nic[a]), a - int(nic_base[server_of_nic[a]])),
-                                               (int(server_of_nic[b]), b - int(nic_base[server_of_nic[b]])),
-                                               None if spn < 0 else spn))  # fmt: skip
-            r_of[u] = r
+                r = route_of[key] = base + len(new_routes)
+                new_routes.append(fabric.route(a, b, None if spn < 0 else spn))
+            got.append(r)
+        r_of = np.empty(len(uniq), np.int64)
+        r_of[order] = got
         route[net] = r_of[inverse.ravel()]
     if new_routes:  # after the job's routes (without the placeholder row of a job that has none)
         links, hops, latency = _route_table(new_routes)
