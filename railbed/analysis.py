@@ -8,6 +8,12 @@ each field for users):
     The makespan of the same job, placement and scheduler with every flow,
     leg and host model taking 0 s (:func:`network_free_makespan`), and the
     run's makespan divided by it: the most any network scheduler could gain.
+``busiest_port`` and ``room``
+    The egress port whose flows' wire bits take longest at its rate
+    (:func:`busiest_port`): no schedule of these flows on these routes ends
+    before that. ``room`` = the makespan over the larger of this and the
+    network-free makespan: the most a scheduler that keeps the run's
+    placement, routes and bytes (orders, priorities, rates, splits) could gain.
 ``critical_path`` and ``exposed_comm_fraction``
     The chain of items that decided the makespan, found backwards from the
     last item through what made each one start when it did
@@ -444,6 +450,29 @@ def _union_length(sw: _Sweep, cond: np.ndarray) -> float:
     return float(widths[cover[: len(widths)] > 0].sum())
 
 
+def busiest_port(tl: Timeline) -> dict | None:
+    """The port whose network flows' wire bits take longest at its rate: ``port``, ``seconds``
+    and ``share`` of the makespan (None without network flows). A split flow counts by its
+    sub-flows (its own record carries the same bytes)."""
+    leaf = tl.net.copy()
+    leaf[tl.parent[tl.parent >= 0]] = False
+    owner = np.repeat(np.arange(tl.n), np.diff(tl.path_ptr))
+    bits = np.bincount(tl.path_idx, weights=np.where(leaf, tl.bits, 0.0)[owner], minlength=len(tl.link_names))
+    if not len(bits) or bits.max() <= 0:
+        return None
+    seconds = bits / tl.link_rate
+    k = int(np.argmax(seconds))
+    span = tl.makespan
+    return {"port": tl.link_names[k], "seconds": float(seconds[k]), "share": float(seconds[k] / span) if span else None}
+
+
+def room(makespan: float, network_free: float | None, port: Mapping | None) -> float | None:
+    """``makespan`` over the larger of ``network_free`` and the busiest port's seconds (module
+    docstring); None when neither bound is known or both are 0."""
+    bound = max(network_free or 0.0, (port or {}).get("seconds") or 0.0)
+    return makespan / bound if bound > 0 and (network_free is not None or port) else None
+
+
 def overlap(tl: Timeline, max_links: int = MAX_LINKS) -> dict:
     """Per pair of coflow types, the share of the makespan during which flows of both are
     active on a common egress port; for a type with itself, two different coflows of it.
@@ -581,6 +610,8 @@ def analyse(
         "makespan": makespan,
         "network_free_makespan": network_free,
         "max_speedup": speedup,
+        "busiest_port": None,
+        "room": None,
         "exposed_comm_fraction": None,
         "critical_path": None,
         "overlap": None,
@@ -588,6 +619,8 @@ def analyse(
         "notes": notes,
     }
     if tl is not None:
+        out["busiest_port"] = busiest_port(tl)
+        out["room"] = room(makespan, network_free, out["busiest_port"])
         cp = critical_path(tl)
         out["critical_path"] = cp
         out["exposed_comm_fraction"] = cp.pop("exposed_comm_fraction")
@@ -637,6 +670,11 @@ def summary_lines(analysis: Mapping) -> list[str]:
     if free is not None:
         bound = f"max speedup {speedup:.4g}x" if speedup is not None else "max speedup n/a"
         lines.append(f"  network-free    {fmt_time(free)}: {bound} (every flow, leg and host model 0 s)")
+    port, rm = analysis.get("busiest_port"), analysis.get("room")
+    if port:
+        share = f" ({100 * port['share']:.1f}% of the makespan)" if port.get("share") is not None else ""
+        tail = f": room {rm:.4g}x for a scheduler keeping placement, routes and bytes" if rm is not None else ""
+        lines.append(f"  busiest port    {port['port']} {fmt_time(port['seconds'])}{share}{tail}")
     exposed = analysis.get("exposed_comm_fraction")
     cp = analysis.get("critical_path")
     if exposed is not None and cp:

@@ -240,8 +240,9 @@ def measure(claim: Claim, got: dict[str, Any]) -> float:
     if claim.metric in CURVE_METRICS:
         try:
             return claim.to_unit(*curve_metric(claim.metric, got["runs"], name, claim.relative_to))
-        except KeyError as e:
-            raise SpecError("scheduler", e.args[0]) from None
+        except KeyError as e:  # the field whose sweep is missing (the scheduler's first)
+            field = "scheduler" if f"no runs {name}@" in e.args[0] else "relative_to"
+            raise SpecError(field, e.args[0]) from None
     for who, label in (("scheduler", name), ("relative_to", claim.relative_to)):
         if label is not None and label not in runs:
             raise SpecError(who, f"{label!r} is not a run of this scenario (runs: {', '.join(runs)})")
@@ -285,7 +286,8 @@ CAPACITY_NOTE = re.compile(r"capacity \((?P<head>[^)]*)\).*a split can add at mo
 
 
 def room(run: RunResult | None) -> str:
-    """The baseline run's analysis: the most any scheduler could gain and where coflow types meet;
+    """The baseline run's analysis: the most any scheduler could gain (without a network; and, where
+    the busiest port binds tighter, keeping placement, routes and bytes) and where coflow types meet;
     for a request stream, its capacity check (what a split of its paths can add at most)."""
     capacity = next((m for n in getattr(run, "notes", None) or [] if (m := CAPACITY_NOTE.search(str(n)))), None)
     if capacity:
@@ -297,6 +299,10 @@ def room(run: RunResult | None) -> str:
     speedup = analysis.get("max_speedup")
     if isinstance(speedup, (int, float)) and math.isfinite(speedup):
         parts.append(f"max speedup {speedup:.3g}x")
+    bound, port = analysis.get("room"), analysis.get("busiest_port") or {}
+    if isinstance(bound, (int, float)) and math.isfinite(bound) and (not parts or bound < 0.99 * speedup):
+        busy = f" (busiest port {100 * port['share']:.0f} %)" if isinstance(port.get("share"), (int, float)) else ""
+        parts.append(f"room {bound:.3g}x{busy}")
     overlap = analysis.get("overlap")
     if isinstance(overlap, dict):
         pairs = _overlap_pairs(overlap)

@@ -51,6 +51,13 @@ For the compact engine (:mod:`simulator.compact`) each class's ``rule`` states i
 queued; Lina's: key 0 for backward EP, bar 1 for DP); the EP flows Alg. 3 splits (between
 servers) are gated by coflow, and ``gate_split`` precomputes their sub-flows.
 
+``metadata`` (what the thesis leaves open): the EP metadata all-gather (512 bytes per GPU,
+the token counts Alg. 3 reads, §5.3.2) goes in the top switch queue and never waits at its
+host (``top``, the default), or is ordered as the EP coflow it opens (``ep``,
+``hermod-literal``'s). §5.3.2 measures it as negligible ("~0.4ms vs. ~5s" of an iteration);
+ordered as EP it waits behind every earlier microbatch's EP transfers on its NIC, a ring of
+7 such waits before each dispatch (docs/hermod.md, "The metadata all-gather").
+
 ``subphases: flat`` (not the thesis; a probe): Alg. 3's sub-flows in the lowest class
 (DSCP 0, no MID order between EP coflows once split), every other flow as ``hermod``.
 
@@ -161,6 +168,8 @@ def phase_suffixes(n: int) -> tuple[str, ...]:
 
 
 MATCHES = ("nic", "gpu")
+METADATA = ("top", "ep")
+TOP_DSCP = 7 << 3  # the top switch queue (class 7)
 BACKWARDS = ("mid", "reverse")
 SUBPHASES = ("ordered", "flat")
 
@@ -175,7 +184,8 @@ class Hermod(Scheduler):
     (``"gpu"``, the thesis's, ``hermod-literal``). ``backward``: ``"mid"`` (the thesis) or
     ``"reverse"`` (backward EP/PP flows last microbatch first, a probe). ``subphases``:
     Alg. 3's sub-flows marked as their coflow (``"ordered"``) or all DSCP 0 (``"flat"``, a
-    probe); see the module doc."""
+    probe). ``metadata``: the EP metadata all-gather in the top queue without host waits
+    (``"top"``) or ordered as EP (``"ep"``); see the module doc."""
 
     name = "hermod"
 
@@ -189,6 +199,7 @@ class Hermod(Scheduler):
         match: str = "nic",
         backward: str = "mid",
         subphases: str = "ordered",
+        metadata: str = "top",
     ) -> None:
         if host_wait not in HOST_WAITS:
             raise SpecError("host_wait", f"must be one of {', '.join(HOST_WAITS)}, got {host_wait!r}")
@@ -198,8 +209,11 @@ class Hermod(Scheduler):
             raise SpecError("backward", f"must be one of {', '.join(BACKWARDS)} (mid with literal), got {backward!r}")
         if subphases not in SUBPHASES:
             raise SpecError("subphases", f"must be one of {', '.join(SUBPHASES)}, got {subphases!r}")
+        if metadata not in METADATA:
+            raise SpecError("metadata", f"must be one of {', '.join(METADATA)}, got {metadata!r}")
         self.interleaved, self.inter, self.intra, self.literal = interleaved, inter, intra, literal
         self.match, self.backward, self.subphases = match, backward, subphases
+        self.top_metadata = inter and metadata == "top"
         self.microbatches = 1
         self.host_wait = host_wait if inter else "off"
         self.hold_by_class = self.host_wait == "queue"
@@ -264,6 +278,8 @@ class Hermod(Scheduler):
             return Decision()
         if self.intra and item.id in self.matched:
             return self._match(item, view)
+        if self.top_metadata and item.tags.get("metadata"):
+            return Decision(dscp=TOP_DSCP)
         dscp = self.dscp(item)
         if self.host_wait != "off":
             mine, slot = self.key(item), self._slot(view.location(item.src), dscp)
@@ -294,6 +310,8 @@ class Hermod(Scheduler):
         (``Rule.gate``): held until the whole coflow is, then :meth:`gate_split`."""
         if self.intra and flow.id in self.matched:
             return Rule(key=self._marks(flow)[1], gate=flow.coflow)
+        if self.top_metadata and flow.tags.get("metadata"):  # never waits; others see its key
+            return Rule(TOP_DSCP, key=key_number(self.key(flow)))
         rate = self._rate(flow, placement[flow.src], cluster) if "tree" in flow.tags else None
         got = self._marks(flow)
         if self.host_wait != "off":
@@ -330,12 +348,17 @@ class Hermod(Scheduler):
 
     def _best_held(self, view) -> dict[tuple[int, int], tuple[int, int, int]]:
         """Per source NIC, the best key among held flows that the priority check decides
-        (EP flows waiting for their coflow do not count), and the held set. Once per offer round."""
+        (EP flows waiting for their coflow, and the top queue's metadata, which never waits, do not
+        count), and the held set. Once per offer round."""
         if self._round is not view.held:
             self._round, self._held_set, best = view.held, set(view.held), {}
             for i in view.held:
                 f = view.job.items[i]
-                if isinstance(f, Flow) and not (self.intra and i in self.matched):
+                if (
+                    isinstance(f, Flow)
+                    and not (self.intra and i in self.matched)
+                    and not (self.top_metadata and f.tags.get("metadata"))
+                ):
                     nic, k = self._slot(view.location(f.src), self.dscp(f)), self.key(f)
                     if k < best.get(nic, k) or nic not in best:
                         best[nic] = k
@@ -372,7 +395,7 @@ class HermodLiteral(Hermod):
     name = "hermod-literal"
 
     def __init__(self, interleaved: bool = False, host_wait: str = "nic", match: str = "gpu") -> None:
-        super().__init__(interleaved, host_wait=host_wait, literal=True, match=match)
+        super().__init__(interleaved, host_wait=host_wait, literal=True, match=match, metadata="ep")
 
 
 class HermodInter(Hermod):

@@ -58,13 +58,18 @@ def test_a_pp_chain_beside_a_dp_flow_shares_its_nic_fairly():
     3 ms, max speedup 6/3 = 2. Overlap: PP and DP both active on w0's port and on the port
     into w1 during [1, 3]: 2/6 of the makespan on each, so PP/DP = 1/3, PP/PP = DP/DP = 0.
     Contention: during [1, 3] both are limited by the saturated shared port, where the other
-    type runs: 2 ms each, of 3 ms active each: 4/6 = 2/3 (each type 2/3)."""
+    type runs: 2 ms each, of 3 ms active each: 4/6 = 2/3 (each type 2/3). Busiest port: w0's
+    (and the switch's into w1) carries p and d, 4 ms at its rate: room 6 / max(3, 4) = 1.5."""
     job = pp_beside_dp()
     res = simulate(job, by_name("fifo"), SPEC, analysis=True)
     a = res.analysis
     assert res.makespan == pytest.approx(6 * MS, rel=1e-9)
     assert a["network_free_makespan"] == pytest.approx(3 * MS, rel=1e-9)
     assert a["max_speedup"] == pytest.approx(2.0, rel=1e-9)
+    assert a["busiest_port"]["port"] in {"h0:h0-eth0", "sw0:sw0-eth1"}
+    assert a["busiest_port"]["seconds"] == pytest.approx(4 * MS, rel=1e-9)
+    assert a["busiest_port"]["share"] == pytest.approx(4 / 6, rel=1e-9)
+    assert a["room"] == pytest.approx(1.5, rel=1e-9)
     cp = a["critical_path"]
     assert cp["items"] == ["a", "p", "b"]
     assert cp["time"]["compute"] == pytest.approx(3 * MS, rel=1e-9)
@@ -96,6 +101,7 @@ def test_strict_priority_for_the_pp_flow_halves_its_exposed_time():
     assert a["critical_path"]["items"] == ["a", "p", "b"]
     assert a["exposed_comm_fraction"] == pytest.approx(0.4, rel=1e-9)
     assert a["max_speedup"] == pytest.approx(5 / 3, rel=1e-9)
+    assert a["room"] == pytest.approx(5 / 4, rel=1e-9)  # the busiest port's 4 ms bounds it, not compute's 3
     assert a["overlap"]["share"]["PP"]["DP"] == pytest.approx(0.4, rel=1e-9)
     assert a["contention"]["share"] == pytest.approx(1 / 3, rel=1e-9)
     assert a["contention"]["by_type"] == {"PP": 0.0, "DP": pytest.approx(0.5, rel=1e-9)}
@@ -254,8 +260,10 @@ def test_the_simulator_and_the_compact_engine_give_the_same_analysis_on_a_moe_jo
     job, spec = small_moe()
     slow = simulate(job, by_name(name), spec, analysis=True).analysis
     fast = simulate_compact(job, by_name(name), spec, analysis=True).analysis
-    for key in ("makespan", "network_free_makespan", "max_speedup", "exposed_comm_fraction"):
+    for key in ("makespan", "network_free_makespan", "max_speedup", "exposed_comm_fraction", "room"):
         assert fast[key] == pytest.approx(slow[key], rel=1e-12), key
+    assert fast["busiest_port"]["port"] == slow["busiest_port"]["port"]
+    assert fast["busiest_port"]["seconds"] == pytest.approx(slow["busiest_port"]["seconds"], rel=1e-9)
     assert slow["max_speedup"] > 1.05 and slow["exposed_comm_fraction"] > 0.05  # the network matters here
     assert fast["critical_path"]["items"] == slow["critical_path"]["items"]
     assert set(slow["critical_path"]["items"]) <= set(job.items)
@@ -367,6 +375,7 @@ def test_result_json_and_summary_keep_the_analysis(tmp_path):
     text = back.summary()
     assert "max speedup 2x" in text and "exposed comm    50.0% of the critical path" in text
     assert "PP/DP 33.3%" in text
+    assert "(66.7% of the makespan): room 1.5x" in text
 
 
 def test_the_figures_rows_are_the_analysis(tmp_path):
@@ -445,3 +454,14 @@ def test_a_scheduler_that_cannot_be_copied_or_fails_without_a_network_leaves_a_n
         assert a["network_free_makespan"] is None and a["max_speedup"] is None
         assert words in a["notes"][0] and a["critical_path"]["items"] == ["a", "p", "b"]
         assert "note            network_free_makespan" in res.summary()
+
+
+def test_a_split_coflow_counts_its_bytes_once_at_the_busiest_port():
+    """Hermod splits EP coflows into sub-flows (Alg. 3) on the same NICs: the busiest port carries
+    the bytes megatron's unsplit flows carry there (within a frame's rounding per sub-flow), not
+    twice them (the originals' records hold the same bytes)."""
+    job, spec = small_moe()
+    runs = {n: simulate(job, by_name(n), spec, analysis=True).analysis for n in ("megatron", "hermod")}
+    whole, split = runs["megatron"]["busiest_port"], runs["hermod"]["busiest_port"]
+    assert split["seconds"] == pytest.approx(whole["seconds"], rel=1e-3)
+    assert runs["hermod"]["room"] >= 1.0 - 1e-9 and runs["megatron"]["room"] >= 1.0 - 1e-9

@@ -203,3 +203,17 @@ def test_audit_blocks_in_the_doc_are_the_stored_ones():
         begin, end = cal.marks(name)
         assert begin in doc, name
         assert doc.split(begin)[1].split(end)[0].strip() == render(DOC)
+
+
+def test_swap_rates_are_recomputed_and_the_dense_graphs_carry_the_same_bytes_per_vertex():
+    """The swap table's claim: Reddit and Com-Orkut get about the same model bytes per vertex (so no
+    byte model separates them) while Table 6's time per vertex differs several-fold."""
+    swap = cal.swap_rates(DERIVED, PAPER)
+    assert swap == AUDIT["swap"]
+    r, c = swap["reddit"], swap["com-orkut"]
+    assert r["bytes_per_vertex"] == pytest.approx(c["bytes_per_vertex"], rel=0.05)
+    rf = {g: DOC["model"]["calibrated"][g]["rf1"] for g in ("reddit", "com-orkut")}
+    assert rf["reddit"] == pytest.approx(rf["com-orkut"], rel=0.25)  # the needed-rows reading: within a quarter
+    assert c["paper_ns_per_vertex"] / r["paper_ns_per_vertex"] > 5
+    t6, t4 = PAPER["table6_pcie_ms"]["reddit"], PAPER["table4_graphs_m"]["reddit"]
+    assert r["paper_ns_per_vertex"] == pytest.approx(t6["swap"] * 1e6 / (t4["vertices"] * 1e6), rel=1e-3)

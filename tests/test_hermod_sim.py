@@ -209,3 +209,27 @@ def test_tree_flows_run_at_half_line_rate_under_hermod():
     job.validate()
     res = simulate(job, by_name("hermod"), SPEC)
     assert res.items["t"].rate == RATE / 2 and res.items["t"].end == pytest.approx(2 * T)
+
+
+def test_metadata_all_gather_goes_first_and_never_waits_behind_ep_transfers():
+    """An EP transfer of microbatch 0 on the wire from t = 0; microbatch 1's 512-byte metadata
+    (token counts, §5.3.2) ready at T/2 on the same NIC. hermod (``metadata: top``) sends it at
+    once: it ends at T/2 (plus 512 bytes' time), as under megatron's fair sharing. Ordered as EP
+    (``metadata: ep``, hermod-literal's) it waits for microbatch 0's transfer: T. Both engines."""
+    from simulator.compact import simulate_compact
+
+    job = two_gpus()
+    job.flow("ep", "a", "b", S, coflow_type="EP", microbatch=0, layer=0)
+    job.task("c", "a", T / 2)
+    job.flow("meta", "a", "b", 512, ["c"], coflow_type="EP", microbatch=1, layer=0, tags={"metadata": True})
+    job.validate()
+    ep_order = make(SchedulerSpec("hermod", {"metadata": "ep"}))
+    cases = [("hermod", by_name("hermod"), 0.5), ("megatron", by_name("megatron"), 0.5)]
+    cases += [("metadata: ep", ep_order, 1.0), ("hermod-literal", by_name("hermod-literal"), 1.0)]
+    for name, sched, want in cases:
+        fluid = simulate(job, sched, SPEC).items["meta"].end
+        rules = simulate_compact(job, sched, SPEC).to_run_result(job, name).items["meta"].end
+        assert [fluid / T, rules / T] == pytest.approx([want, want], abs=1e-3), name
+    assert simulate(job, by_name("hermod"), SPEC).items["meta"].dscp >> 3 == 7
+    with pytest.raises(Exception, match="metadata"):
+        make(SchedulerSpec("hermod", {"metadata": "first"}))

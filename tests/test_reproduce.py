@@ -245,6 +245,10 @@ def test_missing_fidelity_reads_na_and_room_reads_the_analysis():
     share = {"DP": {"DP": 0.0, "graph-data": 0.05}, "graph-data": {"DP": 0.05, "graph-data": 0.18}}
     run.analysis["overlap"] = {"types": ["DP", "graph-data"], "share": share, "links": {}, "links_with_overlap": 4}
     assert room(run) == "max speedup 1.02x; overlap graph-data/graph-data 18 %, DP/graph-data 5 %"
+    run.analysis = {"max_speedup": 4.603, "room": 1.549, "busiest_port": {"port": "h0:h0-eth1", "share": 0.646}}
+    assert room(run) == "max speedup 4.6x; room 1.55x (busiest port 65 %)"  # the port binds tighter
+    run.analysis["room"] = 4.60
+    assert room(run) == "max speedup 4.6x"  # compute binds: the room says nothing more
 
 
 def test_a_row_on_the_compact_engine_reads_the_same_number_as_on_numba(tmp_path):
@@ -462,6 +466,10 @@ def test_a_load_sweeps_knee_and_median_are_read_as_the_thesis_reads_them(tmp_pat
     assert measure(latency, _sweep_runs("leo", "acc-only")) == pytest.approx(12 / 11)
     knee.relative_to = "cpu-only"  # not a sweep of this scenario: the field and the sweeps it has
     with pytest.raises(SpecError, match="cpu-only") as err:
+        measure(knee, _sweep_runs("leo", "acc-only"))
+    assert err.value.field == "relative_to"
+    knee.scheduler, knee.relative_to = "greedy", "acc-only"
+    with pytest.raises(SpecError, match="greedy") as err:
         measure(knee, _sweep_runs("leo", "acc-only"))
     assert err.value.field == "scheduler"
 

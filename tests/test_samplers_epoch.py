@@ -96,3 +96,25 @@ def test_heterogeneous_servers_train_at_their_capacity():
         with pytest.raises(SpecError) as exc:
             gnn_epoch(**{**SMALL, **args})
         assert exc.value.field == field
+
+
+def test_layer_budget_node_draws_what_the_node_wise_sampler_draws(monkeypatch):
+    """``layer_budget: layer``: ``fanout[h]`` draws at hop h (LADIES's samp_num); ``node``: the
+    batch's seeds times fanout[0] ... fanout[h], the node-wise sampler's number of draws."""
+    from types import SimpleNamespace
+
+    import workloads.samplers as samplers
+    from workloads.gnn_epoch import _drawer
+
+    sizes = []
+    record = lambda self, seeds, draws: sizes.append([len(d) for d in draws])  # noqa: E731
+    monkeypatch.setattr(samplers.LayerSampler, "counts", record)
+    seeds, rng = np.array([0, 3, 4]), np.random.default_rng(0)
+    for budget, want in (("layer", [3, 2]), ("node", [9, 18])):
+        sizes.clear()
+        graph = SimpleNamespace(indptr=STAR[0], indices=STAR[1])
+        _drawer(graph, PART, 2, "fastgcn", [3, 2], 0.5, budget)(seeds, 0, rng)
+        assert sizes == [want], budget
+    with pytest.raises(SpecError) as exc:
+        gnn_epoch(**SMALL, sampler="fastgcn", layer_budget="batch")
+    assert exc.value.field == "layer_budget"

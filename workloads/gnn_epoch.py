@@ -27,7 +27,10 @@ server's GPU; ``kv<i>``: its feature store on the CPU)
 Samplers (``sampler``; :mod:`workloads.samplers`, seed 004 §3.4)
     ``neighbor`` (node-wise fan-out, DGS's "Random"), ``fastgcn`` and
     ``ladies`` (layer-wise: ``fanout[h]`` nodes per layer, LADIES's
-    ``samp_num``), ``dgs`` (the node-wise sample with DGS's surrogate masks:
+    ``samp_num``, with ``layer_budget: layer``; with ``layer_budget: node``
+    as many draws per layer as the node-wise sampler makes, the batch's
+    seeds times ``fanout[0] ... fanout[h]``: DGS's "fanout {64, 64}" read
+    as one budget for every sampler), ``dgs`` (the node-wise sample with DGS's surrogate masks:
     ``remote_keep`` of the remote nodes kept, remote features at
     ``feature_keep``). Their synchronisation flows, each a dense probability
     tensor of ``4 N`` bytes from every other server to the batch's server:
@@ -111,6 +114,7 @@ def gnn_epoch(
     epochs: int = 1,
     batches: int | None = None,
     sampler: str = "neighbor",
+    layer_budget: str = "layer",
     remote_keep: float = 0.5,
     feature_keep: float = 0.85,
     t_ex: int = 30,
@@ -139,13 +143,15 @@ def gnn_epoch(
         raise SpecError("efficiency", f"must be in (0, 1], got {efficiency!r}")
     if sampler not in SAMPLERS:
         raise SpecError("sampler", f"unknown sampler {sampler!r} (known: {', '.join(SAMPLERS)})")
+    if layer_budget not in LAYER_BUDGETS:
+        raise SpecError("layer_budget", f"must be one of {', '.join(LAYER_BUDGETS)}, got {layer_budget!r}")
     for key, value in (("remote_keep", remote_keep), ("feature_keep", feature_keep)):
         ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
         if not ok or not 0 <= value <= 1:
             raise SpecError(key, f"must be in [0, 1], got {value!r}")
     _positive("t_ex", t_ex)
     graph, part = allocation(ds.name, servers, partitioner, cap, scale, mixing, seed)
-    draw = _drawer(graph, part, servers, sampler, fan, remote_keep)
+    draw = _drawer(graph, part, servers, sampler, fan, remote_keep, layer_budget)
     rng = np.random.default_rng(seed + 11)
     shapes = dims(ds.features, hidden, len(fan), ds.classes)
     speed = np.ones(servers) if cap is None else np.asarray(cap, float) / max(cap)
@@ -202,15 +208,21 @@ def gnn_epoch(
 
 
 SAMPLERS = ("neighbor", "fastgcn", "ladies", "dgs")
+LAYER_BUDGETS = ("layer", "node")
 
 
-def _drawer(graph, part, servers: int, sampler: str, fan: list[int], remote_keep: float):
-    """``draw(seeds, home, rng)`` -> (nodes, edges per part, nodes, edges per hop) of one batch."""
+def _drawer(graph, part, servers: int, sampler: str, fan: list[int], remote_keep: float, budget: str = "layer"):
+    """``draw(seeds, home, rng)`` -> (nodes, edges per part, nodes, edges per hop) of one batch; a
+    layer-wise sampler draws ``fan[h]`` nodes at hop ``h`` (``budget`` ``layer``) or the node-wise
+    sampler's number of draws, ``len(seeds) * fan[0] * ... * fan[h]`` (``node``)."""
     from workloads.gnn_graph import Sampler
     from workloads.samplers import LayerSampler, dgs_counts
 
     if sampler in ("fastgcn", "ladies"):
         layer = LayerSampler(graph.indptr, graph.indices, part, servers, sampler)
+        if budget == "node":
+            sizes = lambda seeds: np.cumprod([len(seeds), *fan])[1:]  # noqa: E731
+            return lambda seeds, home, rng: layer.counts(seeds, [rng.random(int(k)) for k in sizes(seeds)])
         return lambda seeds, home, rng: layer.counts(seeds, [rng.random(k) for k in fan])
     node = Sampler(graph.indptr, graph.indices, part, servers)
     if sampler == "neighbor":

@@ -455,6 +455,28 @@ def fig8_4gpus_nv2(derived: dict, target: float = 1.0) -> dict[str, float]:
     return {"ratio_table1": round(fig8_4gpus(derived, 1.0), 4), "nv2_for_target": round((lo + hi) / 2, 3)}
 
 
+def swap_rates(derived: dict, paper: dict) -> dict[str, dict[str, float]]:
+    """Per graph, Table 6's swap against the calibrated model's (PCIe box, feature 128): the model's bytes
+    (every GPU's dump, then the chained loads of whole partitions) per vertex of Table 4, its time and
+    the paper's per vertex, and the rate at which those bytes would move in the paper's time. Any byte
+    model gives the two dense graphs (one-layer rf 7.1 and 5.9) about the same bytes per vertex."""
+    v, out = VARIANTS["calibrated"], {}
+    graph = hardware("pcie8", v, derived["qpi_gbps"])
+    for name in GRAPHS:
+        req = requirements(graph_spec(name, v, derived["near"].get(name)))
+        hops = swap_hops(req, 8, SOCKET_OF, SWITCH_OF, v.swap_load)
+        nbytes, ms = sum(h.size for h in hops), hops_time(graph, hops) * 1e3
+        vertices, paper_ms = paper["table4_graphs_m"][name]["vertices"] * 1e6, paper["table6_pcie_ms"][name]["swap"]
+        out[name] = {
+            "bytes_per_vertex": round(nbytes / vertices),
+            "model_ns_per_vertex": round(ms * 1e6 / vertices, 1),
+            "paper_ns_per_vertex": round(paper_ms * 1e6 / vertices, 1),
+            "model_gbps": round(nbytes / ms / 1e6, 1),
+            "paper_gbps": round(nbytes / paper_ms / 1e6, 1),
+        }
+    return out
+
+
 def audit(derived: dict, model: dict, paper: dict) -> dict:
     """Everything of the audit's five items, for ``calibration.yaml``'s ``audit`` section."""
     return {
@@ -464,6 +486,7 @@ def audit(derived: dict, model: dict, paper: dict) -> dict:
         "locality": locality_sweep(derived, paper),
         "epoch": epochs_from_table5(derived, paper),
         "fig8_4gpus": fig8_4gpus_nv2(derived),
+        "swap": swap_rates(derived, paper),
     }
 
 
@@ -698,6 +721,33 @@ def fig8_4_table(doc: dict) -> str:
     )
 
 
+def swap_table(doc: dict) -> str:
+    rows, t4 = [], doc["paper"]["table4_graphs_m"]
+    for g, r in doc["audit"]["swap"].items():
+        rf = doc["model"]["calibrated"][g]["rf1"]
+        rows.append(
+            [
+                g,
+                f"{t4[g]['vertices']:g} / {t4[g]['edges']:g}",
+                f"{rf:.2f}",
+                f"{r['bytes_per_vertex']:,} ({round(4 * T7_FEATURE * rf):,})",
+                f"{r['model_ns_per_vertex']:.0f} ({r['model_gbps']:.1f} GB/s)",
+                f"{r['paper_ns_per_vertex']:.0f} ({r['paper_gbps']:.1f} GB/s)",
+                f"{r['paper_ns_per_vertex'] / r['model_ns_per_vertex']:.2f}",
+            ]
+        )
+    head = [
+        "graph",
+        "Table 4: vertices / edges (M)",
+        "one-layer rf (model)",
+        "model's swap bytes per vertex (needed rows only)",
+        "model ns per vertex (rate)",
+        "Table 6 ns per vertex (rate for the model's bytes)",
+        "paper / model",
+    ]
+    return _rows(head, rows)
+
+
 AUDIT_TABLES = {
     "near": near_table,
     "tables27": tables_2_7_table,
@@ -705,6 +755,7 @@ AUDIT_TABLES = {
     "locality": locality_table,
     "epoch": epoch_table,
     "fig8-4": fig8_4_table,
+    "swap": swap_table,
 }
 
 
