@@ -36,6 +36,14 @@ core they build on.
 ``gate_split(flows, placement, cluster) -> Split``
     Only for the compact engine: the split of a group of flows whose rules
     name one ``gate``, precomputed before the run.
+``gate_split_arrays(gates, placement, cluster) -> SplitArrays | None``
+    Only for the compact engine, optional: ``gate_split`` of every gate at
+    once, in array form (:class:`SplitArrays` over the gates' flows in
+    order: sub-flows as columns, dependencies as index arrays), which the
+    engine checks and appends with numpy instead of one Python step per
+    sub-flow; ``None`` (the default): ``gate_split`` per gate. A scheduler
+    that has it derives ``gate_split`` (and its ``on_ready`` split) from it
+    with :meth:`SplitArrays.split`, so both forms are one.
 
 The view (:class:`RunView`) is what a scheduler may read: model time, the
 active flows with their progress (bytes delivered and remaining, current
@@ -55,6 +63,8 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
+
+import numpy as np
 
 from railbed.job import Flow, Item, Job, Location, Placement, Task
 from railbed.results import ItemRecord
@@ -148,6 +158,51 @@ class Split:
     for each original it names, with that original's share of its bytes."""
 
     parts: Mapping[str, Sequence[SubFlow]]
+
+
+@dataclass(frozen=True, eq=False)
+class SplitArrays:
+    """A :class:`Split` of ``flows`` (a list of originals) in array form, for the compact engine
+    (:meth:`Scheduler.gate_split_arrays`, where ``flows`` are the gates' flows, gate after gate,
+    and the sub-flows of several splits follow one another): ``m`` sub-flows, each between its
+    original's ends,
+    listed as the :class:`Split` lists them (each original's together, originals in the
+    Split's order; per original in its own order): the order the run makes them in.
+
+    ``flow[x]`` is sub-flow ``x``'s original (an index into ``flows``),
+    ``size[x]`` its bytes, ``dscp[x]`` its DSCP, ``rate[x]`` its cap (``inf``: none; ``rate``
+    ``None``: none capped). Its id is its original's id followed by
+    ``suffixes[suffix[x]]`` (a small table: Hermod's ``".h<phase>"``). It depends on the
+    sub-flows ``dep[dep_ptr[x]:dep_ptr[x + 1]]`` (indices into this split, in that order).
+    :meth:`split` is the same split as a :class:`Split`; the engine checks the arrays as the
+    Dispatcher checks that one (every original gets sub-flows, its bytes conserved, ids new,
+    no cycle)."""
+
+    flow: np.ndarray
+    size: np.ndarray
+    suffix: np.ndarray
+    suffixes: Sequence[str]
+    dep_ptr: np.ndarray
+    dep: np.ndarray
+    dscp: np.ndarray
+    rate: np.ndarray | None = None
+
+    def __len__(self) -> int:
+        return len(self.flow)
+
+    def split(self, flows: Sequence[Flow]) -> Split:
+        """The :class:`Split` these arrays stand for (every original of ``flows`` listed)."""
+        fl, sx, size, dscp = self.flow.tolist(), self.suffix.tolist(), self.size.tolist(), self.dscp.tolist()
+        ptr, dep = self.dep_ptr.tolist(), self.dep.tolist()
+        rate = [None] * len(fl) if self.rate is None else [None if math.isinf(r) else r for r in self.rate.tolist()]
+        ids = [flows[n].id + self.suffixes[s] for n, s in zip(fl, sx)]
+        parts: dict[str, list[SubFlow]] = {}
+        for x, n in enumerate(fl):
+            deps = tuple(ids[d] for d in dep[ptr[x] : ptr[x + 1]])
+            parts.setdefault(flows[n].id, []).append(SubFlow(ids[x], size[x], deps=deps, dscp=dscp[x], rate=rate[x]))
+        for f in flows:  # an original without sub-flows (which the run refuses) is still named
+            parts.setdefault(f.id, [])
+        return Split(parts)
 
 
 class _Keep:
@@ -313,6 +368,17 @@ class Scheduler:
         for the flows whose :class:`Rule` names one ``gate`` (in job order) once all are held.
         It must be a pure function of those flows and equal ``on_ready``'s answer. Default: none."""
         raise NotImplementedError(f"{self.name} gates flows but has no gate_split")
+
+    def gate_split_arrays(
+        self, gates: list[list[Flow]], placement: Placement, cluster: ClusterSpec
+    ) -> SplitArrays | None:
+        """Optional, for the compact engine: ``gate_split`` of each gate's flows (``gates``, each
+        as ``gate_split`` gets it) at once, as one :class:`SplitArrays` over the gates' flows in
+        order (a sub-flow depends only on sub-flows of its own gate); the engine then checks and
+        appends the sub-flows with numpy. ``None``: the engine calls ``gate_split`` per gate. It
+        must be the same splits: for one gate, ``gate_split_arrays([flows], ...).split(flows) ==
+        gate_split(flows, ...)`` (derive ``gate_split`` from it). Default: ``None``."""
+        return None
 
     def check(self, job: Job, cluster: ClusterSpec) -> None:
         """Before anything is built: reject a job this scheduler cannot run (a tag it

@@ -90,16 +90,18 @@ from __future__ import annotations
 
 from collections import defaultdict
 
+import numpy as np
+
 from railbed.errors import SpecError
 from railbed.job import Flow
-from railbed.scheduler import HOLD, Decision, Rule, Scheduler, Split, SubFlow, default_placement
+from railbed.scheduler import HOLD, Decision, Rule, Scheduler, Split, SplitArrays, default_placement
 from schedulers.hermod_alg import (
     CTYPES,
     Factors,
     consumer_key,
     dscp_of,
     factors_of,
-    port_matching,
+    port_matching_batch,
     priority_key,
     queued_dscp,
 )
@@ -137,15 +139,32 @@ def higher_active(view, flow: Flow, outranks) -> bool:
 
 def split_coflow(flows: list[Flow], dscp: dict[str, int], port: dict[str, object]) -> Split:
     """Alg. 3 on an EP coflow's flows over the ports ``port[endpoint]`` they leave and enter
-    (:func:`~schedulers.hermod_alg.port_matching`): sub-flows per sub-phase, chained per port."""
-    pieces = port_matching([(port[f.src], port[f.dst], f.size or 0) for f in flows])
-    parts = {}
-    for f, mine in zip(flows, pieces):
-        parts[f.id] = [
-            SubFlow(f"{f.id}.h{k}", size, deps=tuple(f"{flows[n].id}.h{kk}" for n, kk in deps), dscp=dscp[f.id])
-            for k, size, deps in mine
-        ]
-    return Split(parts)
+    (:func:`~schedulers.hermod_alg.port_matching_arrays`): sub-flows per sub-phase, chained per
+    port; :func:`split_arrays` of the one coflow as a :class:`Split`."""
+    return split_arrays([flows], dscp, port).split(flows)
+
+
+def split_arrays(coflows: list[list[Flow]], dscp: dict[str, int], port: dict[str, object]) -> SplitArrays:
+    """:func:`split_coflow` of every coflow, in array form, as one
+    :class:`~railbed.scheduler.SplitArrays` over their flows in order
+    (:func:`~schedulers.hermod_alg.port_matching_batch`): piece ``k`` of flow ``f`` (sub-phase
+    ``k``) is sub-flow ``f.id + ".h<k>"`` with ``dscp[f.id]``, waiting for its ports' previous pieces."""
+    batch = [([port[f.src] for f in fl], [port[f.dst] for f in fl], [f.size or 0 for f in fl]) for fl in coflows]
+    pc, _ = port_matching_batch(batch)
+    marks = np.array([dscp[f.id] for fl in coflows for f in fl], np.int64)
+    phases = int(pc.phase.max()) + 1 if len(pc.phase) else 0
+    return SplitArrays(pc.flow, pc.size, pc.phase, phase_suffixes(phases), pc.dep_ptr, pc.dep, marks[pc.flow])
+
+
+_SUFFIXES: list[tuple[str, ...]] = [()]
+
+
+def phase_suffixes(n: int) -> tuple[str, ...]:
+    """``(".h0", ".h1", ...)``, at least ``n`` of them: sub-phases' id suffixes (one shared
+    tuple, grown by doubling; a :class:`~railbed.scheduler.SplitArrays` may list unused ones)."""
+    if len(_SUFFIXES[0]) < n:
+        _SUFFIXES[0] = tuple(f".h{k}" for k in range(max(n, 2 * len(_SUFFIXES[0]), 64)))
+    return _SUFFIXES[0]
 
 
 MATCHES = ("nic", "gpu")
@@ -290,10 +309,18 @@ class Hermod(Scheduler):
         ``queued``. EP flows that Alg. 3 splits (between servers) are gated by their coflow
         (``Rule.gate``): held until the whole coflow is, then :meth:`gate_split`."""
         if self.intra and flow.id in self.matched:
-            return Rule(key=key_number(self.key(flow)), gate=flow.coflow)
+            return Rule(key=self._marks(flow)[1], gate=flow.coflow)
         if self.top_metadata and flow.tags.get("metadata"):  # never waits; others see its key
             return Rule(TOP_DSCP, key=key_number(self.key(flow)))
         rate = self._rate(flow, placement[flow.src], cluster) if "tree" in flow.tags else None
+        got = self._marks(flow)
+        if self.host_wait != "off":
+            return Rule(got[0], rate, key=got[1], bar=got[1], queued=True)
+        return Rule(got[0], rate)
+
+    def _marks(self, flow: Flow) -> tuple[int, int]:
+        """The flow's DSCP and :func:`key_number` of its key, memoized after ``place`` on what
+        they depend on alone (:func:`flow_factors`, the iteration, the source's layers)."""
         memo = (
             flow.coflow_type,
             flow.iteration,
@@ -303,17 +330,21 @@ class Hermod(Scheduler):
             flow.tags.get("pass"),
             self._held_layers.get(flow.src),
         )
-        got = self._rules.get(memo)  # DSCP and key depend on these alone (flow_factors, the source's layers)
+        got = self._rules.get(memo)
         if got is None:
             got = self._rules[memo] = (self.dscp(flow), key_number(self.key(flow)))
-        if self.host_wait != "off":
-            return Rule(got[0], rate, key=got[1], bar=got[1], queued=True)
-        return Rule(got[0], rate)
+        return got
 
     def gate_split(self, flows, placement, cluster) -> Split:
         """Alg. 3 (§5.3.2) on a gated EP coflow, before the run: ``_match``'s split, which is a
         pure function of the coflow's flows (their sizes, ends and DSCPs)."""
-        return self._split(list(flows), placement.__getitem__)
+        flows = list(flows)
+        return self._split_arrays([flows], placement.__getitem__).split(flows)
+
+    def gate_split_arrays(self, gates, placement, cluster) -> SplitArrays:
+        """:meth:`gate_split` of every gate at once as :class:`~railbed.scheduler.SplitArrays`
+        (the compact engine's form)."""
+        return self._split_arrays([list(g) for g in gates], placement.__getitem__)
 
     def _best_held(self, view) -> dict[tuple[int, int], tuple[int, int, int]]:
         """Per source NIC, the best key among held flows that the priority check decides
@@ -340,18 +371,20 @@ class Hermod(Scheduler):
         self._best_held(view)
         if any(i not in self._held_set for i in ids):
             return HOLD
-        return self._split([view.job.items[i] for i in ids], view.location)
+        flows = [view.job.items[i] for i in ids]
+        return self._split_arrays([flows], view.location).split(flows)
 
-    def _split(self, flows: list[Flow], location) -> Split:
-        """Alg. 3 over the coflow's NICs (``match: nic``) or GPUs (``gpu``); ``location``:
+    def _split_arrays(self, coflows: list[list[Flow]], location) -> SplitArrays:
+        """Alg. 3 on each coflow over its NICs (``match: nic``) or GPUs (``gpu``); ``location``:
         endpoint -> its server and NIC."""
+        flows = [f for fl in coflows for f in fl]
         ends = {e for f in flows for e in (f.src, f.dst)}
         if self.match == "gpu":
             port = {e: e for e in ends}
         else:
             port = {e: (location(e).server, location(e).nic) for e in ends}
         flat = self.subphases == "flat"
-        return split_coflow(flows, {f.id: 0 if flat else self.dscp(f) for f in flows}, port)
+        return split_arrays(coflows, {f.id: 0 if flat else self._marks(f)[0] for f in flows}, port)
 
 
 class HermodLiteral(Hermod):

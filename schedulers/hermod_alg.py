@@ -117,8 +117,9 @@ the ports the flows leave and enter: GPUs as the thesis writes it
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Sequence
+from collections.abc import Hashable, Iterator, Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 from scipy.optimize import linear_sum_assignment
@@ -236,80 +237,213 @@ def queued_dscp(f: Factors, lid_rank: int, lid_count: int, interleaved: bool = F
 Phase = list[tuple[int, int, int]]  # (sender, receiver, bytes)
 
 
+def _checked_matrix(matrix) -> np.ndarray:
+    t = np.array(matrix, dtype=np.int64)
+    if t.ndim != 2 or t.shape[0] != t.shape[1] or (t < 0).any() or np.diagonal(t).any():
+        raise ValueError("expected a square matrix of byte counts >= 0 with a zero diagonal")
+    return t
+
+
+def _phases(matrix: np.ndarray) -> Iterator[tuple[list[int], list[int], list[int], int]]:
+    """Alg. 3's loop on a copy of ``matrix``: per sub-phase the matching (senders, receivers), the
+    residual bytes of its pairs before the phase (0: a pair the matching takes that has no bytes
+    left, not part of the phase) and the portion every other pair carries."""
+    n = matrix.shape[1]
+    t = matrix.astype(np.float64)  # what the Hungarian solver reads (it works in doubles)
+    flat = t.reshape(-1)
+    res = matrix.reshape(-1).tolist()  # the residual, exact; a matching is at most n entries: Python
+    left = sum(1 for v in res if v)  # entries > 0 (all are >= 0)
+    while left:
+        rows, cols = linear_sum_assignment(t, maximize=True)
+        rl, cl = rows.tolist(), cols.tolist()
+        at = [r * n + c for r, c in zip(rl, cl)]
+        got = [res[x] for x in at]
+        weight = min(v for v in got if v) if 0 in got else min(got)
+        for x, v in zip(at, got):
+            if v:
+                res[x] = flat[x] = v - weight
+        left -= got.count(weight)
+        yield rl, cl, got, weight
+
+
 def matching_phases(matrix: Sequence[Sequence[int]] | np.ndarray) -> list[Phase]:
     """Alg. 3: the sub-phases of an EP transmission matrix (bytes ``matrix[i][j]`` from i to j).
 
     Each phase is a matching (no sender or receiver twice); per phase every
     sub-flow carries the same portion, the phase's weight. The diagonal
     (a GPU's tokens for its own experts) is not network traffic and must be 0."""
-    t = np.array(matrix, dtype=np.int64)
-    if t.ndim != 2 or t.shape[0] != t.shape[1] or (t < 0).any() or np.diagonal(t).any():
-        raise ValueError("expected a square matrix of byte counts >= 0 with a zero diagonal")
-    phases: list[Phase] = []
-    while (t > 0).any():
-        rows, cols = linear_sum_assignment(t, maximize=True)
-        keep = t[rows, cols] > 0
-        rows, cols = rows[keep], cols[keep]
-        weight = int(t[rows, cols].min())
-        t[rows, cols] -= weight
-        phases.append([(int(i), int(j), weight) for i, j in zip(rows, cols)])
-    return phases
+    return [
+        [(i, j, w) for i, j, v in zip(rows, cols, got) if v] for rows, cols, got, w in _phases(_checked_matrix(matrix))
+    ]
 
 
 Piece = tuple[int, int, tuple[tuple[int, int], ...]]  # (phase, bytes, deps as (flow index, phase))
 
 
-def port_matching(flows: Sequence[tuple[Hashable, Hashable, int]]) -> list[list[Piece]]:
+class Pieces(NamedTuple):
+    """:func:`port_matching_arrays`' answer: piece ``x`` carries ``size[x]`` bytes of flow
+    ``flow[x]`` in sub-phase ``phase[x]`` and waits for pieces ``dep[dep_ptr[x]:dep_ptr[x + 1]]``.
+    Pieces are listed by flow, each flow's in phase order."""
+
+    flow: np.ndarray  # int64
+    phase: np.ndarray  # int64
+    size: np.ndarray  # int64
+    dep_ptr: np.ndarray  # int64, one more than pieces
+    dep: np.ndarray  # int64
+
+
+def port_matching_arrays(src: Sequence[Hashable], dst: Sequence[Hashable], size: Sequence[int]) -> Pieces:
     """Alg. 3 over the ports that carry an EP coflow, and the order its sub-phases keep.
 
-    ``flows[n] = (source port, destination port, bytes)``. The transmission matrix is
-    built between ports (the bytes of every flow from one port to another, summed) and
-    cut into sub-phases by :func:`matching_phases`; a sub-phase's portion of a port pair
-    is filled from that pair's flows in the given order (a flow is split only where a
-    portion ends inside it). Returns per flow its pieces ``(phase, bytes, deps)``: a
-    piece waits for every piece of the last earlier sub-phase of its source port and
-    of its destination port (no global barrier: a pair starts as soon as both ports are
-    free; the workers derive the same sequence, §5.3.2).
+    Flow ``n`` goes from port ``src[n]`` to ``dst[n]`` with ``size[n]`` bytes. The
+    transmission matrix is built between ports (the bytes of every flow from one port to
+    another, summed) and cut into sub-phases (:func:`matching_phases`); a sub-phase's portion
+    of a port pair is filled from that pair's flows in the given order (a flow is split only
+    where a portion ends inside it). A piece waits for every piece of the last earlier
+    sub-phase of its source port and of its destination port, source's first (no global
+    barrier: a pair starts as soon as both ports are free; the workers derive the same
+    sequence, §5.3.2).
 
     With one GPU per port this is Alg. 3 on the GPUs' matrix as the thesis writes it
     (``T`` over the EP group's n workers); with GPUs sharing a NIC, the port is the NIC
-    (``hermod``'s ``match: nic``, see :mod:`schedulers.hermod`)."""
-    if any(b < 0 or s == d for s, d, b in flows):
-        raise ValueError("expected flows of >= 0 bytes between two different ports")
-    ports = sorted({p for s, d, _ in flows for p in (s, d)})
-    index = {p: k for k, p in enumerate(ports)}
-    by_pair: dict[tuple[int, int], list[int]] = {}
-    matrix = np.zeros((len(ports), len(ports)), dtype=np.int64)
-    for n, (s, d, b) in enumerate(flows):
-        by_pair.setdefault((index[s], index[d]), []).append(n)
-        matrix[index[s], index[d]] += b
-    left = [b for _, _, b in flows]
+    (``hermod``'s ``match: nic``, see :mod:`schedulers.hermod`). :func:`port_matching` is the
+    same answer as lists; :func:`port_matching_batch` that of many coflows at once."""
+    return port_matching_batch([(src, dst, size)])[0]
+
+
+def port_matching_batch(coflows: Sequence[tuple[Sequence[Hashable], Sequence[Hashable], Sequence[int]]]):
+    """:func:`port_matching_arrays` of every coflow ``(src, dst, size)``, as one :class:`Pieces`
+    over their flows numbered in order (coflow after coflow; a piece's dependencies are pieces
+    of its own coflow), and per coflow the index of its first piece (one more entry: the
+    total). The sub-phases are found coflow by coflow; the pieces' order and dependencies
+    with numpy over all of them."""
+    # coflows with a flow per port pair (a GPU per NIC): a portion is a piece; their sub-phases'
+    # entries are kept in flat lists (no list per sub-phase left for the garbage collector) and
+    # placed with numpy at the end
+    e_rows: list[int] = []
+    e_cols: list[int] = []
+    e_vals: list[int] = []
+    per_phase_l: list[int] = []  # per sub-phase: its entries and portion
+    e_weight: list[int] = []
+    e_phases: list[int] = []  # per such coflow: its sub-phases, ports, first port and first pair
+    e_ports, e_port_base, e_pair_base = [], [], []
+    pair_flow: list[int] = []  # those coflows' port pairs (flat, per coflow) -> flow
+    p_flow, p_phase, p_size = [], [], []  # shared ports: pieces, in the order made
+    g_send, g_recv, g_start = [], [], []  # and their port pairs' portions (pieces made together)
+    flow_base = port_base = 0
+    for src, dst, size in coflows:
+        if any(b < 0 or s == d for s, d, b in zip(src, dst, size)):
+            raise ValueError("expected flows of >= 0 bytes between two different ports")
+        ports = sorted(set(src) | set(dst))
+        index = {p: k for k, p in enumerate(ports)}
+        n_ports = len(ports)
+        si, di = [index[s] for s in src], [index[d] for d in dst]
+        matrix = np.zeros((n_ports, n_ports), dtype=np.int64)
+        np.add.at(matrix, (np.asarray(si, np.intp), np.asarray(di, np.intp)), np.asarray(size, np.int64).reshape(-1))
+        pairs = [i * n_ports + j for i, j in zip(si, di)]
+        if len(set(pairs)) == len(pairs):  # one flow per port pair
+            e_ports.append(n_ports)
+            e_port_base.append(port_base)
+            e_pair_base.append(len(pair_flow))
+            pair_flow += [-1] * (n_ports * n_ports)
+            for n, x in enumerate(pairs):
+                pair_flow[e_pair_base[-1] + x] = flow_base + n
+            before = len(e_weight)
+            for rows, cols, got, w in _phases(matrix):
+                e_rows += rows
+                e_cols += cols
+                e_vals += got
+                per_phase_l.append(len(got))
+                e_weight.append(w)
+            e_phases.append(len(e_weight) - before)
+        else:
+            by_pair: dict[tuple[int, int], list[int]] = {}
+            for n, (i, j) in enumerate(zip(si, di)):
+                by_pair.setdefault((i, j), []).append(n)
+            left = list(size)
+            for k, (rows, cols, got, portion) in enumerate(_phases(matrix)):
+                for i, j, v in zip(rows, cols, got):
+                    if not v:
+                        continue
+                    g_send.append(port_base + i)
+                    g_recv.append(port_base + j)
+                    g_start.append(len(p_flow))
+                    rest = portion
+                    for n in by_pair[(i, j)]:
+                        take = min(rest, left[n])
+                        if take:
+                            left[n] -= take
+                            rest -= take
+                            p_flow.append(flow_base + n)
+                            p_phase.append(k)
+                            p_size.append(take)
+                        if not rest:
+                            break
+        flow_base += len(src)
+        port_base += n_ports
+    # the entries of those sub-phases: their coflow's ports and pairs, phase within the coflow
+    per_phase = np.array(per_phase_l, np.int64)
+    rows, cols, vals = np.array(e_rows, np.int64), np.array(e_cols, np.int64), np.array(e_vals, np.int64)
+    e_phases_a = np.array(e_phases, np.int64)
+    cof = np.repeat(np.repeat(np.arange(len(e_phases)), e_phases_a), per_phase)  # entry -> its coflow
+    local = np.arange(len(e_weight)) - np.repeat(np.cumsum(e_phases_a) - e_phases_a, e_phases_a)
+    keep = vals > 0
+    n_ports_of = np.array(e_ports, np.int64)[cof]
+    e_flow = np.array(pair_flow, np.int64)[(np.array(e_pair_base, np.int64)[cof] + rows * n_ports_of + cols)[keep]]
+    base = np.array(e_port_base, np.int64)[cof]
+    fast = int(keep.sum())
+    flow = np.concatenate([e_flow, np.array(p_flow, np.int64)])
+    phase = np.concatenate([np.repeat(local, per_phase)[keep], np.array(p_phase, np.int64)])
+    size = np.concatenate([np.repeat(np.array(e_weight, np.int64), per_phase)[keep], np.array(p_size, np.int64)])
+    send = np.concatenate([(base + rows)[keep], np.array(g_send, np.int64)])
+    recv = np.concatenate([(base + cols)[keep], np.array(g_recv, np.int64)])
+    start = np.concatenate([np.arange(fast), fast + np.array(g_start, np.int64), [len(flow)]])
+    # a portion waits for the last earlier portion of its source port, then of its destination
+    # port (once if that is the same portion); a sub-phase is a matching, so "earlier" is "made before"
+    count = np.diff(start)
+    send, recv = _previous(send), _previous(recv)
+    recv[recv == send] = -1
+    na = np.where(send >= 0, count[send], 0)
+    nb = np.where(recv >= 0, count[recv], 0)
+    of = np.repeat(np.arange(len(count)), count)  # piece -> its portion
+    lens = (na + nb)[of]
+    total = int(lens.sum())
+    owner = np.repeat(of, lens)
+    at = np.arange(total) - np.repeat(np.cumsum(lens) - lens, lens)  # place in the piece's deps
+    first = na[owner]
+    flat = np.where(at < first, start[send[owner]] + at, start[recv[owner]] + at - first)
+    # made phase by phase; listed by flow (a stable sort keeps each flow's pieces in phase order)
+    order = np.argsort(flow, kind="stable")
+    new = np.empty(len(order), np.int64)
+    new[order] = np.arange(len(order))
+    old_ptr = np.zeros(len(lens) + 1, np.int64)
+    np.cumsum(lens, out=old_ptr[1:])
+    lens = lens[order]
+    dep_ptr = np.zeros(len(lens) + 1, np.int64)
+    np.cumsum(lens, out=dep_ptr[1:])
+    at = np.repeat(old_ptr[:-1][order] - dep_ptr[:-1], lens) + np.arange(total)
+    flow = flow[order]
+    bases = np.cumsum([0] + [len(src) for src, _, _ in coflows])
+    return Pieces(flow, phase[order], size[order], dep_ptr, new[flat[at]]), np.searchsorted(flow, bases)
+
+
+def _previous(ports: np.ndarray) -> np.ndarray:
+    """Per entry, the index of the last earlier entry with the same port (-1: none)."""
+    order = np.argsort(ports, kind="stable")
+    prev = np.full(len(ports), -1, np.int64)
+    same = ports[order][1:] == ports[order][:-1]
+    prev[order[1:][same]] = order[:-1][same]
+    return prev
+
+
+def port_matching(flows: Sequence[tuple[Hashable, Hashable, int]]) -> list[list[Piece]]:
+    """:func:`port_matching_arrays` as lists: ``flows[n] = (source port, destination port,
+    bytes)``; per flow its pieces ``(phase, bytes, deps)``, a dep named ``(flow index, phase)``."""
+    pc = port_matching_arrays([s for s, _, _ in flows], [d for _, d, _ in flows], [b for _, _, b in flows])
+    fl, ph, size, ptr, dep = pc.flow.tolist(), pc.phase.tolist(), pc.size.tolist(), pc.dep_ptr.tolist(), pc.dep.tolist()
     pieces: list[list[Piece]] = [[] for _ in flows]
-    last_send: dict[int, tuple[tuple[int, int], ...]] = {}
-    last_recv: dict[int, tuple[tuple[int, int], ...]] = {}
-    for k, phase in enumerate(matching_phases(matrix)):
-        made = []
-        for i, j, portion in phase:
-            send, recv = last_send.get(i, ()), last_recv.get(j, ())
-            deps = send if send is recv else send + recv  # one tuple: the pair's own last portion
-            ns = by_pair[(i, j)]
-            if len(ns) == 1:  # one flow per port pair (a GPU per NIC): the portion is its piece
-                pieces[ns[0]].append((k, portion, deps))
-                made.append((i, j, ((ns[0], k),)))
-                continue
-            mine = []
-            for n in ns:
-                take = min(portion, left[n])
-                if take:
-                    left[n] -= take
-                    portion -= take
-                    pieces[n].append((k, take, deps))
-                    mine.append((n, k))
-                if not portion:
-                    break
-            made.append((i, j, tuple(mine)))
-        for i, j, mine in made:
-            last_send[i] = last_recv[j] = mine
+    for x, n in enumerate(fl):
+        pieces[n].append((ph[x], size[x], tuple((fl[d], ph[d]) for d in dep[ptr[x] : ptr[x + 1]])))
     return pieces
 
 

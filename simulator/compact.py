@@ -38,11 +38,14 @@ the Dispatcher step by step:
   this report and before the next held item), the rest start when their
   dependencies end, without rules; an original ends with its last sub-flow,
   and then its dependents become ready. The sub-flows are
-  :meth:`Scheduler.gate_split`'s, made by :func:`compact` before the run as
-  items after the job's. Hermod's EP coflows between servers are gates and
-  its ``gate_split`` is Alg. 3 (seed 004, §5.3.2: Hungarian matchings of the
-  coflow's byte matrix as sub-phases, each sub-flow after its sender's and
-  receiver's previous one), a pure function of the coflow once it is ready.
+  :meth:`Scheduler.gate_split_arrays`' (every gate at once, as arrays) or
+  else :meth:`Scheduler.gate_split`'s per gate, checked and appended with
+  numpy by :func:`_add_gates` (for :func:`compact` and
+  :func:`compact_arrays` alike) before the run, as items after the job's.
+  Hermod's EP coflows between servers are gates and its split is Alg. 3
+  (seed 004, §5.3.2: Hungarian matchings of the coflow's byte matrix as
+  sub-phases, each sub-flow after its sender's and receiver's previous
+  one), a pure function of the coflow once it is ready.
 
 Its slow twin is :func:`simulator.simulate` itself: ``tests/test_compact.py``
 runs random jobs and the MoE generator's under ``megatron``, ``lina``,
@@ -70,6 +73,7 @@ from __future__ import annotations
 
 import math
 import time
+import zlib
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -79,7 +83,7 @@ from railbed.dispatch import RunStalled, SchedulerError, check_acyclic, check_co
 from railbed.errors import SpecError
 from railbed.job import Flow, Job, Placement, Task, attrs_of
 from railbed.results import ItemRecord, RunResult
-from railbed.scheduler import Rule, Scheduler, Split, SubFlow
+from railbed.scheduler import Rule, Scheduler, Split, SplitArrays, SubFlow
 from railbed.spec import ClusterSpec
 from railbed.topology import Topology
 from railbed.units import FRAME, MSS, wire_bytes
@@ -314,12 +318,7 @@ def compact(job: Job, scheduler: Scheduler, cluster: ClusterSpec, policy: str | 
             if rule.gate is not None:
                 gates.setdefault(rule.gate, []).append(k)
     items: list = list(job.items.values())
-    n_job = len(items)
     ids = list(job.items)
-    subs = _gate_subs(job.items, items, gates, scheduler, placement, cluster)  # (SubFlow, original index, gate)
-    for sub, o, _ in subs:
-        items.append(replace(items[o], id=sub.id, size=sub.size, deps=tuple(sub.deps), parent=items[o].id))
-        ids.append(sub.id)
     n = len(items)
     index = {i: k for k, i in enumerate(ids)}
     kind = np.zeros(n, np.int8)
@@ -348,16 +347,12 @@ def compact(job: Job, scheduler: Scheduler, cluster: ClusterSpec, policy: str | 
         nic[k] = nic_base[src.server] + src.nic
         size[k] = item.size or 0
         kind[k] = LOCAL if src.server == dst.server else NET
-        if k < n_job:
-            rule = rules[k]
-            key[k] = rule.key
-            if rule.gate is not None:  # split at run time: never starts itself
-                continue
-            dscp[k], bar[k], queued[k] = rule.dscp, rule.bar, rule.queued
-            cap[k] = math.inf if rule.rate is None else rule.rate
-        else:  # a sub-flow: its SubFlow's DSCP and cap, its original's key, never waits
-            sub, o, _ = subs[k - n_job]
-            key[k], dscp[k], cap[k] = key[o], sub.dscp, math.inf if sub.rate is None else sub.rate
+        rule = rules[k]
+        key[k] = rule.key
+        if rule.gate is not None:  # split at run time: never starts itself (its sub-flows: _add_gates)
+            continue
+        dscp[k], bar[k], queued[k] = rule.dscp, rule.bar, rule.queued
+        cap[k] = math.inf if rule.rate is None else rule.rate
         if kind[k] == LOCAL:
             continue
         a, b = (src.server, src.nic), (dst.server, dst.nic)
@@ -372,29 +367,31 @@ def compact(job: Job, scheduler: Scheduler, cluster: ClusterSpec, policy: str | 
         bits[k] = 8.0 * wire_bytes(item.size or 0)
         prio[k] = classes[dscp[k]]
     route_links, route_hops, route_latency = _route_table(route_list)
-    # dependencies; a sub-flow waits for one more: its split
-    missing = np.array([len(it.deps) + (k >= n_job) for k, it in enumerate(items)], np.int32)
+    missing = np.array([len(it.deps) for it in items], np.int32)
     dependents = job.dependents()
-    for sub, _, _ in subs:
-        dependents[sub.id] = []
-    for sub, _, _ in subs:
-        for d in sub.deps:
-            dependents[d].append(sub.id)
     counts = np.array([len(dependents[i]) for i in ids], np.int64)
     dep_ptr = np.zeros(n + 1, np.int64)
     np.cumsum(counts, out=dep_ptr[1:])
     dep_idx = np.fromiter((index[j] for i in ids for j in dependents[i]), np.int32, count=int(dep_ptr[-1]))
     device_cap = np.array([job.capacity_of(d) for _, d in devices], np.int32)
-    gate, gate_size, gate_sub, parent, children = _gate_arrays(gates, subs, n_job)
-    return CompactJob(
+    cj = CompactJob(
         job.name, ids, kind, device, duration, route, bits, prio, cap, key, bar, queued, nic, dscp, size,
         missing, dep_ptr, dep_idx, device_cap, route_links, route_hops, route_latency,
         fabric.capacity.copy(), list(fabric.names), int(nic_base[-1]), spine_of, placement,
-        gate, gate_size, gate_sub, parent, children,
+        *_gate_arrays({}, np.zeros(0, np.int32), np.zeros(0, np.int64), n),
         np.array([getattr(it, "iteration", 0) or 0 for it in items], np.int32),
         *_types_and_coflows(items),
         bool(getattr(scheduler, "hold_by_class", False)),
     )  # fmt: skip
+    if gates:  # the sub-flows, items after the job's, as compact_arrays appends them
+        nspines, total = len(topology.spines), cj.nics
+        route_of = {}  # compact_arrays' route keys: (source NIC, destination NIC, spine + 1)
+        for (a, b, sp), r in routes.items():
+            ends = (int(nic_base[a[0]]) + a[1]) * total + int(nic_base[b[0]]) + b[1]
+            route_of[ends * (nspines + 1) + (0 if sp is None else sp + 1)] = r
+        flows = {k: items[k] for k in sorted(k for members in gates.values() for k in members)}
+        _add_gates(cj, flows, gates, ids, scheduler, placement, cluster, topology, fabric, classes, route_of)
+    return cj
 
 
 def _types_and_coflows(items: list) -> tuple[np.ndarray, list[str], np.ndarray]:
@@ -458,11 +455,15 @@ def _route_table(routes: list) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     row each (one placeholder row when there are none)."""
     nr = max(1, len(routes))
     links, hops, latency = np.full((nr, MAX_HOPS), -1, np.int64), np.zeros(nr, np.int64), np.zeros(nr)
-    for r, rt in enumerate(routes):
-        if len(rt.links) > MAX_HOPS:
-            raise SpecError("fabric", f"a route of {len(rt.links)} hops; the compact engine takes {MAX_HOPS}")
-        links[r, : len(rt.links)] = rt.links
-        hops[r], latency[r] = len(rt.links), rt.latency
+    if not routes:
+        return links, hops, latency
+    n = np.array([len(rt.links) for rt in routes], np.int64)
+    if n.max() > MAX_HOPS:
+        raise SpecError("fabric", f"a route of {int(n.max())} hops; the compact engine takes {MAX_HOPS}")
+    row = np.repeat(np.arange(len(routes)), n)
+    links[row, np.arange(len(row)) - np.repeat(np.cumsum(n) - n, n)] = [h for rt in routes for h in rt.links]
+    hops[:] = n
+    latency[:] = [rt.latency for rt in routes]
     return links, hops, latency
 
 
@@ -471,64 +472,134 @@ def _wire_bits(payload: np.ndarray) -> np.ndarray:
     return 8.0 * (payload + (-(-payload // MSS)) * (FRAME - MSS))
 
 
-def _gate_arrays(gates: dict[str, list[int]], subs: list, n_job: int) -> tuple:
+def _gate_arrays(gates: dict[str, list[int]], parent: np.ndarray, gate_of: np.ndarray, n_job: int) -> tuple:
     """CompactJob's ``gate``, ``gate_size``, ``gate_sub``, ``parent``, ``children`` (all empty
-    without gates) for the gated flows and their sub-flows (items ``n_job`` on)."""
-    n = n_job + len(subs) if gates else 0
+    without gates) for the gated flows and their sub-flows (items ``n_job`` on; ``parent`` and
+    ``gate_of``: each sub-flow's original and gate, in item order)."""
+    m = len(parent)
+    n = n_job + m if gates else 0
     gate = np.full(n, -1, np.int32)
-    parent = np.full(n, -1, np.int32)
-    children = np.zeros(n, np.int32)
-    gate_size = np.array([len(m) for m in gates.values()], np.int32)
-    gate_sub = np.full(len(gates) + 1, n_job if gates else 0, np.int64)
     for g, members in enumerate(gates.values()):
         gate[members] = g
-    for x, (_, o, g) in enumerate(subs):
-        parent[n_job + x] = o
-        children[o] += 1
-        gate_sub[g + 1] = n_job + x + 1
-    return gate, gate_size, gate_sub, parent, children
+    gate_size = np.array([len(mm) for mm in gates.values()], np.int32)
+    gate_sub = np.full(len(gates) + 1, n_job if gates else 0, np.int64)
+    if gates:
+        gate_sub[1:] = n_job + np.cumsum(np.bincount(gate_of, minlength=len(gates)))
+    full_parent = np.full(n, -1, np.int32)
+    full_parent[n_job:] = parent
+    children = np.bincount(parent, minlength=n).astype(np.int32) if gates else np.zeros(0, np.int32)
+    return gate, gate_size, gate_sub, full_parent, children
 
 
-def _gate_subs(taken, items, gates: dict[str, list[int]], scheduler: Scheduler, placement, cluster) -> list:
-    """Per gate (in order of its first flow), the scheduler's ``gate_split`` of its flows, checked
-    as the Dispatcher checks a :class:`Split` (sub-flows of the gate's own flows, new ids, bytes
-    conserved, no cycle), plus what the compact engine needs: the sub-flows keep their
-    original's ends and depend only on sub-flows of the same split. Returns
-    ``[(SubFlow, original's index, gate index)]`` in the split's order (originals, then their
-    sub-flows), the order in which the Dispatcher makes and starts them."""
-    out = []
-    seen: set[str] = set()
-    for g, (name, members) in enumerate(gates.items()):
-        flows = [items[k] for k in members]
-        split = scheduler.gate_split([_as_offered(f) for f in flows], placement, cluster)
-        who = f"{scheduler.name}: gate_split of {name}"
-        where = {f.id: k for f, k in zip(flows, members)}
-        if not isinstance(split, Split) or set(split.parts) != set(where):
-            raise SchedulerError(f"{who}: must be a Split of exactly the gate's flows")
-        mine = {sub.id for subs in split.parts.values() for sub in subs}
-        for orig_id, parts in split.parts.items():
-            orig = items[where[orig_id]]
-            if not parts:
-                raise SchedulerError(f"{who}: {orig_id} gets no sub-flows")
-            for sub in parts:
-                if not isinstance(sub, SubFlow) or sub.carries or (sub.src or orig.src, sub.dst or orig.dst) != (
-                    orig.src, orig.dst
-                ):  # fmt: skip
-                    raise SpecError("scheduler", f"{who}: sub-flow {sub!r}: the compact engine takes sub-flows "
-                                    "between their original's ends only")  # fmt: skip
-                if sub.id in taken or sub.id in seen or "/" in sub.id:
-                    raise SchedulerError(f"{who}: sub-flow id {sub.id!r} is not new in the run")
-                if isinstance(sub.size, bool) or not isinstance(sub.size, int) or sub.size < 0:
-                    raise SchedulerError(f"{who}: sub-flow {sub.id} size {sub.size!r} is not a byte count")
-                if not 0 <= sub.dscp <= 63 or (sub.rate is not None and not sub.rate > 0):
-                    raise SchedulerError(f"{who}: sub-flow {sub.id}: DSCP or rate out of range")
-                if any(d not in mine for d in sub.deps):
-                    raise SpecError("scheduler", f"{who}: sub-flow {sub.id} depends on items outside the split")
-                seen.add(sub.id)
-                out.append((sub, where[orig_id], g))
-            check_conservation(orig, [(orig.src, orig.dst, sub.size) for sub in parts], who)
-        check_acyclic(split, who)
+def _checked_split(split, flows: list[Flow], who: str) -> SplitArrays:
+    """A :class:`Split` of a gate's ``flows`` (``gate_split``'s), checked as the Dispatcher
+    checks one (sub-flows of the gate's own flows, bytes conserved, no cycle) plus what the
+    compact engine needs (sub-flows between their original's ends, depending only on sub-flows
+    of the split), as :class:`SplitArrays` whose suffixes are the sub-flows' whole ids (the
+    new ids are checked with every gate's, :func:`_add_gates`). Sub-flows in the split's order
+    (originals, then their sub-flows), the order in which the Dispatcher makes and starts them."""
+    where = {f.id: n for n, f in enumerate(flows)}
+    if not isinstance(split, Split) or set(split.parts) != set(where):
+        raise SchedulerError(f"{who}: must be a Split of exactly the gate's flows")
+    mine = {sub.id: x for x, sub in enumerate(s for subs in split.parts.values() for s in subs)}
+    subs: list[SubFlow] = []
+    of: list[int] = []
+    for orig_id, parts in split.parts.items():
+        orig = flows[where[orig_id]]
+        if not parts:
+            raise SchedulerError(f"{who}: {orig_id} gets no sub-flows")
+        for sub in parts:
+            if not isinstance(sub, SubFlow) or sub.carries or (sub.src or orig.src, sub.dst or orig.dst) != (
+                orig.src, orig.dst
+            ):  # fmt: skip
+                raise SpecError("scheduler", f"{who}: sub-flow {sub!r}: the compact engine takes sub-flows "
+                                "between their original's ends only")  # fmt: skip
+            if isinstance(sub.size, bool) or not isinstance(sub.size, int) or sub.size < 0:
+                raise SchedulerError(f"{who}: sub-flow {sub.id} size {sub.size!r} is not a byte count")
+            if not 0 <= sub.dscp <= 63 or (sub.rate is not None and not sub.rate > 0):
+                raise SchedulerError(f"{who}: sub-flow {sub.id}: DSCP or rate out of range")
+            if any(d not in mine for d in sub.deps):
+                raise SpecError("scheduler", f"{who}: sub-flow {sub.id} depends on items outside the split")
+            subs.append(sub)
+            of.append(where[orig_id])
+        check_conservation(orig, [(orig.src, orig.dst, sub.size) for sub in parts], who)
+    check_acyclic(split, who)
+    if len(mine) != len(subs):
+        raise SchedulerError(f"{who}: a sub-flow id is not new in the run")
+    flow = np.array(of, np.int64)
+    lens = np.array([len(sub.deps) for sub in subs], np.int64)
+    dep_ptr = np.zeros(len(subs) + 1, np.int64)
+    np.cumsum(lens, out=dep_ptr[1:])
+    return SplitArrays(
+        flow, np.array([sub.size for sub in subs], np.int64), np.arange(len(subs)), [sub.id for sub in subs],
+        dep_ptr, np.array([mine[d] for sub in subs for d in sub.deps], np.int64),
+        np.array([sub.dscp for sub in subs], np.int64),
+        np.array([math.inf if sub.rate is None else sub.rate for sub in subs], np.float64),
+    )  # fmt: skip
+
+
+def _joined(splits: list[SplitArrays], f_off) -> SplitArrays:
+    """One :class:`SplitArrays` over all gates' flows of per-gate ones (``f_off[g]``: gate ``g``'s
+    first flow among all), sub-flow indices and suffixes shifted."""
+    m_off = np.cumsum([0] + [len(a.flow) for a in splits])
+    s_off = np.cumsum([0] + [len(a.suffixes) for a in splits])
+    d_off = np.cumsum([0] + [len(a.dep) for a in splits])
+
+    def cat(parts, dtype):
+        return np.concatenate(list(parts) + [np.zeros(0, dtype)]).astype(dtype, copy=False)
+
+    return SplitArrays(
+        cat((a.flow + f_off[g] for g, a in enumerate(splits)), np.int64),
+        cat((a.size for a in splits), np.int64),
+        cat((a.suffix + s_off[g] for g, a in enumerate(splits)), np.int64),
+        [s for a in splits for s in a.suffixes],
+        np.concatenate([[0]] + [a.dep_ptr[1:] + d_off[g] for g, a in enumerate(splits)]).astype(np.int64),
+        cat((a.dep + m_off[g] for g, a in enumerate(splits)), np.int64),
+        cat((a.dscp for a in splits), np.int64),
+        cat((a.rate for a in splits), np.float64),
+    )
+
+
+def _crc_tables(lengths: list[int]) -> np.ndarray:
+    """Per length ``l``, the linear map ``v -> crc32(s, v) ^ crc32(s, 0)`` (the same for every
+    ``s`` of ``l`` bytes: CRC-32 is affine in its start value) as 4 tables of 256 (one per byte
+    of ``v``): ``crc32(p + s) = map(crc32(p)) ^ crc32(s)``."""
+    out = np.zeros((len(lengths), 4, 256), np.uint32)
+    for li, n in enumerate(lengths):
+        z = bytes(n)
+        base = zlib.crc32(z)
+        for b in range(4):
+            out[li, b] = [zlib.crc32(z, y << (8 * b)) ^ base for y in range(256)]
     return out
+
+
+@njit(cache=True)
+def _acyclic(ndeps, ptr, dependents):  # pragma: no cover - numba
+    """Kahn's order over the sub-flows (``ndeps[x]`` dependencies each, dependents as CSR):
+    -1 if every sub-flow gets ordered, else one left in or behind a cycle."""
+    m = ndeps.shape[0]
+    left = ndeps.copy()
+    queue = np.empty(m, np.int64)
+    head = tail = 0
+    for x in range(m):
+        if left[x] == 0:
+            queue[tail] = x
+            tail += 1
+    while head < tail:
+        d = queue[head]
+        head += 1
+        for e in range(ptr[d], ptr[d + 1]):
+            x = dependents[e]
+            left[x] -= 1
+            if left[x] == 0:
+                queue[tail] = x
+                tail += 1
+    if tail == m:
+        return -1
+    for x in range(m):
+        if left[x] > 0:
+            return x
+    return -1
 
 
 def compact_arrays(
@@ -668,7 +739,14 @@ def compact_arrays(
     )  # fmt: skip
     if gated.any():
         flows = {int(k): in_skeleton[int(k)] for k in members}
-        _add_gates(cj, aj, flows, scheduler, placement, cluster, topology, fabric, classes, uniq, rank)
+        gates: dict[str, list[int]] = {}
+        for k, f in flows.items():  # each gated flow's gate from rule on the flow itself (its coflow)
+            rule = scheduler.rule(_as_offered(f), placement, cluster)
+            if rule is None or rule.gate is None:
+                raise SpecError("scheduler", f"{scheduler.name}: flow {f.id} is not gated like its rule class")
+            gates.setdefault(rule.gate, []).append(k)
+        route_of = {int(u): int(r) for u, r in zip(uniq, rank)}
+        _add_gates(cj, flows, gates, None, scheduler, placement, cluster, topology, fabric, classes, route_of)
     return cj
 
 
@@ -705,75 +783,222 @@ def _member_flow(aj: ArrayJob, k: int) -> Flow:
     )  # fmt: skip
 
 
-def _add_gates(cj, aj, flows, scheduler, placement, cluster, topology, fabric, classes, uniq, rank) -> None:
-    """The gated flows of an ArrayJob (``flows``: item index -> Flow, in item order): each
-    one's gate from ``rule`` on the flow itself (its coflow), the sub-flows of ``gate_split``
-    per gate (:func:`_gate_subs`), appended to ``cj`` as :func:`compact` appends them.
-    Sub-flow ids are checked against each other and the gated flows' (not all 27 million)."""
-    gates: dict[str, list[int]] = {}
-    for k, f in flows.items():
-        rule = scheduler.rule(_as_offered(f), placement, cluster)
-        if rule is None or rule.gate is None:
-            raise SpecError("scheduler", f"{scheduler.name}: flow {f.id} is not gated like its rule class")
-        gates.setdefault(rule.gate, []).append(k)
+def _add_gates(cj, flows, gates, taken, scheduler, placement, cluster, topology, fabric, classes, route_of) -> None:
+    """Append to ``cj`` the sub-flows of every gate (``gates``: name -> its flows' item indices,
+    in order of its first flow; ``flows``: item index -> Flow of every gated flow, in item order):
+    the scheduler's :meth:`~railbed.scheduler.Scheduler.gate_split_arrays` of all gates, else its
+    ``gate_split`` per gate checked as a :class:`Split` (:func:`_checked_split`); then, with numpy
+    over all sub-flows at once, the Dispatcher's checks (every original split, its bytes
+    conserved, ids new in the run, no cycle; :class:`SchedulerError` naming the gate), the ids,
+    ECMP spines (CRC-32 of the id), routes (new ones after the job's; ``route_of``: route key ->
+    index) and columns, as :func:`compact` of the job with these sub-flows as items would make
+    them. ``taken``: the ids a sub-flow's must differ from besides each other's (``None``: the
+    gated flows')."""
     n_job = cj.items
-    subs = _gate_subs({f.id for f in flows.values()}, flows, gates, scheduler, placement, cluster)
-    m = len(subs)
-    orig = np.array([o for _, o, _ in subs], np.int64)
-    sub_ids = [sub.id for sub, _, _ in subs]
-    index = {i: n_job + x for x, i in enumerate(sub_ids)}
-    route_of = {int(u): int(r) for u, r in zip(uniq, rank)}
-    nspines, total = len(topology.spines), cj.nics
+    gated = list(flows)
+    pos = {k: x for x, k in enumerate(gated)}
+    names = list(gates)
+    member = np.array([pos[k] for mem in gates.values() for k in mem], np.int64)  # place -> position in gated
+    f_off = np.cumsum([0] + [len(mem) for mem in gates.values()])
+    offered = [[_as_offered(flows[k]) for k in mem] for mem in gates.values()]
+
+    def who(g) -> str:
+        return f"{scheduler.name}: gate_split of {names[int(g)]}"
+
+    def gate_at(x):  # the gate of the gates' x-th flow
+        return int(np.searchsorted(f_off, x, side="right") - 1)
+
+    arr = scheduler.gate_split_arrays(offered, placement, cluster)
+    whole = arr is None  # then the suffixes are whole ids (a Split's)
+    if whole:
+        arr = _joined([_checked_split(scheduler.gate_split(o, placement, cluster), [flows[k] for k in mem], who(g))
+                       for g, (o, mem) in enumerate(zip(offered, gates.values()))], f_off)  # fmt: skip
+    elif not isinstance(arr, SplitArrays):
+        raise SchedulerError(f"{who(0)}: gate_split_arrays must return SplitArrays or None, got {type(arr).__name__}")
+    del offered
+    m = len(arr.flow)
+    if any(len(c) != m for c in (arr.size, arr.suffix, arr.dscp)) or (arr.rate is not None and len(arr.rate) != m):
+        raise SchedulerError(f"{scheduler.name}: gate_split_arrays: SplitArrays columns of different lengths")
+    if len(arr.dep_ptr) != m + 1 or arr.dep_ptr[0] != 0 or arr.dep_ptr[-1] != len(arr.dep):
+        raise SchedulerError(f"{scheduler.name}: gate_split_arrays: dep_ptr is not {m + 1} offsets into dep")
+    # each original's sub-flows together, every original split
+    rank = np.asarray(arr.flow, np.int64)  # the original's place among all gates' flows
+    bad = np.flatnonzero((rank < 0) | (rank >= len(member)))
+    if len(bad):
+        raise SchedulerError(f"{scheduler.name}: gate_split_arrays: sub-flow {bad[0]}'s original is not a gated flow")
+    gate_of = np.searchsorted(f_off, rank, side="right") - 1
+    starts = np.concatenate([[0], np.flatnonzero(np.diff(rank)) + 1]) if m else np.zeros(0, np.int64)
+    runs = np.bincount(rank[starts], minlength=len(member))  # runs of sub-flows per original: 1 each
+    if (runs != 1).any():
+        x = int(np.flatnonzero(runs == 0)[0]) if (runs == 0).any() else int(np.flatnonzero(runs > 1)[0])
+        if runs[x] == 0:
+            raise SchedulerError(f"{who(gate_at(x))}: {flows[gated[member[x]]].id} gets no sub-flows")
+        raise SchedulerError(f"{who(gate_at(x))}: SplitArrays must list each original's sub-flows together")
+    orig_pos = member[rank]
+    orig = np.array(gated, np.int64)[orig_pos]
+    # sizes, DSCPs, caps
+    if not np.issubdtype(np.asarray(arr.size).dtype, np.integer):
+        raise SchedulerError(f"{scheduler.name}: gate_split_arrays: sub-flow sizes are not byte counts")
+    size = np.asarray(arr.size, np.int64)
+    dscp = np.asarray(arr.dscp, np.int64)
+    rate = np.full(m, math.inf) if arr.rate is None else np.asarray(arr.rate, np.float64)
+    bad = np.flatnonzero((size < 0) | (dscp < 0) | (dscp > 63) | ~(rate > 0))
+    if len(bad):
+        raise SchedulerError(f"{who(gate_of[bad[0]])}: a sub-flow's size, DSCP or rate is out of range")
+    # dependencies: sub-flows of the same gate
+    lens = np.diff(np.asarray(arr.dep_ptr, np.int64))
+    if (lens < 0).any():
+        raise SchedulerError(f"{who(gate_of[np.flatnonzero(lens < 0)[0]])}: SplitArrays dep_ptr decreases")
+    dep = np.asarray(arr.dep, np.int64)
+    owner = np.repeat(np.arange(m), lens)
+    bad = (dep < 0) | (dep >= m)
+    bad[~bad] = gate_of[dep[~bad]] != gate_of[owner[~bad]]
+    if bad.any():
+        x = owner[np.flatnonzero(bad)[0]]
+        raise SpecError("scheduler", f"{who(gate_of[x])}: a sub-flow depends on items outside the split")
+    # bytes conserved: each original's sub-flows carry its size (check_conservation says how not)
+    carried = np.add.reduceat(size, starts) if m else np.zeros(0, np.int64)
+    firsts = orig[starts]
+    wrong = np.flatnonzero(carried != cj.size[firsts]).tolist()
+    wrong += [x for x, k in enumerate(firsts.tolist()) if flows[k].src == flows[k].dst]
+    for x in wrong:
+        f, g = flows[int(firsts[x])], gate_of[starts[x]]
+        end = starts[x + 1] if x + 1 < len(starts) else m
+        check_conservation(f, [(f.src, f.dst, int(b)) for b in size[starts[x] : end]], who(g))
+        raise SchedulerError(f"{who(g)}: the sub-flows of {f.id} do not carry its bytes")
+    # dependents (CSR) and no cycle (check_acyclic names one)
+    suffix_of = np.asarray(arr.suffix, np.int64)
+    dependents = owner[np.argsort(dep, kind="stable")]
+    ptr = np.zeros(m + 1, np.int64)
+    np.cumsum(np.bincount(dep, minlength=m), out=ptr[1:])
+    stuck = _acyclic(lens, ptr, dependents)
+    if stuck >= 0:
+        g = int(gate_of[stuck])  # its gate's split as a Split, for check_acyclic to name the cycle
+        xs = np.flatnonzero(gate_of == g)
+        local = np.full(m, -1, np.int64)
+        local[xs] = np.arange(len(xs))
+        mine = np.concatenate([dep[arr.dep_ptr[x] : arr.dep_ptr[x + 1]] for x in xs] + [np.zeros(0, np.int64)])
+        part = SplitArrays(rank[xs] - f_off[g], size[xs], suffix_of[xs], arr.suffixes,
+                           np.concatenate([[0], np.cumsum(lens[xs])]), local[mine], dscp[xs], rate[xs])  # fmt: skip
+        check_acyclic(part.split([_as_offered(flows[k]) for k in gates[names[g]]]), who(g))
+        raise SchedulerError(f"{who(g)}: sub-flow dependencies form a cycle")
+    # ids: the original's id + its suffix (a checked Split's: no prefix, the suffix is the whole id)
+    suffix = np.asarray(arr.suffix, np.int64)
+    if m and (suffix.min() < 0 or suffix.max() >= len(arr.suffixes)):
+        x = int(np.flatnonzero((suffix < 0) | (suffix >= len(arr.suffixes)))[0])
+        raise SchedulerError(f"{who(gate_of[x])}: SplitArrays suffix outside its suffixes")
+    prefix = np.zeros(m, np.int64) if whole else orig_pos + 1
+    table = list(arr.suffixes)
+    p_raw = [b""] + [flows[k].id.encode() for k in gated]
+    s_raw = [s.encode() for s in table]
+    p_len = np.array([len(r) for r in p_raw], np.int64)
+    s_len = np.array([len(r) for r in s_raw] or [0], np.int64)
+    p_crc = np.array([zlib.crc32(r) for r in p_raw], np.int64)
+    s_crc = np.array([zlib.crc32(r) for r in s_raw] or [0], np.int64)
+    lengths = sorted(set(s_len.tolist()))
+    tables = _crc_tables(lengths)
+    li = np.searchsorted(np.array(lengths, np.int64), s_len)[suffix]
+    v = p_crc[prefix]
+    crc = (tables[li, 0, v & 255] ^ tables[li, 1, v >> 8 & 255] ^ tables[li, 2, v >> 16 & 255]
+           ^ tables[li, 3, v >> 24 & 255]).astype(np.int64) ^ s_crc[suffix]  # fmt: skip
+    id_len = p_len[prefix] + s_len[suffix]
+    slash_s = [i for i, r in enumerate(s_raw) if b"/" in r]
+    slash_p = [i for i, r in enumerate(p_raw) if b"/" in r]
+    slashed = np.isin(suffix, slash_s) | np.isin(prefix, slash_p) if slash_s or slash_p else None
+    if slashed is not None and slashed.any():
+        x = int(np.flatnonzero(slashed)[0])
+        raise SchedulerError(f"{who(gate_of[x])}: sub-flow id {_sub_id(p_raw, s_raw, prefix, suffix, x)!r} is not new "
+                             "in the run")  # fmt: skip
+    _check_new(p_raw, s_raw, prefix, suffix, crc, id_len, taken, p_crc, p_len, gate_of, who)
+    # routes: ECMP spine by the CRC-32, routes in order of first use after the job's
+    net = cj.kind[orig] == NET
     nic_base = np.cumsum([0] + [s.nics for s in cluster.servers])
+    nic_of: dict[str, int] = {}  # endpoint -> its NIC numbered over the cluster
+    for e in {f.dst for f in flows.values()}:
+        nic_of[e] = int(nic_base[placement[e].server]) + placement[e].nic
+    dst_nic = np.array([nic_of[flows[k].dst] for k in gated], np.int64)
+    a_nic, b_nic = cj.nic[orig].astype(np.int64), dst_nic[orig_pos]
+    nic_leaf = np.array([topology.nics[sv][k].leaf for sv in range(len(cluster.servers))
+                         for k in range(cluster.servers[sv].nics)], np.int64)  # fmt: skip
+    nspines, total = len(topology.spines), cj.nics
+    cross = net & (nic_leaf[a_nic] != nic_leaf[b_nic])
+    spine = np.where(cross, crc % max(nspines, 1), -1) if nspines else np.full(m, -1, np.int64)
+    rkey = (a_nic * total + b_nic) * (nspines + 1) + (spine + 1)
+    route = np.full(m, -1, np.int64)
+    base = len(route_of)
     new_routes = []
-    route = np.full(m, -1, np.int32)
-    spine = np.full(m, -1, np.int32)
-    for x, (sub, o, _) in enumerate(subs):
-        if cj.kind[o] != NET:
-            continue
-        f = flows[o]
-        a, b = placement[f.src], placement[f.dst]
-        sp = topology.ecmp_spine((a.server, a.nic), (b.server, b.nic), sub.id)
-        spine[x] = -1 if sp is None else sp
-        rkey = (int(nic_base[a.server] + a.nic) * total + int(nic_base[b.server] + b.nic)) * (nspines + 1) + (
-            spine[x] + 1
-        )  # fmt: skip
-        r = route_of.get(rkey)
-        if r is None:
-            r = route_of[rkey] = len(uniq) + len(new_routes)
-            new_routes.append(fabric.route((a.server, a.nic), (b.server, b.nic), sp))
-        route[x] = r
+    if net.any():
+        uniq, first, inverse = np.unique(rkey[net], return_index=True, return_inverse=True)
+        order = np.argsort(first, kind="stable")  # route keys in order of first use
+        at = np.flatnonzero(net)[first[order]]
+        server_of_nic = np.repeat(np.arange(len(cluster.servers)), [s.nics for s in cluster.servers])
+        ends = []
+        for nics in (a_nic[at], b_nic[at]):
+            ends.append(zip(server_of_nic[nics].tolist(), (nics - nic_base[server_of_nic[nics]]).tolist()))
+        got = []
+        for key, a, b, spn in zip(uniq[order].tolist(), ends[0], ends[1], spine[at].tolist()):
+            r = route_of.get(key)
+            if r is None:
+                r = route_of[key] = base + len(new_routes)
+                new_routes.append(fabric.route(a, b, None if spn < 0 else spn))
+            got.append(r)
+        r_of = np.empty(len(uniq), np.int64)
+        r_of[order] = got
+        route[net] = r_of[inverse.ravel()]
     if new_routes:  # after the job's routes (without the placeholder row of a job that has none)
-        base = len(uniq)
         links, hops, latency = _route_table(new_routes)
         cj.route_links = np.concatenate([cj.route_links[:base], links])
         cj.route_hops = np.concatenate([cj.route_hops[:base], hops])
         cj.route_latency = np.concatenate([cj.route_latency[:base], latency])
-    size = np.array([sub.size for sub, _, _ in subs], np.int64)
-    dscp = np.array([sub.dscp for sub, _, _ in subs], np.int8)
-    net = cj.kind[orig] == NET
     add = dict(
         kind=cj.kind[orig], device=np.full(m, -1, np.int32), duration=np.zeros(m), route=route,
-        bits=np.where(net, _wire_bits(size), 0.0),
-        prio=np.where(net, classes[dscp.astype(np.int64)], 0), dscp=dscp, size=size,
-        cap=np.array([math.inf if sub.rate is None else sub.rate for sub, _, _ in subs]), key=cj.key[orig],
-        bar=np.zeros(m, np.int64), queued=np.zeros(m, np.bool_), nic=cj.nic[orig], spine=spine,
-        missing=np.array([len(sub.deps) + 1 for sub, _, _ in subs], np.int32), iteration=cj.iteration[orig],
-        ctype=cj.ctype[orig], coflow=cj.coflow[orig],
+        bits=np.where(net, _wire_bits(size), 0.0), prio=np.where(net, classes[dscp], 0), dscp=dscp, size=size,
+        cap=rate, key=cj.key[orig], bar=np.zeros(m, np.int64), queued=np.zeros(m, np.bool_), nic=cj.nic[orig],
+        spine=np.where(net, spine, -1), missing=lens + 1, iteration=cj.iteration[orig], ctype=cj.ctype[orig],
+        coflow=cj.coflow[orig],
     )  # fmt: skip
     for name, col in add.items():
         setattr(cj, name, np.concatenate([getattr(cj, name), col.astype(getattr(cj, name).dtype)]))
-    dependents: dict[int, list[int]] = {index[i]: [] for i in sub_ids}
-    for x, (sub, _, _) in enumerate(subs):
-        for d in sub.deps:
-            dependents[index[d]].append(n_job + x)
-    counts = np.array([len(dependents[n_job + x]) for x in range(m)], np.int64)
-    cj.dep_ptr = np.concatenate([cj.dep_ptr, cj.dep_ptr[-1] + np.cumsum(counts)])
-    cj.dep_idx = np.concatenate([cj.dep_idx, np.array([j for x in range(m) for j in dependents[n_job + x]], np.int32)])
-    cj.gate, cj.gate_size, cj.gate_sub, cj.parent, cj.children = _gate_arrays(gates, subs, n_job)
-    raw = [i.encode() for i in sub_ids]
-    ends = cj.ids.offsets[-1] + np.cumsum([len(r) for r in raw])
-    cj.ids = Ids(cj.ids.blob + b"".join(raw), np.concatenate([cj.ids.offsets, ends]))
+    cj.dep_ptr = np.concatenate([cj.dep_ptr, cj.dep_ptr[-1] + ptr[1:]])
+    cj.dep_idx = np.concatenate([cj.dep_idx, (n_job + dependents).astype(np.int32)])
+    cj.gate, cj.gate_size, cj.gate_sub, cj.parent, cj.children = _gate_arrays(gates, orig.astype(np.int32), gate_of,
+                                                                             n_job)  # fmt: skip
+    parts = np.empty(2 * m, object)
+    parts[0::2] = np.array(p_raw, object)[prefix]
+    parts[1::2] = np.array(s_raw + [b""], object)[suffix]
+    blob = b"".join(parts.tolist())
+    if isinstance(cj.ids, Ids):
+        cj.ids = Ids(cj.ids.blob + blob, np.concatenate([cj.ids.offsets, cj.ids.offsets[-1] + np.cumsum(id_len)]))
+    else:
+        ends = np.cumsum(id_len).tolist()
+        cj.ids = list(cj.ids) + [blob[s:e].decode() for s, e in zip([0] + ends[:-1], ends)]
+
+
+def _sub_id(p_raw, s_raw, prefix, suffix, x) -> str:
+    return (p_raw[prefix[x]] + s_raw[suffix[x]]).decode()
+
+
+def _check_new(p_raw, s_raw, prefix, suffix, crc, id_len, taken, p_crc, p_len, gate_of, who) -> None:
+    """Sub-flow ids differ from each other and from ``taken`` (``None``: the gated flows', the
+    prefixes ``p_raw[1:]``): ids of equal (length, CRC-32) are compared as strings."""
+    if taken is None:
+        t_key = (p_len[1:] << 32) | p_crc[1:]
+        t_raw = p_raw[1:]
+    else:
+        t_raw = [t.encode() for t in taken]
+        t_key = np.array([len(r) << 32 | zlib.crc32(r) for r in t_raw], np.int64)
+    key = np.concatenate([t_key, (id_len << 32) | crc])
+    order = np.argsort(key, kind="stable")
+    same = np.flatnonzero(key[order][1:] == key[order][:-1])
+    if not len(same):
+        return
+    seen: dict[bytes, int] = {}
+    nt = len(t_raw)
+    for y in sorted(set(order[same].tolist()) | set(order[same + 1].tolist())):  # taken first, then sub-flows in order
+        raw = t_raw[y] if y < nt else p_raw[prefix[y - nt]] + s_raw[suffix[y - nt]]
+        if raw in seen and y >= nt:
+            raise SchedulerError(f"{who(gate_of[y - nt])}: sub-flow id {raw.decode()!r} is not new in the run")
+        seen[raw] = y
 
 
 def run_compact(cj: CompactJob, analysis: bool = False, work: int = 1024) -> CompactResult:

@@ -459,3 +459,115 @@ def test_railbed_simulate_builds_a_job_over_the_item_bound_as_arrays(tmp_path, m
         items = load_items(tmp_path / "out" / name / "items.npz")
         assert list(items["ids"]) == list(job.items) and np.array_equal(items["end"], want.end)
     assert "in notes" in (tmp_path / "out" / "comparison.txt").read_text()  # no records, no FCTs of 0 s
+
+
+# ------------------------------------ gated splits in array form (Scheduler.gate_split_arrays)
+
+
+def objects_only(name: str):
+    """The scheduler ``name`` without its array form: the compact engine takes its ``gate_split``
+    (a :class:`Split` of :class:`SubFlow` s) and checks and converts it sub-flow by sub-flow."""
+    base = type(by_name(name))
+
+    class ObjectsOnly(base):
+        def gate_split_arrays(self, gates, placement, cluster):
+            return None
+
+    return ObjectsOnly()
+
+
+def with_spines(spec: ClusterSpec, spines: int) -> ClusterSpec:
+    d = spec.to_dict()
+    d["fabric"]["spines"] = spines
+    return ClusterSpec.from_dict(d)
+
+
+def gated_moe_job(rng: random.Random) -> tuple[Job, ClusterSpec]:
+    """The first of ``random_moe_job``'s jobs with EP coflows between servers (Hermod gates them)."""
+    while True:
+        job, spec = random_moe_job(rng)
+        probe = Hermod()
+        probe.place(job.public(), spec)
+        if probe.matched:
+            return job, spec
+
+
+@pytest.mark.parametrize("seed", range(10))
+@pytest.mark.parametrize("name", ["hermod", "hermod-literal"])
+def test_the_array_split_is_the_object_split(seed, name):
+    """Alg. 3's split as arrays (``gate_split_arrays``, appended with numpy) and as the Split that
+    ``gate_split`` and ``on_ready`` return (checked and appended one sub-flow at a time): the same
+    CompactJob, and per sub-flow of the Split the same id, original, bytes, DSCP, dependencies
+    and ECMP spine (CRC-32 of its id; 7 spines so that more than its last bit counts)."""
+    job, spec = gated_moe_job(random.Random(900 + seed))
+    spec = with_spines(spec, 7)
+    fast, slow = compact(job, by_name(name), spec), compact(job, objects_only(name), spec)
+    same_compact_job(fast, slow)
+    sched = by_name(name)
+    placement = sched.place(job.public(), spec)
+    index = {i: k for k, i in enumerate(fast.ids)}
+    deps_of: dict[int, list[int]] = {}
+    for k in range(fast.items):
+        for x in fast.dep_idx[fast.dep_ptr[k] : fast.dep_ptr[k + 1]]:
+            deps_of.setdefault(int(x), []).append(k)
+    from railbed.topology import Topology
+
+    topo, subs = Topology(spec), 0
+    for ids in sched.members.values():
+        flows = [job.items[i] for i in ids]
+        arrays = sched.gate_split_arrays([flows], placement, spec)
+        split = sched.gate_split(flows, placement, spec)
+        assert arrays.split(flows) == split
+        for orig, parts in split.parts.items():
+            assert fast.children[index[orig]] == len(parts) > 0
+            for sub in parts:
+                k = index[sub.id]
+                assert k >= len(job.items) and fast.ids[fast.parent[k]] == orig
+                assert (int(fast.size[k]), int(fast.dscp[k]), math.isinf(fast.cap[k])) == (sub.size, sub.dscp, True)
+                assert sorted(deps_of.get(k, [])) == sorted(index[d] for d in sub.deps)
+                a, b = placement[job.items[orig].src], placement[job.items[orig].dst]
+                if fast.kind[k] == NET:
+                    want = topo.ecmp_spine((a.server, a.nic), (b.server, b.nic), sub.id)
+                    assert fast.spine[k] == (-1 if want is None else want), sub.id
+                subs += 1
+    assert subs == fast.items - len(job.items) > 0
+
+
+class BrokenArrays(Hermod):
+    """Hermod whose arrays break one rule of a Split (``how``), to see the engine refuse them."""
+
+    def __init__(self, how: str) -> None:
+        super().__init__()
+        self.how = how
+
+    def gate_split_arrays(self, gates, placement, cluster):
+        from dataclasses import replace
+
+        a = super().gate_split_arrays(gates, placement, cluster)
+        if self.how == "bytes":
+            size = a.size.copy()
+            size[0] += 1
+            return replace(a, size=size)
+        if self.how == "cycle":  # the first sub-flow waits for itself
+            dep = np.concatenate([[0], a.dep])
+            ptr = np.concatenate([[0], a.dep_ptr[1:] + 1])
+            return replace(a, dep=dep, dep_ptr=ptr)
+        if self.how == "ids":  # every sub-flow named as its original
+            return replace(a, suffixes=("",) * len(a.suffixes))
+        if self.how == "unsplit":  # the last original gets none
+            keep = a.flow != a.flow[-1]
+            return replace(a, flow=a.flow[keep], size=a.size[keep], suffix=a.suffix[keep], dscp=a.dscp[keep],
+                           dep_ptr=np.zeros(int(keep.sum()) + 1, np.int64), dep=a.dep[:0])  # fmt: skip
+        raise AssertionError(self.how)
+
+
+@pytest.mark.parametrize("how, match", [("bytes", "leave .* bytes"), ("cycle", "cycle"), ("ids", "not new"),
+                                        ("unsplit", "gets no sub-flows")])  # fmt: skip
+def test_the_engine_checks_split_arrays_as_the_dispatcher_checks_a_split(how, match):
+    """Bytes not conserved, a cycle, an id used twice, an original without sub-flows: refused
+    with the Dispatcher's error (SchedulerError), from the arrays checked with numpy."""
+    from railbed.dispatch import SchedulerError
+
+    job, spec = gated_moe_job(random.Random(100))
+    with pytest.raises(SchedulerError, match=match):
+        compact(job, BrokenArrays(how), spec)

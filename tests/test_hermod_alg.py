@@ -2,6 +2,7 @@
 Tables 5.3-5.4 (seed 004, §5.3.1), and Alg. 3's EP matching (§5.3.2)."""
 
 import itertools
+import random
 
 import numpy as np
 import pytest
@@ -235,3 +236,30 @@ def test_matching_rejects_bad_matrices():
     for bad in ([[1, 0], [0, 0]], [[0, -1], [0, 0]], [[0, 1, 2]]):
         with pytest.raises(ValueError):
             matching_phases(bad)
+
+
+def test_port_matching_batch_is_each_coflow_alone():
+    """Alg. 3 on many coflows at once (the compact engine's form) gives every coflow the pieces,
+    phases, sizes and dependencies it gets alone, its flows and pieces numbered after the earlier
+    coflows'; ports a flow per pair or shared (then a flow is split where a portion ends)."""
+    from schedulers.hermod_alg import port_matching_arrays, port_matching_batch
+
+    rng = random.Random(7)
+    coflows = []
+    for k in range(40):
+        ports = rng.randint(2, 6)
+        pairs = [(s, d) for s in range(ports) for d in range(ports) if s != d]
+        if k % 2:  # shared ports: several flows per pair
+            pairs = [rng.choice(pairs) for _ in range(rng.randint(1, 12))]
+        coflows.append(([f"p{s}" for s, _ in pairs], [f"p{d}" for _, d in pairs],
+                        [rng.choice([0, rng.randint(1, 10**6)]) for _ in pairs]))  # fmt: skip
+    pc, first = port_matching_batch(coflows)
+    base = 0
+    for c, (src, dst, size) in enumerate(coflows):
+        one, a, b = port_matching_arrays(src, dst, size), first[c], first[c + 1]
+        assert np.array_equal(pc.flow[a:b] - base, one.flow) and np.array_equal(pc.size[a:b], one.size)
+        assert np.array_equal(pc.phase[a:b], one.phase)
+        assert np.array_equal(pc.dep_ptr[a : b + 1] - pc.dep_ptr[a], one.dep_ptr)
+        assert np.array_equal(pc.dep[pc.dep_ptr[a] : pc.dep_ptr[b]] - a, one.dep)
+        assert [sum(int(x) for x in one.size[one.flow == n]) for n in range(len(src))] == list(size)
+        base += len(src)
