@@ -1,6 +1,8 @@
 """G3 (seed 004 ch. 4): Alg. 2's swaps and the bin order by hand, the numba kernels against their
 twins, and the job's pipelines (what a next-layer bin waits for) on a small generated graph."""
 
+import json
+
 import numpy as np
 import pytest
 
@@ -137,6 +139,8 @@ def test_eager_bins_wait_for_their_own_inputs_only():
 def test_resident_parts_have_no_loads_and_bins_still_wait_for_their_inputs():
     res = gnn_hybrid(**SMALL, pipeline="g3", partitioner="metis", resident="auto")  # this small part fits
     assert res.flows[0].tags["hybrid"]["resident"] and not [i for i in res.items if ".l" in i.split(".")[-1]]
+    assert type(res.flows[0].tags["hybrid"]["resident"]) is bool  # not numpy's: the runner saves the job as JSON
+    json.dumps(res.to_dict())
     comp = [i for i in res.items if i.startswith("e0.f2.c")]
     assert comp and all(d.startswith(("e0.f1.c", "e0.x1.")) for c in comp for d in res.items[c].deps)
 

@@ -203,7 +203,7 @@ def gnn_hybrid(
         raise SpecError("model", f"unknown model {model!r} (known: {', '.join(MODELS)})")
     width = hidden * (GAT_HEADS if model == "gat" else 1)  # GAT concatenates its heads' outputs
     dims = [ds.features] + [width] * (layers - 1) + [ds.classes]
-    fits = max(part_bytes(lay, w, dims) for w in range(workers)) <= GPU_MEMORY / 2
+    fits = bool(max(part_bytes(lay, w, dims) for w in range(workers)) <= GPU_MEMORY / 2)
     keep = pipeline == "barrier" or resident == "yes" or (resident == "auto" and fits)
     job = Job(name or f"hybrid-{ds.name}-{workers}w-{partitioner}-{pipeline}")
     for w in range(workers):
