@@ -1,6 +1,8 @@
 """G3 (seed 004 ch. 4): Alg. 2's swaps and the bin order by hand, the numba kernels against their
 twins, and the job's pipelines (what a next-layer bin waits for) on a small generated graph."""
 
+import json
+
 import numpy as np
 import pytest
 
@@ -137,6 +139,8 @@ def test_eager_bins_wait_for_their_own_inputs_only():
 def test_resident_parts_have_no_loads_and_bins_still_wait_for_their_inputs():
     res = gnn_hybrid(**SMALL, pipeline="g3", partitioner="metis", resident="auto")  # this small part fits
     assert res.flows[0].tags["hybrid"]["resident"] and not [i for i in res.items if ".l" in i.split(".")[-1]]
+    assert type(res.flows[0].tags["hybrid"]["resident"]) is bool  # not numpy's: the runner saves the job as JSON
+    json.dumps(res.to_dict())
     comp = [i for i in res.items if i.startswith("e0.f2.c")]
     assert comp and all(d.startswith(("e0.f1.c", "e0.x1.")) for c in comp for d in res.items[c].deps)
 
@@ -150,3 +154,23 @@ def test_barrier_waits_for_the_whole_exchange_and_sizes_follow_the_cut():
     assert sent(gnn_hybrid(**SMALL, pipeline="barrier", partitioner="hash")) > 2 * sent(bar)
     gat = gnn_hybrid(**SMALL, pipeline="barrier", partitioner="metis", model="gat")
     assert sent(gat) == 8 * sent(bar)  # eight heads' outputs concatenated: eight times the rows' bytes
+
+
+def test_scenarios_use_the_bins_the_thesis_states():
+    """§4.6: G3's bins equal DGL's batch against DGL, 5000 nodes on ogbn-products against the full-graph systems;
+    §4.6.7: bins of 11 for Fig. 4.17; bins loaded from the host every layer by default (§4.4.1, §4.6.4)."""
+    import inspect
+    from pathlib import Path
+
+    import yaml
+
+    here = Path(__file__).resolve().parent.parent / "scenarios" / "g3"
+    args = lambda name: yaml.safe_load((here / name).read_text())["job"]["args"]  # noqa: E731
+    dgl = yaml.safe_load((here / "products-dgl.yaml").read_text())
+    batch = next(s for s in dgl["schedulers"] if s["label"] == "dgl")["job"]["args"]["batch"]
+    assert args("products-dgl.yaml")["bin_size"] == batch == 1000
+    assert args("products-fullgraph.yaml")["bin_size"] == args("products-fullgraph-gat.yaml")["bin_size"] == 5000
+    assert args("products-pipeline.yaml")["bin_size"] == 11
+    assert inspect.signature(gnn_hybrid).parameters["resident"].default == "no"
+    for name in ("products-dgl.yaml", "products-fullgraph.yaml", "products-pipeline.yaml"):
+        assert args(name)["hidden"] == 16 and args(name)["layers"] == 2  # §4.6: "2-layer GNNs with a hidden dimension"

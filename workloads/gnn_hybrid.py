@@ -38,7 +38,9 @@ Hybrid parallelism (§4.2.1)
     and its node embeddings will be transferred from host memory to GPU
     memory" is a stage of every bin's lifespan (§4.4.1), and G3's workers
     build every bin on the host (§4.5.2, "wrap the bin's nodes and their
-    incident edges into DGLBlock format"); ``auto`` (ours, the other
+    incident edges into DGLBlock format"), and the thesis's ogbn-products
+    runs swapped ("at the cost of more CPU-GPU memory swapping" with smaller
+    bins, §4.6.4; GAT's "extra memory swapping overhead", §4.6.2); ``auto`` (ours, the other
     reading: bins are swapped "to relieve resource constraints", §4.6.2)
     keeps parts that fit in half of the GPU's 24 GB (:func:`part_bytes`);
     ``yes``. ``barrier``: the full-graph baselines (NeutronStar,
@@ -203,7 +205,7 @@ def gnn_hybrid(
         raise SpecError("model", f"unknown model {model!r} (known: {', '.join(MODELS)})")
     width = hidden * (GAT_HEADS if model == "gat" else 1)  # GAT concatenates its heads' outputs
     dims = [ds.features] + [width] * (layers - 1) + [ds.classes]
-    fits = max(part_bytes(lay, w, dims) for w in range(workers)) <= GPU_MEMORY / 2
+    fits = bool(max(part_bytes(lay, w, dims) for w in range(workers)) <= GPU_MEMORY / 2)
     keep = pipeline == "barrier" or resident == "yes" or (resident == "auto" and fits)
     job = Job(name or f"hybrid-{ds.name}-{workers}w-{partitioner}-{pipeline}")
     for w in range(workers):
