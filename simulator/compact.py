@@ -602,6 +602,22 @@ def _acyclic(ndeps, ptr, dependents):  # pragma: no cover - numba
     return -1
 
 
+def acyclic_reference(ndeps, ptr, dependents) -> int:
+    """:func:`_acyclic`'s twin: repeatedly order every sub-flow whose dependencies are all ordered;
+    -1 if all get ordered, else the first one left (in or behind a cycle)."""
+    deps: dict[int, list[int]] = {x: [] for x in range(len(ndeps))}
+    for d in range(len(ndeps)):
+        for x in dependents[ptr[d] : ptr[d + 1]]:
+            deps[int(x)].append(d)
+    done: set[int] = set()
+    while True:
+        ready = [x for x in deps if x not in done and all(d in done for d in deps[x])]
+        if not ready:
+            left = [x for x in deps if x not in done]
+            return left[0] if left else -1
+        done.update(ready)
+
+
 def compact_arrays(
     aj: ArrayJob, scheduler: Scheduler, cluster: ClusterSpec, policy: str | Policy = "dscp-priority"
 ) -> CompactJob:

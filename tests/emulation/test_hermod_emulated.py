@@ -84,6 +84,24 @@ def test_pp_preempts_dp_in_flight_of_the_same_microbatch():
     assert got["hermod-literal"]["pp"].end > got["hermod"]["pp"].end * 1.15  # beyond the band: the mechanism shows
 
 
+def test_metadata_all_gather_is_not_held_behind_an_ep_transfer():
+    """hermod's metadata queue on real sockets: an EP transfer of microbatch 0 on the wire from 0,
+    microbatch 1's 512-byte metadata ready at T/2 on the same NIC. hermod (top queue, never held)
+    sends it at once: it ends near T/2; ordered as EP (hermod-literal) it waits: about T
+    (tests/test_hermod_sim.py has both exactly)."""
+    job = Job("metadata-beside-ep")
+    job.endpoint("a", Location(0, "gpu0", 0))
+    job.endpoint("b", Location(1, "gpu0", 0))
+    job.flow("ep", "a", "b", S, coflow_type="EP", microbatch=0, layer=0)
+    job.task("c", "a", T / 2)
+    job.flow("meta", "a", "b", 512, ["c"], coflow_type="EP", microbatch=1, layer=0, tags={"metadata": True})
+    job.validate()
+    with Testbed(SPEC, scale=K) as tb:
+        got = {name: run(job, by_name(name), tb).items["meta"].end for name in ("hermod", "hermod-literal")}
+    assert got["hermod"] == pytest.approx(0.5 * T, rel=0.15)
+    assert got["hermod-literal"] == pytest.approx(T, rel=0.15)
+
+
 def test_ep_matching_over_shared_nics_meets_the_busiest_nics_bytes():
     """Alg. 3 over the NICs (hermod's ``match: nic``) on real sockets: 3 servers of 2 GPUs behind
     one NIC, an EP coflow whose busiest NIC sends and receives 4 S
