@@ -93,3 +93,23 @@ def test_hermod_rows_say_what_sets_the_price_of_a_lost_packet():
         "emulator (k = 1000, cubic, min RTO 5 ms real = 5 us model)"
     )
     assert _backend({"backend": "fluid"}) == "fluid"
+
+
+def test_hermod_rows_compare_one_iteration_or_the_mean(tmp_path):
+    """``--iteration N`` compares iteration N's times (the first starts a cold pipeline); the seed
+    of a routing draw other than 0 is named."""
+    import json
+
+    from scenarios.hermod.rows import markdown, row
+
+    args = {"model": "qwen-moe-12l", "dp": 8, "iterations": 2, "seed": 3, "nics_per_server": 2}
+    (tmp_path / "scenario.yaml").write_text(json.dumps({"name": "probe", "job": {"args": args}}))
+    for name, its in (("megatron", {"0": 2.0, "1": 4.0}), ("hermod", {"0": 3.0, "1": 3.0})):
+        (tmp_path / name).mkdir()
+        result = {"iterations": its, "makespan": sum(its.values()), "backend": "fluid"}
+        (tmp_path / name / "result.json").write_text(json.dumps(result))
+    assert row(tmp_path)["change"]["hermod"] == pytest.approx(0.0)  # 3 against 3
+    first = row(tmp_path, only=0)
+    assert first["change"]["hermod"] == pytest.approx(0.5)  # 3 against 2
+    text = markdown([first], ["megatron", "hermod"])
+    assert "2 iterations (iteration 0 alone), routing seed 3" in text and "+50.0 %" in text
