@@ -187,3 +187,30 @@ def test_the_report_carries_the_lag_verdict_as_a_problem():
     assert fid["start_lag_max"] == 6.25e-3
     _, quiet = fidelity_report(samples, {}, {}, {}, makespan=makespan, fluid_makespan=fluid, start_lags=lags[:1])
     assert quiet["ok"] and quiet["start_lag_max"] == 4e-6
+
+
+def test_a_saturated_cpu_is_a_problem_only_when_the_run_diverged():
+    from emulator.fidelity import BUSY_EXCESS, CPU_SATURATION_LIMIT, cpu_verdict
+
+    # measured (docs/hermod.md): CPU saturated in 66 % of samples, 390.76 ms against the fluid model's 228.57
+    problem = cpu_verdict(0.66, 390.76e-3, 228.57e-3)
+    assert problem and "66% of samples" in problem and "71.0 % above" in problem
+    assert cpu_verdict(0.66, 390.76e-3) is None  # nothing to compare with: the warning only
+    assert cpu_verdict(CPU_SATURATION_LIMIT, 2.0, 1.0) is None  # not saturated enough
+    assert cpu_verdict(0.66, 1 + BUSY_EXCESS - 1e-9, 1.0) is None  # kept up
+    assert cpu_verdict(0.66, 1 + BUSY_EXCESS, 1.0)
+
+
+def test_the_report_carries_the_cpu_verdict_unless_loss_or_lag_explain_the_run():
+    from emulator.fidelity import Sample, fidelity_report
+
+    busy = [Sample(float(t), {}, (10 * t, 10 * t)) for t in range(5)]  # busy every interval
+    _, fid = fidelity_report(busy, {}, {}, {}, makespan=0.39, fluid_makespan=0.23)
+    assert not fid["ok"] and fid["problems"][0].startswith("host CPU >= 95% busy in 100% of samples")
+    _, on_time = fidelity_report(busy, {}, {}, {}, makespan=0.24, fluid_makespan=0.23)
+    assert on_time["ok"] and on_time["warnings"][0].startswith("host CPU")
+    idle = [Sample(float(t), {}, (t, 10 * t)) for t in range(5)]
+    assert fidelity_report(idle, {}, {}, {}, makespan=0.39, fluid_makespan=0.23)[1]["ok"]
+    lags = [(0.1, "late")]  # the controller's lag explains it: one problem, not two
+    _, lagged = fidelity_report(busy, {}, {}, {}, makespan=0.39, fluid_makespan=0.23, start_lags=lags)
+    assert len(lagged["problems"]) == 1 and lagged["problems"][0].startswith("the controller sent flow")
