@@ -3,10 +3,12 @@
 import math
 import random
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from hwmodels.maxmin import maxmin_kernel, pack_paths
 from railbed.job import Job, Leg, Location, PathOption
 from railbed.scheduler import Change, Split, SubFlow
 from railbed.spec import ClusterSpec
@@ -199,7 +201,7 @@ def test_maxmin_kernel_agrees_with_the_reference(seed):
     rng = random.Random(seed)
     inst = random_instance(rng, rng.randint(1, 12), rng.randint(1, 30))
     fast, slow = maxmin(*inst), maxmin_reference(*inst)
-    assert list(fast) == pytest.approx(slow, rel=1e-9)
+    assert list(fast) == slow  # to the bit: the twins subtract a round's rates in one order
 
 
 @pytest.mark.parametrize("seed", range(60))
@@ -207,7 +209,55 @@ def test_maxmin_kernel_agrees_with_the_reference_on_edge_cases(seed):
     rng = random.Random(7000 + seed)
     inst = edge_instance(rng, rng.randint(1, 8), rng.randint(1, 20))
     fast, slow = maxmin(*inst), maxmin_reference(*inst)
-    assert list(fast) == pytest.approx(slow, rel=1e-9)
+    assert list(fast) == slow
+
+
+def tie_instance(rng: random.Random, nlinks: int, nflows: int):
+    """Near-ties, where the order in which a round's frozen flows leave a link shows in the
+    last bits: capacities and caps from 1 ulp to 2 EPS apart, caps at fair shares, 3 classes."""
+    c = rng.choice([1e9, 2.5e9, 1e10])
+
+    def near(x: float) -> float:
+        return x * (1 + rng.choice([0.0, 1e-15, -1e-15, 3e-13, -3e-13, 2e-12]))
+
+    capacity = [near(c) for _ in range(nlinks)]
+    paths = [rng.sample(range(nlinks), rng.randint(0, min(3, nlinks))) for _ in range(nflows)]
+    prio = [rng.choice([0, 3, 7]) for _ in range(nflows)]
+    cap = [rng.choice([math.inf, near(c / rng.choice([1, 2, 3, 4, 6]))]) for _ in range(nflows)]
+    return capacity, paths, prio, cap
+
+
+def kernel_rates(capacity, paths, prio, cap, act) -> list[float]:
+    """maxmin_kernel on the active flows ``act``, in that order."""
+    flow_links, nhops = pack_paths(paths)
+    n, nlinks = len(paths), len(capacity)
+    rates = np.zeros(n)
+    maxmin_kernel(
+        np.array(capacity), flow_links, nhops, np.array(prio), np.array(cap), np.array(act), len(act), rates,
+        np.zeros(nlinks), np.zeros(nlinks, np.int64), np.zeros(n, np.int8),
+    )  # fmt: skip
+    return [float(rates[f]) for f in range(n)]
+
+
+def test_maxmin_kernel_equals_the_reference_to_the_bit_on_near_ties_in_any_flow_order():
+    """On near-ties the reference's former order (a set's) differed from the kernel in about 1.5 %
+    of these instances; the stated order (capped flows by cap, then the water level's) never does,
+    and the rates do not depend on the order of the active flows (the compact engine's and
+    the network's ``act`` orders differ from the reference's)."""
+    for seed in range(600):
+        rng = random.Random(5000 + seed)
+        inst = tie_instance(rng, rng.randint(1, 6), rng.randint(1, 40))
+        slow = maxmin_reference(*inst)
+        assert list(maxmin(*inst)) == slow, seed
+        act = list(range(len(inst[1])))
+        rng.shuffle(act)
+        assert kernel_rates(*inst, act) == slow, seed
+
+
+def test_maxmin_kernel_skips_flows_outside_act():
+    capacity, paths, prio, cap = [1e9, 1e9], [[0], [0, 1], [1]], [0, 0, 0], [math.inf] * 3
+    assert kernel_rates(capacity, paths, prio, cap, [2, 0])[::2] == [1e9, 1e9]
+    assert kernel_rates(capacity, paths, prio, cap, [1, 2, 0]) == [5e8, 5e8, 5e8]
 
 
 @pytest.mark.parametrize("top", range(8))
