@@ -33,6 +33,8 @@ the Dispatcher step by step:
 
 * **gates** (:class:`Rule` ``gate``): a flow is held until every flow of its
   gate is held when a round begins; at the first of them in the held list
+  (the list keeps only that one, and members whose key counts for a NIC's
+  best, so a settling looks at a gate once, not at each of its flows)
   the gate is split (``Dispatcher._split``): the originals start, the
   sub-flows without dependencies start (after the sub-flows made ready by
   this report and before the next held item), the rest start when their
@@ -1485,10 +1487,14 @@ def _run_kernel(
         for x in range(nready):
             i = readyl[x]
             ready_t[i] = now
-            held[nheld] = i
-            nheld += 1
             if has_gates and gate[i] >= 0:
                 gcount[gate[i]] += 1
+                if gcount[gate[i]] > 1 and not queued[i]:
+                    # a gate's first member holds its place in the held order (where the gate
+                    # splits); the others only count, unless their keys count for a NIC's best
+                    continue
+            held[nheld] = i
+            nheld += 1
         nready = 0
         ntouched = 0
         if freed >= 0:
