@@ -17,7 +17,7 @@ from railbed.units import wire_bytes
 from schedulers import Decision, Scheduler, SmallFirst, by_name
 from simulator import Simulation, maxmin, maxmin_reference, simulate
 from simulator.fabric import Fabric
-from simulator.network import NumbaNetwork, ReferenceNetwork
+from simulator.network import NumbaNetwork, ReferenceNetwork, peak_utilisation
 from workloads.llm import hybrid_parallel
 
 GBIT = 1e9
@@ -366,6 +366,27 @@ def test_a_class_never_loses_rate_to_lower_classes(inst):
     mine = [f for f in range(len(paths)) if prio[f] == top]
     alone = maxmin(capacity, [paths[f] for f in mine], [top] * len(mine), [cap[f] for f in mine])
     assert [rates[f] for f in mine] == pytest.approx(list(alone), rel=1e-9)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.lists(st.floats(0, 1e12) | st.sampled_from([0.0, 1e9, 1e9 * (1 + 2**-52)]), max_size=6), min_size=1),
+    st.lists(st.floats(1e-3, 1e12) | st.sampled_from([1e9, 3e9, 0.0]), min_size=1),
+)
+def test_peak_utilisation_of_the_highest_load_is_the_highest_utilisation(loads, capacity):
+    """The network keeps each link's highest load and divides once; the utilisation of every
+    load, the largest kept (what it did before), is the same number to the bit."""
+    nlinks = len(capacity)
+    peak_load, peak = np.zeros(nlinks), np.zeros(nlinks)
+    for k, series in enumerate(loads):
+        for x in series:
+            lk = k % nlinks
+            peak_load[lk] = max(peak_load[lk], x)
+            with np.errstate(invalid="ignore", divide="ignore"):
+                u = np.float64(x) / np.float64(capacity[lk])
+            if u > peak[lk]:
+                peak[lk] = u
+    assert list(peak_utilisation(peak_load, np.array(capacity))) == list(peak)
 
 
 @settings(max_examples=60, deadline=None)
