@@ -23,7 +23,11 @@ anything a result reports, far above float rounding).
 sets); ``maxmin_kernel`` is the numba kernel the simulator runs whenever the set
 of flows or a cap changes (public: :func:`simulator.network.advance_kernel`
 calls it inside numba).
-:func:`maxmin` is its thin public wrapper; the tests make the two agree.
+:func:`maxmin` is its thin public wrapper; the tests make the two agree to the
+bit (``tests/test_simulator.py``, near-ties included): within a round, flows
+frozen at their cap leave their links first, in cap order, then those frozen
+at the water level (equal rates: their order cannot change a float). So the
+rates do not depend on the order of the active flows either.
 """
 
 from __future__ import annotations
@@ -44,7 +48,12 @@ def maxmin_reference(
     """Rates (bit/s) of flows over ``paths`` (link ids) on links of ``capacity`` bit/s.
 
     ``prio[f]`` is the flow's class (higher first), ``cap[f]`` its rate limit
-    (``inf``: none). A flow with no link gets its cap."""
+    (``inf``: none). A flow with no link gets its cap.
+
+    The rates equal the kernel's to the bit: a round's frozen flows leave their
+    links in one stated order, those frozen at their cap first, by cap (then by
+    index), then those frozen at the water level (equal rates, so their order
+    does not change ``left``)."""
     left = {lk: float(c) for lk, c in enumerate(capacity)}
     rates = [0.0] * len(paths)
     for level in sorted(set(prio), reverse=True):
@@ -56,18 +65,18 @@ def maxmin_reference(
                     users[lk] = users.get(lk, 0) + 1
             share = {lk: left[lk] / n for lk, n in users.items()}
             water = min([*share.values(), *(cap[f] for f in unfrozen)])
-            done = set()
-            for f in unfrozen:
-                if cap[f] <= water * (1 + EPS):
-                    rates[f] = cap[f]
-                    done.add(f)
-                elif any(share[lk] <= water * (1 + EPS) for lk in paths[f]):
-                    rates[f] = water
-                    done.add(f)
-            for f in done:
+            at_cap = sorted((f for f in unfrozen if cap[f] <= water * (1 + EPS)), key=lambda f: (cap[f], f))
+            at_link = [
+                f for f in sorted(unfrozen - set(at_cap)) if any(share[lk] <= water * (1 + EPS) for lk in paths[f])
+            ]
+            for f in at_cap:
+                rates[f] = cap[f]
+            for f in at_link:
+                rates[f] = water
+            for f in at_cap + at_link:
                 for lk in paths[f]:
                     left[lk] = max(0.0, left[lk] - rates[f])
-            unfrozen -= done
+            unfrozen -= set(at_cap + at_link)
     return rates
 
 
@@ -78,114 +87,117 @@ def maxmin_kernel(
     """Rates of the ``n`` active flows ``act[:n]`` into ``rates``.
 
     ``flow_links[f, :nhops[f]]`` are flow f's links; ``left``/``count`` (per
-    link) and ``state`` (per flow) are scratch arrays. Each round finds the
-    water level (the smallest fair share of a link still in use, or the
-    smallest cap of an unfrozen flow) and freezes the flows of the links at
-    that level through per-link flow lists, so a round costs the links in use
-    plus the flows it freezes, not every flow."""
+    link) and ``state`` (per flow) are scratch arrays. The flows are grouped
+    by class (act order kept inside a class) and each class, highest first,
+    is filled by :func:`_fill_class`."""
     nlinks = link_cap.shape[0]
-    used = np.empty(nlinks, dtype=np.int64)
-    start = np.empty(nlinks, dtype=np.int64)
-    fill = np.empty(nlinks, dtype=np.int64)
-    members = np.empty(max(n * flow_links.shape[1], 1), dtype=np.int64)
-    newly = np.empty(max(n, 1), dtype=np.int64)
-    present = np.zeros(CLASSES, dtype=np.int64)
+    work = np.empty(nlinks + 2 * n + 2 * CLASSES + 2, dtype=np.int64)
+    used, order, capped = work[:nlinks], work[nlinks : nlinks + n], work[nlinks + n : nlinks + 2 * n]
+    first, pos = work[nlinks + 2 * n : nlinks + 2 * n + CLASSES + 1], work[nlinks + 2 * n + CLASSES + 1 :]
+    share = np.empty(nlinks)
+    first[:] = 0
     for i in range(n):
         f = act[i]
-        present[prio[f]] += 1
+        first[prio[f] + 1] += 1
         for h in range(nhops[f]):
             lk = flow_links[f, h]
             left[lk] = link_cap[lk]
             count[lk] = 0
-    for level in range(CLASSES - 1, -1, -1):
-        m = present[level]
-        if m == 0:
-            continue
-        # the class's links and per-link flow lists
-        nused = 0
-        ncapped = 0
-        for i in range(n):
-            f = act[i]
-            if prio[f] != level:
-                continue
-            state[f] = 0  # 0 unfrozen, 1 freezing in this round, 2 frozen
-            if cap[f] < np.inf:
-                ncapped += 1
-            for h in range(nhops[f]):
-                lk = flow_links[f, h]
-                if count[lk] == 0:
-                    used[nused] = lk
-                    nused += 1
-                count[lk] += 1
-        total = 0
-        for k in range(nused):
+    for c in range(CLASSES):  # class c is order[first[c]:first[c + 1]]
+        first[c + 1] += first[c]
+        pos[c] = first[c]
+    for i in range(n):
+        f = act[i]
+        order[pos[prio[f]]] = f
+        pos[prio[f]] += 1
+    for c in range(CLASSES - 1, -1, -1):
+        if first[c] < first[c + 1]:
+            flows = order[first[c] : first[c + 1]]
+            _fill_class(flows, flow_links, nhops, cap, rates, left, count, state, share, used, capped)
+
+
+@njit(cache=True)
+def _fill_class(
+    flows, flow_links, nhops, cap, rates, left, count, state, share, used, capped
+):  # pragma: no cover - numba
+    """Progressive filling of one class's ``flows`` (scratch: the unfrozen ones are kept in
+    front). Each round finds the water level (the smallest fair share of a link still in
+    use, or the smallest cap of an unfrozen flow), then freezes the flows capped at or below
+    it, in cap order, then the flows with a link at it (at the level: equal rates, so their
+    order does not change ``left``); shares are those of the round's start."""
+    m = flows.shape[0]
+    nused = 0
+    ncapped = 0
+    for f in flows:
+        state[f] = 0  # 0 unfrozen, 2 frozen
+        if cap[f] < np.inf:
+            capped[ncapped] = f
+            ncapped += 1
+        for h in range(nhops[f]):
+            lk = flow_links[f, h]
+            if count[lk] == 0:
+                used[nused] = lk
+                nused += 1
+            count[lk] += 1
+    bycap = capped[:ncapped]
+    if ncapped > 1:
+        bycap = bycap[np.argsort(cap[bycap], kind="mergesort")]
+    next_cap = 0
+    while m > 0:
+        water = np.inf
+        keep = 0
+        for k in range(nused):  # links whose flows are all frozen leave the list
             lk = used[k]
-            start[lk] = total
-            fill[lk] = total
-            total += count[lk]
-        capped = np.empty(ncapped, dtype=np.int64)
-        ncapped = 0
-        for i in range(n):
-            f = act[i]
-            if prio[f] != level:
+            if count[lk] > 0:
+                share[lk] = left[lk] / count[lk]
+                water = min(water, share[lk])
+                used[keep] = lk
+                keep += 1
+        nused = keep
+        while next_cap < ncapped and state[bycap[next_cap]] != 0:
+            next_cap += 1
+        if next_cap < ncapped and cap[bycap[next_cap]] < water:
+            water = cap[bycap[next_cap]]
+        limit = water * (1 + EPS)
+        frozen = 0
+        k = next_cap
+        while k < ncapped and cap[bycap[k]] <= limit:
+            f = bycap[k]
+            if state[f] == 0:
+                _freeze(f, cap[f], flow_links, nhops, rates, left, count, state)
+                frozen += 1
+            k += 1
+        keep = 0
+        for x in range(m):
+            f = flows[x]
+            if state[f] != 0:
                 continue
-            if cap[f] < np.inf:
-                capped[ncapped] = f
-                ncapped += 1
+            at_level = False
             for h in range(nhops[f]):
-                lk = flow_links[f, h]
-                members[fill[lk]] = f
-                fill[lk] += 1
-        capped = capped[np.argsort(cap[capped], kind="mergesort")]
-        next_cap = 0
-        while m > 0:
-            water = np.inf
-            for k in range(nused):
-                lk = used[k]
-                if count[lk] > 0:
-                    s = left[lk] / count[lk]
-                    if s < water:
-                        water = s
-            while next_cap < ncapped and state[capped[next_cap]] != 0:
-                next_cap += 1
-            if next_cap < ncapped and cap[capped[next_cap]] < water:
-                water = cap[capped[next_cap]]
-            limit = water * (1 + EPS)
-            nnew = 0
-            k = next_cap
-            while k < ncapped and cap[capped[k]] <= limit:
-                f = capped[k]
-                if state[f] == 0:
-                    rates[f] = cap[f]
-                    state[f] = 1
-                    newly[nnew] = f
-                    nnew += 1
-                k += 1
-            for k in range(nused):
-                lk = used[k]
-                if count[lk] > 0 and left[lk] / count[lk] <= limit:
-                    for j in range(start[lk], fill[lk]):
-                        f = members[j]
-                        if state[f] == 0:
-                            rates[f] = water
-                            state[f] = 1
-                            newly[nnew] = f
-                            nnew += 1
-            if nnew == 0:  # only flows without links and without a cap are left
-                for i in range(n):
-                    f = act[i]
-                    if prio[f] == level and state[f] == 0:
-                        rates[f] = np.inf
-                        state[f] = 2
-                break
-            for j in range(nnew):
-                f = newly[j]
-                state[f] = 2
-                m -= 1
-                for h in range(nhops[f]):
-                    lk = flow_links[f, h]
-                    left[lk] = max(0.0, left[lk] - rates[f])
-                    count[lk] -= 1
+                at_level = at_level or share[flow_links[f, h]] <= limit
+            if at_level:
+                _freeze(f, water, flow_links, nhops, rates, left, count, state)
+                frozen += 1
+            else:
+                flows[keep] = f
+                keep += 1
+        m = keep
+        if frozen == 0:  # only flows without links and without a cap are left
+            for x in range(m):
+                rates[flows[x]] = np.inf
+                state[flows[x]] = 2
+            return
+
+
+@njit(cache=True, inline="always")
+def _freeze(f, rate, flow_links, nhops, rates, left, count, state):  # pragma: no cover - numba
+    """Flow ``f`` frozen at ``rate``: its links lose it."""
+    rates[f] = rate
+    state[f] = 2
+    for h in range(nhops[f]):
+        lk = flow_links[f, h]
+        left[lk] = max(0.0, left[lk] - rate)
+        count[lk] -= 1
 
 
 def pack_paths(paths: Sequence[Sequence[int]]) -> tuple[np.ndarray, np.ndarray]:

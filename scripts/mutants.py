@@ -146,8 +146,8 @@ MUTANTS = (
     Mutant(
         "maxmin-skip-class-7",
         "hwmodels/maxmin.py",
-        "for level in range(CLASSES - 1, -1, -1):",
-        "for level in range(CLASSES - 2, -1, -1):",
+        "for c in range(CLASSES - 1, -1, -1):",
+        "for c in range(CLASSES - 2, -1, -1):",
         MAXMIN_TESTS,
         "numba max-min kernel: priority class 7 gets no rate",
         "test_maxmin_kernel_agrees_with_the_reference_on_edge_cases",

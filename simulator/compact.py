@@ -33,6 +33,8 @@ the Dispatcher step by step:
 
 * **gates** (:class:`Rule` ``gate``): a flow is held until every flow of its
   gate is held when a round begins; at the first of them in the held list
+  (the list keeps only that one, and members whose key counts for a NIC's
+  best, so a settling looks at a gate once, not at each of its flows)
   the gate is split (``Dispatcher._split``): the originals start, the
   sub-flows without dependencies start (after the sub-flows made ready by
   this report and before the next held item), the rest start when their
@@ -90,7 +92,7 @@ from railbed.units import FRAME, MSS, wire_bytes
 from simulator.contention import TYPES, Meter, meter_step
 from simulator.contention import result as contention_result
 from simulator.fabric import Fabric, link_stats
-from simulator.network import advance_kernel
+from simulator.network import advance_kernel, peak_utilisation
 from simulator.run import dscp_classes
 from tc_policies.plan import Policy
 from workloads.arrays import ArrayJob, Ids, ids_of
@@ -1029,7 +1031,7 @@ def run_compact(cj: CompactJob, analysis: bool = False, work: int = 1024) -> Com
     start = np.full(n, np.nan)
     end = np.full(n, np.nan)
     link_bits = np.zeros(len(cj.link_cap))
-    link_peak = np.zeros(len(cj.link_cap))
+    peak_load = np.zeros(len(cj.link_cap))
     stats = np.zeros(5, np.int64)
     meter = Meter(len(cj.link_cap))
     ftype = np.zeros(1, np.int16)  # type ids, read only when metered
@@ -1045,7 +1047,7 @@ def run_compact(cj: CompactJob, analysis: bool = False, work: int = 1024) -> Com
         cj.kind, cj.device, cj.duration, cj.route, cj.bits, cj.prio, cj.cap, cj.key, cj.bar, cj.queued, hold,
         cj.missing.copy(), cj.dep_ptr, cj.dep_idx, cj.device_cap, cj.route_links, cj.route_hops, cj.route_latency,
         cj.link_cap, nholds, cj.gate, cj.gate_size, cj.gate_sub, cj.parent, cj.children, ready, start, end,
-        link_bits, link_peak, stats, analysis, ftype, meter.hit, meter.total, meter.load,
+        link_bits, peak_load, stats, analysis, ftype, meter.hit, meter.total, meter.load,
         meter.mask, meter.top, meter.nhit, meter.ntot, meter.classes, work,
     )  # fmt: skip
     if code == 1:
@@ -1055,6 +1057,7 @@ def run_compact(cj: CompactJob, analysis: bool = False, work: int = 1024) -> Com
     if code == 3:
         raise RunStalled(f"compact engine: the scheduler's rules hold every ready item and nothing runs ({cj.name})")
     makespan = float(np.nanmax(end)) if n else 0.0
+    link_peak = peak_utilisation(peak_load, cj.link_cap)
     run = CompactResult(
         cj, ready, start, end, makespan, int(stats[0]), int(stats[1]), int(stats[3]), int(stats[4]), link_bits,
         link_peak, time.perf_counter() - t0,
@@ -1261,7 +1264,7 @@ def _start_flow(i, now, kind, start_t, local, nlocal, started, nstarted, any_rul
 def _run_kernel(
     kind, device, duration, route, bits, prio, cap, key, bar, queued, nic, missing, dep_ptr, dep_idx, device_cap,
     route_links, route_hops, route_latency, link_cap, nnics, gate, gate_size, gate_sub, parent, children, ready_t,
-    start_t, end_t, link_bits, link_peak, stats, metered, ftype, m_hit, m_total, m_load, m_mask, m_top, m_nhit,
+    start_t, end_t, link_bits, peak_load, stats, metered, ftype, m_hit, m_total, m_load, m_mask, m_top, m_nhit,
     m_ntot, m_classes, work,
 ):  # fmt: skip  # pragma: no cover - numba
     """The whole run (module docstring). Returns 0, or 1 (nothing pending), 2 (no progress), 3 (stalled).
@@ -1410,7 +1413,7 @@ def _run_kernel(
                     stats[4] += 1
                 t, nfin, nact = advance_kernel(
                     now, t_limit, dirty, link_cap, flow_links, nhops, sprio, scap, rem, rates, act, nact,
-                    left, lcount, state, link_load, link_bits, link_peak, finished,
+                    left, lcount, state, link_load, link_bits, peak_load, finished,
                 )  # fmt: skip
                 if t == np.inf:
                     stats[0], stats[1], stats[2] = events, steps, done
@@ -1485,10 +1488,14 @@ def _run_kernel(
         for x in range(nready):
             i = readyl[x]
             ready_t[i] = now
-            held[nheld] = i
-            nheld += 1
             if has_gates and gate[i] >= 0:
                 gcount[gate[i]] += 1
+                if gcount[gate[i]] > 1 and not queued[i]:
+                    # a gate's first member holds its place in the held order (where the gate
+                    # splits); the others only count, unless their keys count for a NIC's best
+                    continue
+            held[nheld] = i
+            nheld += 1
         nready = 0
         ntouched = 0
         if freed >= 0:

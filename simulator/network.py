@@ -48,23 +48,28 @@ def _finish_time(now, rem, rate):  # pragma: no cover - numba
     return now + rem / rate if rate > 0.0 else np.inf
 
 
+def peak_utilisation(peak_load: np.ndarray, link_cap: np.ndarray) -> np.ndarray:
+    """Each link's highest load over its capacity (0 where it never carried anything). The
+    highest of the loads' quotients is the quotient of the highest load (a correctly rounded
+    division by a positive number is monotonic), so dividing once at the end is exact."""
+    with np.errstate(divide="ignore"):  # a load on a link of capacity 0: inf, as the quotients were
+        return np.divide(peak_load, link_cap, out=np.zeros_like(peak_load), where=peak_load > 0)
+
+
 @njit(cache=True)
 def advance_kernel(
     now, t_limit, dirty, link_cap, flow_links, nhops, prio, cap, rem, rates, act, n,
-    left, count, state, link_load, link_bits, link_peak, finished,
+    left, count, state, link_load, link_bits, peak_load, finished,
 ):  # fmt: skip  # pragma: no cover - numba
     """Advance from ``now`` to the earliest flow finish or ``t_limit`` (public: the compact
     engine's kernel, :mod:`simulator.compact`, runs this same step inside numba).
 
-    Returns (time reached, number of finished flows written to ``finished``,
-    new number of active flows; ``act`` is compacted in order)."""
+    ``link_load`` is scratch, all 0 between calls; ``peak_load`` each link's highest load
+    (bit/s; :func:`peak_utilisation`). Returns (time reached, number of finished flows
+    written to ``finished``, new number of active flows; ``act`` is compacted in order)."""
     if dirty:
         maxmin_kernel(link_cap, flow_links, nhops, prio, cap, act, n, rates, left, count, state)
-        for i in range(n):
-            f = act[i]
-            for h in range(nhops[f]):
-                link_load[flow_links[f, h]] = 0.0
-        for i in range(n):
+        for i in range(n):  # loads summed in act order
             f = act[i]
             for h in range(nhops[f]):
                 link_load[flow_links[f, h]] += rates[f]
@@ -72,9 +77,8 @@ def advance_kernel(
             f = act[i]
             for h in range(nhops[f]):
                 lk = flow_links[f, h]
-                u = link_load[lk] / link_cap[lk]
-                if u > link_peak[lk]:
-                    link_peak[lk] = u
+                peak_load[lk] = max(peak_load[lk], link_load[lk])
+                link_load[lk] = 0.0
     t_min = np.inf
     for i in range(n):
         f = act[i]
@@ -125,7 +129,7 @@ class NumbaNetwork:
         self.count = np.zeros(nlinks, dtype=np.int64)
         self.link_load = np.zeros(nlinks)
         self.link_bits = np.zeros(nlinks)
-        self.link_peak = np.zeros(nlinks)
+        self.peak_load = np.zeros(nlinks)
         self.max_hops = max_hops
         self._alloc(slots)
         self.n = 0
@@ -156,6 +160,11 @@ class NumbaNetwork:
     @property
     def active(self) -> int:
         return self.n
+
+    @property
+    def link_peak(self) -> np.ndarray:
+        """Each link's highest utilisation so far."""
+        return peak_utilisation(self.peak_load, self.link_cap)
 
     def add(self, links: tuple[int, ...], prio: int, cap: float | None, bits: float, ftype: int = 0) -> int:
         if not self._free:
@@ -211,7 +220,7 @@ class NumbaNetwork:
         t, nfin, n = advance_kernel(
             now, t_limit, self.dirty, self.link_cap, self.flow_links, self.nhops, self.prio, self.cap, self.rem,
             self.rates, self.act, self.n, self.left, self.count, self.state, self.link_load, self.link_bits,
-            self.link_peak, self.finished,
+            self.peak_load, self.finished,
         )  # fmt: skip
         if t == math.inf:
             raise NoProgress(f"{self.n} active flows have no rate and nothing else is pending")

@@ -3,10 +3,12 @@
 import math
 import random
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from hwmodels.maxmin import maxmin_kernel, pack_paths
 from railbed.job import Job, Leg, Location, PathOption
 from railbed.scheduler import Change, Split, SubFlow
 from railbed.spec import ClusterSpec
@@ -15,7 +17,7 @@ from railbed.units import wire_bytes
 from schedulers import Decision, Scheduler, SmallFirst, by_name
 from simulator import Simulation, maxmin, maxmin_reference, simulate
 from simulator.fabric import Fabric
-from simulator.network import NumbaNetwork, ReferenceNetwork
+from simulator.network import NumbaNetwork, ReferenceNetwork, peak_utilisation
 from workloads.llm import hybrid_parallel
 
 GBIT = 1e9
@@ -199,7 +201,7 @@ def test_maxmin_kernel_agrees_with_the_reference(seed):
     rng = random.Random(seed)
     inst = random_instance(rng, rng.randint(1, 12), rng.randint(1, 30))
     fast, slow = maxmin(*inst), maxmin_reference(*inst)
-    assert list(fast) == pytest.approx(slow, rel=1e-9)
+    assert list(fast) == slow  # to the bit: the twins subtract a round's rates in one order
 
 
 @pytest.mark.parametrize("seed", range(60))
@@ -207,7 +209,55 @@ def test_maxmin_kernel_agrees_with_the_reference_on_edge_cases(seed):
     rng = random.Random(7000 + seed)
     inst = edge_instance(rng, rng.randint(1, 8), rng.randint(1, 20))
     fast, slow = maxmin(*inst), maxmin_reference(*inst)
-    assert list(fast) == pytest.approx(slow, rel=1e-9)
+    assert list(fast) == slow
+
+
+def tie_instance(rng: random.Random, nlinks: int, nflows: int):
+    """Near-ties, where the order in which a round's frozen flows leave a link shows in the
+    last bits: capacities and caps from 1 ulp to 2 EPS apart, caps at fair shares, 3 classes."""
+    c = rng.choice([1e9, 2.5e9, 1e10])
+
+    def near(x: float) -> float:
+        return x * (1 + rng.choice([0.0, 1e-15, -1e-15, 3e-13, -3e-13, 2e-12]))
+
+    capacity = [near(c) for _ in range(nlinks)]
+    paths = [rng.sample(range(nlinks), rng.randint(0, min(3, nlinks))) for _ in range(nflows)]
+    prio = [rng.choice([0, 3, 7]) for _ in range(nflows)]
+    cap = [rng.choice([math.inf, near(c / rng.choice([1, 2, 3, 4, 6]))]) for _ in range(nflows)]
+    return capacity, paths, prio, cap
+
+
+def kernel_rates(capacity, paths, prio, cap, act) -> list[float]:
+    """maxmin_kernel on the active flows ``act``, in that order."""
+    flow_links, nhops = pack_paths(paths)
+    n, nlinks = len(paths), len(capacity)
+    rates = np.zeros(n)
+    maxmin_kernel(
+        np.array(capacity), flow_links, nhops, np.array(prio), np.array(cap), np.array(act), len(act), rates,
+        np.zeros(nlinks), np.zeros(nlinks, np.int64), np.zeros(n, np.int8),
+    )  # fmt: skip
+    return [float(rates[f]) for f in range(n)]
+
+
+def test_maxmin_kernel_equals_the_reference_to_the_bit_on_near_ties_in_any_flow_order():
+    """On near-ties the reference's former order (a set's) differed from the kernel in about 1.5 %
+    of these instances; the stated order (capped flows by cap, then the water level's) never does,
+    and the rates do not depend on the order of the active flows (the compact engine's and
+    the network's ``act`` orders differ from the reference's)."""
+    for seed in range(600):
+        rng = random.Random(5000 + seed)
+        inst = tie_instance(rng, rng.randint(1, 6), rng.randint(1, 40))
+        slow = maxmin_reference(*inst)
+        assert list(maxmin(*inst)) == slow, seed
+        act = list(range(len(inst[1])))
+        rng.shuffle(act)
+        assert kernel_rates(*inst, act) == slow, seed
+
+
+def test_maxmin_kernel_skips_flows_outside_act():
+    capacity, paths, prio, cap = [1e9, 1e9], [[0], [0, 1], [1]], [0, 0, 0], [math.inf] * 3
+    assert kernel_rates(capacity, paths, prio, cap, [2, 0])[::2] == [1e9, 1e9]
+    assert kernel_rates(capacity, paths, prio, cap, [1, 2, 0]) == [5e8, 5e8, 5e8]
 
 
 @pytest.mark.parametrize("top", range(8))
@@ -316,6 +366,27 @@ def test_a_class_never_loses_rate_to_lower_classes(inst):
     mine = [f for f in range(len(paths)) if prio[f] == top]
     alone = maxmin(capacity, [paths[f] for f in mine], [top] * len(mine), [cap[f] for f in mine])
     assert [rates[f] for f in mine] == pytest.approx(list(alone), rel=1e-9)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.lists(st.floats(0, 1e12) | st.sampled_from([0.0, 1e9, 1e9 * (1 + 2**-52)]), max_size=6), min_size=1),
+    st.lists(st.floats(1e-3, 1e12) | st.sampled_from([1e9, 3e9, 0.0]), min_size=1),
+)
+def test_peak_utilisation_of_the_highest_load_is_the_highest_utilisation(loads, capacity):
+    """The network keeps each link's highest load and divides once; the utilisation of every
+    load, the largest kept (what it did before), is the same number to the bit."""
+    nlinks = len(capacity)
+    peak_load, peak = np.zeros(nlinks), np.zeros(nlinks)
+    for k, series in enumerate(loads):
+        for x in series:
+            lk = k % nlinks
+            peak_load[lk] = max(peak_load[lk], x)
+            with np.errstate(invalid="ignore", divide="ignore"):
+                u = np.float64(x) / np.float64(capacity[lk])
+            if u > peak[lk]:
+                peak[lk] = u
+    assert list(peak_utilisation(peak_load, np.array(capacity))) == list(peak)
 
 
 @settings(max_examples=60, deadline=None)
