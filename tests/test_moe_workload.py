@@ -257,3 +257,30 @@ def test_a_strided_expert_grid_puts_the_testbeds_ep_groups_across_the_stages_ser
     with pytest.raises(SpecError) as err:
         moe_training(**kw, expert_grid="ring")
     assert err.value.field == "expert_grid"
+
+
+def test_expert_tensor_parallelism_as_an_argument():
+    """``etp: 1`` on TP 8 x EP 8 x DP 8 (Megatron's --expert-tensor-parallel-size 1): an EP group
+    is 8 consecutive ranks, one server, and each GPU holds its expert whole, so the expert
+    gradients reduced over the 8 servers are 8x the default's (ETP = TP: 1/8 of an expert each,
+    edp 1, none). A value that does not divide tp is bad input naming the field."""
+    kw = dict(model="mixtral-8x22b", dp=8, pp=2, layers=2, microbatches=2, hidden=512, ffn=1024, seq=256,
+              nics_per_server=8)  # fmt: skip
+    edp = {}
+    for etp in (None, 1):
+        job = moe_training(**kw, etp=etp)
+        server = {n: e.pin.server for n, e in job.endpoints.items()}
+        members: dict[str, set] = {}
+        for f in job.flows:
+            if f.coflow_type == "EP" and not f.tags.get("metadata"):
+                members.setdefault(f.coflow, set()).update((f.src, f.dst))
+        assert {len({server[r] for r in m}) for m in members.values()} == ({8} if etp is None else {1})
+        edp[etp] = sum(f.size for f in job.flows if f.coflow.startswith("i0.edp."))
+    assert edp[None] == 0 and edp[1] > 0
+    job = moe_training(**kw, etp=1)
+    server = {n: e.pin.server for n, e in job.endpoints.items()}
+    assert all(server[f.src] != server[f.dst] for f in job.flows if f.coflow.startswith("i0.edp."))
+    for bad in (3, 16, 0):
+        with pytest.raises(SpecError) as err:
+            moe_training(**kw, etp=bad)
+        assert err.value.field == "etp"

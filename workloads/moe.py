@@ -35,7 +35,9 @@ data-parallel replicas at one tensor rank, so with TP 8 on 8-GPU servers
 (every simulated model of Table 5.5) each member is on another server, the
 "intra-rack" cross-node scope of Table 5.1. Otherwise (Qwen-MoE-24L: EP 32
 over DP 16) ``etp = 1`` (Megatron-Core's MoE parallel folding): an EP group
-is ``ep`` consecutive ranks of the plane. Each GPU holds ``experts / ep``
+is ``ep`` consecutive ranks of the plane. The argument ``etp`` (Megatron's
+``--expert-tensor-parallel-size``) sets it instead: a divisor of ``tp``
+with ``ep * etp`` dividing ``dp * tp``. Each GPU holds ``experts / ep``
 experts, ``1/etp`` of each. The all-to-alls carry each GPU's own
 (sequence-parallel) tokens, as Megatron-Core's all-to-all token dispatcher
 does; with ``etp > 1`` the tokens are then gathered in the expert-tensor
@@ -316,7 +318,9 @@ def _check_int(name: str, value, low: int = 1) -> int:
     return value
 
 
-def shape(model, args: dict, dp: int, microbatches, chunks: int, flops: float, shrink: int = 1) -> _Shape:
+def shape(
+    model, args: dict, dp: int, microbatches, chunks: int, flops: float, shrink: int = 1, etp: int | None = None
+) -> _Shape:
     if model is not None and model not in PRESETS:
         raise SpecError("model", f"unknown model {model!r} (known: {', '.join(PRESETS)})")
     base = dict(DEFAULTS, **(PRESETS[model] if model else {}))
@@ -330,7 +334,12 @@ def shape(model, args: dict, dp: int, microbatches, chunks: int, flops: float, s
     flops /= shrink
     mb = base["pp"] * 2 if microbatches is None else _check_int("microbatches", microbatches)
     dp = _check_int("dp", dp)
-    etp = base["tp"] if base["ep"] and dp % base["ep"] == 0 else 1  # module docstring, "Experts"
+    if etp is None:  # module docstring, "Experts"
+        etp = base["tp"] if base["ep"] and dp % base["ep"] == 0 else 1
+    elif _check_int("etp", etp) and (base["tp"] % etp or (dp * base["tp"]) % (etp * base["ep"])):
+        raise SpecError(
+            "etp", f"must divide tp ({base['tp']}) with ep x etp dividing dp x tp ({dp * base['tp']}), got {etp}"
+        )
     return _Shape(**base, dp=dp, microbatches=mb, chunks=chunks, flops=flops, etp=etp)
 
 
@@ -371,6 +380,7 @@ def moe_training(
     metadata: int = 512,
     layout: str = "megatron",
     expert_grid: str = "megatron",
+    etp: int | None = None,
     gpus_per_server: int = 8,
     nics_per_server: int = 8,
     gpu_tflops: float = 312.0,
@@ -445,7 +455,7 @@ def _build(make, a: dict):
     if not (isinstance(skew, (int, float)) and skew > 0):
         raise SpecError("skew", f"must be > 0, got {skew!r}")
     flops, shrink = gpu_tflops * 1e12 * efficiency, _check_int("shrink", a["shrink"])
-    s = shape(model, shape_args, dp, microbatches, _check_int("chunks", chunks), flops, shrink)
+    s = shape(model, shape_args, dp, microbatches, _check_int("chunks", chunks), flops, shrink, a["etp"])
     gpus, nics = _check_int("gpus_per_server", gpus_per_server), _check_int("nics_per_server", nics_per_server)
     _validate(s, schedule, gpus, nics)
     _check_int("iterations", iterations)
