@@ -164,11 +164,12 @@ def export_run(result: RunResult, run_dir: Path) -> list[Path]:
     return [write_trace(result, Path(run_dir) / "trace.json"), *write_csvs(result, run_dir)]
 
 
-def export_results(results_dir: Path) -> list[Path]:
-    """:func:`export_run` for every run of a results directory."""
+def export_results(results_dir: Path, have: dict[str, RunResult] | None = None) -> list[Path]:
+    """:func:`export_run` for every run of a results directory (``have``: results in memory,
+    as :func:`railbed.plots.load_runs`)."""
     from railbed.plots import load_runs
 
     out = []
-    for name, result in load_runs(Path(results_dir)).items():
+    for name, result in load_runs(Path(results_dir), have).items():
         out += export_run(result, Path(results_dir) / name)
     return out

@@ -53,13 +53,13 @@ Sub-flows
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
 from railbed.errors import SpecError
+from railbed.jsonout import write_json
 from railbed.safeload import check_bounds, describe, key_name, load_json_file
 from railbed.units import parse_duration, parse_size
 
@@ -335,18 +335,18 @@ class Job:
 
     # ------------------------------------------------------------------ JSON
     def to_dict(self) -> dict[str, Any]:
-        def item_dict(it: Item) -> dict[str, Any]:
-            d = {"kind": it.kind, **asdict(it)}
-            d["deps"] = list(it.deps)
-            d["tags"] = dict(it.tags)
-            return {k: v for k, v in d.items() if v not in (None, (), [], {}) or k in ("deps", "size")}
+        d = self._dict_with_items()
+        d["items"] = list(d["items"])
+        return d
 
+    def _dict_with_items(self) -> dict[str, Any]:
+        """:meth:`to_dict` with the items' dicts made as they are read (an iterator)."""
         return {
             "name": self.name,
             "capacity": self.capacity,
             "default_capacity": self.default_capacity,
             "endpoints": [_endpoint_dict(e) for e in self.endpoints.values()],
-            "items": [item_dict(it) for it in self.items.values()],
+            "items": (_item_dict(it) for it in self.items.values()),
         }
 
     @classmethod
@@ -368,7 +368,9 @@ class Job:
         return job.validate()
 
     def save(self, path: str | Path) -> None:
-        Path(path).write_text(json.dumps(self.to_dict(), indent=1) + "\n")
+        """Write :meth:`to_dict` as JSON (``indent=1``), an item's dict made as it is written
+        (:func:`railbed.jsonout.write_json`)."""
+        write_json(path, self._dict_with_items())
 
     @classmethod
     def load(cls, path: str | Path) -> Job:
@@ -386,6 +388,13 @@ def attrs_of(item: Item) -> dict[str, Any]:
     """The scheduler-facing attributes of an item (for result records)."""
     values = ((name, getattr(item, name)) for name in _ATTRIBUTE_NAMES)
     return {name: v for name, v in values if v is not None and v != {}}
+
+
+def _item_dict(it: Item) -> dict[str, Any]:
+    d = {"kind": it.kind, **asdict(it)}
+    d["deps"] = list(it.deps)
+    d["tags"] = dict(it.tags)
+    return {k: v for k, v in d.items() if v not in (None, (), [], {}) or k in ("deps", "size")}
 
 
 def _endpoint_dict(e: Endpoint) -> dict[str, Any]:

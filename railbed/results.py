@@ -39,6 +39,7 @@ from dataclasses import asdict, dataclass, field, fields, is_dataclass
 from pathlib import Path
 from typing import Any
 
+from railbed.jsonout import Pairs, write_json
 from railbed.units import format_rate
 
 
@@ -75,6 +76,11 @@ class ItemRecord:
 
 
 _RECORD_FIELDS = tuple(f.name for f in fields(ItemRecord))
+
+
+def _record_dict(r: ItemRecord) -> dict[str, Any]:
+    """A record as JSON's types (sharing its ``children`` and ``attrs``)."""
+    return {name: getattr(r, name) for name in _RECORD_FIELDS}
 
 
 def _json_default(value: Any) -> Any:
@@ -133,7 +139,7 @@ class RunResult:
         60 % of a short LEO run's wall time went there): serialise it (with ``default=`` as
         :meth:`save` does, for dataclasses a scheduler left in a note or an analysis), do not mutate it."""
         d = {f.name: getattr(self, f.name) for f in fields(self)}
-        d["items"] = {i: {name: getattr(r, name) for name in _RECORD_FIELDS} for i, r in self.items.items()}
+        d["items"] = {i: _record_dict(r) for i, r in self.items.items()}
         d["iterations"] = {str(k): v for k, v in self.iterations.items()}
         return d
 
@@ -148,7 +154,12 @@ class RunResult:
         return cls(**d)
 
     def save(self, path: str | Path) -> None:
-        Path(path).write_text(json.dumps(self.to_dict(), indent=1, default=_json_default) + "\n")
+        """Write :meth:`to_dict` as JSON (``indent=1``), a record's dict made as it is written
+        (:func:`railbed.jsonout.write_json`: ``json.dumps`` of the whole took 7.7 KB per record)."""
+        d = {f.name: getattr(self, f.name) for f in fields(self)}
+        d["items"] = Pairs((i, _record_dict(r)) for i, r in self.items.items())
+        d["iterations"] = {str(k): v for k, v in self.iterations.items()}
+        write_json(path, d, default=_json_default)
 
     @classmethod
     def load(cls, path: str | Path) -> RunResult:

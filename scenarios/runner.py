@@ -510,25 +510,28 @@ def _write_comparison(sc: Scenario, results: list[RunResult], out_dir: Path, ech
     echo(f"results in {out_dir}")
 
 
-def write_figures(out_dir: Path, echo: Callable[[str], None] = print) -> None:
+def write_figures(out_dir: Path, echo: Callable[[str], None] = print, have: dict[str, RunResult] | None = None) -> None:
     """The standard figures and the exports of a results directory (``railbed plot`` and ``export``).
-    The results are on disk already, so a failure here is reported, not raised."""
+    The results are on disk already, so a failure here is reported, not raised. ``have``: the
+    runs' results still in memory (run directory -> result), used instead of reading them again."""
     from railbed.export import export_results
     from railbed.plots import plot_results
 
     try:
-        pngs = plot_results(out_dir)
-        export_results(out_dir)
+        pngs = plot_results(out_dir, have=have)
+        export_results(out_dir, have)
     except Exception as exc:  # noqa: BLE001 - the run's results are saved; say what failed
         echo(f"figures failed ({type(exc).__name__}: {exc}); retry with: railbed plot {out_dir}")
         return
     echo(f"{len(pngs)} figures in {out_dir / 'figures'}")
 
 
-def _finish(sc: Scenario, out_dir: Path, scale: dict, plots: bool, echo: Callable[[str], None]) -> None:
+def _finish(
+    sc: Scenario, out_dir: Path, scale: dict, plots: bool, echo: Callable[[str], None], have: dict | None = None
+) -> None:
     provenance.write(out_dir, scale=scale, scenario=sc.source)
     if plots:
-        write_figures(out_dir, echo)
+        write_figures(out_dir, echo, have)
 
 
 def run_on(
@@ -550,6 +553,7 @@ def run_on(
     options = sc.options(progress=echo)
     options = replace(options, scale=preflight(sc, specs, out_dir, scale or sc.scale, be))
     results = []
+    saved: dict[str, RunResult] = {}  # run directory -> its result, for the figures
     # the session first (the emulator's lock and cluster): a refused run writes nothing
     with be.session(sc.cluster, options) as session, results_dir(sc, out_dir):
         if session.describe():
@@ -560,9 +564,10 @@ def run_on(
             result = _run_one(sc, session, spec, job, replace(options, run_dir=out_dir / spec.run_label))
             results.append(result)
             _save_run(result, out_dir, spec.run_label, echo)
+            saved[spec.run_label] = result
         _write_comparison(sc, results, out_dir, echo)
         k = session.scale
-        _finish(sc, out_dir, provenance.scale_record(k, scale, sc.scale), plots and sc.job is not None, echo)
+        _finish(sc, out_dir, provenance.scale_record(k, scale, sc.scale), plots and sc.job is not None, echo, saved)
     if sc.job is None:
         echo("no figures: they need per-item records (the items are in <scheduler>/items.npz)")
     return results
