@@ -192,7 +192,7 @@ def run_paper(paper, claims, unstated, out: Path, quick, echo, address, cpus) ->
     pending = [p for pid, p in points.items() if records[pid] is None]
     echo(f"{paper}: {len(points)} sensitivity runs ({len(points) - len(pending)} done already)")
     if pending:
-        ray = start_ray(address, cpus)
+        ray = start_ray(address, cpus, echo=echo)
         try:
             run_points(ray, sweep, out, pending, records, echo)
         finally:

@@ -61,6 +61,7 @@ import math
 import os
 import random
 import re
+import resource
 import sys
 import tempfile
 import time
@@ -390,9 +391,20 @@ def write_table(sweep: Sweep, out: Path, records: list[dict]) -> list[dict]:
 
 
 # --------------------------------------------------------------------- Ray
-def start_ray(address: str | None, cpus: int | None, where: str = "--address"):
+def object_store_bytes() -> int | None:
+    """An object store for a local Ray that fits this process's address-space limit (``ulimit
+    -v``, ``prlimit --as``): an eighth of it; None (Ray's default) without a limit. Ray maps its
+    default store, 30 % of the machine's memory, into every worker: on this 23 GB machine under
+    an 8 GB limit a one-task ``ray.init`` hung until killed and sweeps failed with "Connection
+    reset by peer", with a 1 GB store it ran (2026-11-28). 75 MiB is Ray's least."""
+    soft, _ = resource.getrlimit(resource.RLIMIT_AS)
+    return None if soft == resource.RLIM_INFINITY else max(75 * 2**20, soft // 8)
+
+
+def start_ray(address: str | None, cpus: int | None, where: str = "--address", echo: Callable[[str], None] = print):
     """Ray on the cluster at ``address`` (``scenarios.ray_cluster.connect``: probed first, one line
-    and exit 1 if it cannot be reached or refuses the token), else a local instance."""
+    and exit 1 if it cannot be reached or refuses the token), else a local instance (its object
+    store fitted to an address-space limit, :func:`object_store_bytes`, said with ``echo``)."""
     try:
         import ray  # noqa: F401 - is it installed at all
     except ImportError:
@@ -410,6 +422,10 @@ def start_ray(address: str | None, cpus: int | None, where: str = "--address"):
         from scenarios.ray_cluster import connect
 
         return connect(address, where, **kwargs)
+    store = object_store_bytes()
+    if store is not None:
+        kwargs["object_store_memory"] = store
+        echo(f"  address space limited (ulimit -v): Ray's object store {store / 2**30:.2g} GiB")
     ray.init(num_cpus=cpus or os.cpu_count(), resources={TESTBED: 1}, **kwargs)
     return ray
 
@@ -444,7 +460,7 @@ def run_sweep(
     records = {p.id: point_done(out, p) for p in points}
     todo = [p for p in points if records[p.id] is None]
     echo(f"  {n} points checked in {time.perf_counter() - t0:.1f} s; {n - len(todo)} done already, {len(todo)} to run")
-    ray = start_ray(address, cpus, where) if todo else None
+    ray = start_ray(address, cpus, where, echo) if todo else None
     try:
         if ray is not None and sweep.backend == "emulate" and not ray.cluster_resources().get(TESTBED):
             raise EnvironmentProblem(

@@ -168,3 +168,27 @@ def test_small_simulated_sweep_on_local_ray_resumes_and_records_failures(tmp_pat
     sw.axes["job.args.dp"] = [2]
     monkeypatch.setattr("scenarios.sweep.start_ray", lambda *a, **k: pytest.fail("Ray started with nothing to do"))
     assert len(run_sweep(sw, tmp_path, echo=lines.append)) == 4
+
+
+def test_an_address_space_limit_shrinks_rays_object_store():
+    """Under ``ulimit -v`` Ray's default object store (30 % of the machine's memory, mapped into
+    every worker) made local sweeps hang or fail; the store is then an eighth of the limit, not
+    under Ray's 75 MiB, and Ray's default without a limit (a child process lowers the limit)."""
+    import subprocess
+    import sys
+
+    code = (
+        "import resource, sys; from scenarios.sweep import object_store_bytes as f; "
+        "lim = int(sys.argv[1]); lim and resource.setrlimit(resource.RLIMIT_AS, (lim, lim)); "
+        "print(f())"
+    )
+    root = Path(__file__).resolve().parent.parent
+    out = {}
+    for lim in (0, 8 * 10**9, 4 * 10**8):
+        run = subprocess.run(
+            [sys.executable, "-c", code, str(lim)], capture_output=True, text=True, cwd=root, timeout=120
+        )
+        assert run.returncode == 0, run.stderr
+        out[lim] = run.stdout.strip()
+    assert out[0] == str(sweep_module.object_store_bytes())  # this process's limit, usually none: None
+    assert out[8 * 10**9] == str(10**9) and out[4 * 10**8] == str(75 * 2**20)

@@ -22,6 +22,8 @@ import yaml
 
 pytest.importorskip("ray")
 
+from scenarios.sweep import object_store_bytes  # noqa: E402
+
 ROOT = Path(__file__).resolve().parent.parent
 RAY = Path(sys.executable).with_name("ray")
 SCENARIO = str(ROOT / "examples" / "scenarios" / "crosscheck-small.yaml")
@@ -64,6 +66,8 @@ def head():
     port = free_port()
     argv = [str(RAY), "start", "--head", "--port", str(port), "--temp-dir", str(tmp / "ray"), "--block"]
     argv += ["--num-cpus", "2", "--disable-usage-stats", "--include-dashboard=false"]
+    if (store := object_store_bytes()) is not None:  # a run under ulimit -v: Ray's default store does not fit
+        argv += ["--object-store-memory", str(store)]
     log = open(tmp / "head.log", "w")
     proc = subprocess.Popen(argv, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     try:
