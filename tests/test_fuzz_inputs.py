@@ -36,7 +36,7 @@ SECONDS = 5.0  # per input, far above what any valid input here takes
 MESSAGE_CHARS = 700
 FUZZ = settings(
     max_examples=EXAMPLES,
-    deadline=None,  # time is asserted below, without hypothesis' flakiness on a busy 2-core machine
+    deadline=None,  # CPU time is asserted below, without hypothesis' flakiness on a busy 2-core machine
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
 
@@ -314,8 +314,11 @@ def yaml_bytes(draw, docs):
 # --------------------------------------------------------------------- property
 def outcome(load, *args):
     """Run a loader: it must return, or raise a SpecError naming a field in one short
-    line, within SECONDS. Returns the object or the error."""
-    t0 = time.monotonic()
+    line, within SECONDS of this process's CPU time (not the wall clock, which other jobs on a
+    shared 2-core machine stretch: test_generator_arguments failed once in a helper's run at load
+    3, message not kept, and passed three times after; the wall clock is the likely cause).
+    Returns the object or the error."""
+    t0 = time.process_time()
     try:
         result = load(*args)
     except SpecError as err:
@@ -323,8 +326,8 @@ def outcome(load, *args):
         text = str(err)
         assert err.field, f"SpecError without a field: {text[:200]}"
         assert len(text) <= MESSAGE_CHARS and "\n" not in text, text[:MESSAGE_CHARS]
-    elapsed = time.monotonic() - t0
-    assert elapsed < SECONDS, f"took {elapsed:.1f} s"
+    elapsed = time.process_time() - t0
+    assert elapsed < SECONDS, f"took {elapsed:.1f} s of CPU"
     return result
 
 
