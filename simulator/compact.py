@@ -201,7 +201,7 @@ class CompactResult:
         UTF-8 bytes and offsets, kind (0 task, 1 same-server flow, 2 network flow), ready, start,
         end, size, DSCP, source NIC (numbered over the cluster), ECMP spine, parent (-1)."""
         cj = self.job
-        ids = cj.ids if isinstance(cj.ids, Ids) else ids_of(cj.ids)
+        ids = cj.ids.flat() if isinstance(cj.ids, Ids) else ids_of(cj.ids)
         parent = cj.parent if len(cj.parent) else np.full(cj.items, -1, np.int32)
         return dict(
             ids_utf8=np.frombuffer(ids.blob, np.uint8), ids_offsets=ids.offsets, kind=cj.kind, ready=self.ready,
@@ -994,13 +994,13 @@ def _add_gates(cj, flows, gates, taken, scheduler, placement, cluster, topology,
     cj.dep_idx = np.concatenate([cj.dep_idx, (n_job + dependents).astype(np.int32)])
     cj.gate, cj.gate_size, cj.gate_sub, cj.parent, cj.children = _gate_arrays(gates, orig.astype(np.int32), gate_of,
                                                                              n_job)  # fmt: skip
-    parts = np.empty(2 * m, object)
-    parts[0::2] = np.array(p_raw, object)[prefix]
-    parts[1::2] = np.array(s_raw + [b""], object)[suffix]
-    blob = b"".join(parts.tolist())
-    if isinstance(cj.ids, Ids):
-        cj.ids = Ids(cj.ids.blob + blob, np.concatenate([cj.ids.offsets, cj.ids.offsets[-1] + np.cumsum(id_len)]))
+    if isinstance(cj.ids, Ids):  # kept as (original, suffix): not written out
+        cj.ids = cj.ids.extended(np.full(m, -1, np.int64) if whole else orig, suffix, s_raw)
     else:
+        parts = np.empty(2 * m, object)
+        parts[0::2] = np.array(p_raw, object)[prefix]
+        parts[1::2] = np.array(s_raw + [b""], object)[suffix]
+        blob = b"".join(parts.tolist())
         ends = np.cumsum(id_len).tolist()
         cj.ids = list(cj.ids) + [blob[s:e].decode() for s, e in zip([0] + ends[:-1], ends)]
 
