@@ -814,36 +814,119 @@ def _member_flow(aj: ArrayJob, k: int) -> Flow:
     )  # fmt: skip
 
 
-def _add_gates(cj, flows, gates, taken, scheduler, placement, cluster, topology, fabric, classes, route_of) -> None:
+GATE_CHUNK = 1 << 17  # gated flows per call of gate_split_arrays (and per batch of the checks)
+
+
+def _add_gates(cj, flows, gates, taken, scheduler, placement, cluster, topology, fabric, classes, route_of,
+               chunk: int | None = None) -> None:  # fmt: skip
     """Append to ``cj`` the sub-flows of every gate (``gates``: name -> its flows' item indices,
     in order of its first flow; ``flows``: item index -> Flow of every gated flow, in item order):
-    the scheduler's :meth:`~railbed.scheduler.Scheduler.gate_split_arrays` of all gates, else its
+    the scheduler's :meth:`~railbed.scheduler.Scheduler.gate_split_arrays`, else its
     ``gate_split`` per gate checked as a :class:`Split` (:func:`_checked_split`); then, with numpy
-    over all sub-flows at once, the Dispatcher's checks (every original split, its bytes
-    conserved, ids new in the run, no cycle; :class:`SchedulerError` naming the gate), the ids,
-    ECMP spines (CRC-32 of the id), routes (new ones after the job's; ``route_of``: route key ->
-    index) and columns, as :func:`compact` of the job with these sub-flows as items would make
-    them. ``taken``: the ids a sub-flow's must differ from besides each other's (``None``: the
-    gated flows')."""
+    over the sub-flows, the Dispatcher's checks (every original split, its bytes conserved, ids
+    new in the run, no cycle; :class:`SchedulerError` naming the gate), the ids, ECMP spines
+    (CRC-32 of the id), routes (new ones after the job's; ``route_of``: route key -> index) and
+    columns, as :func:`compact` of the job with these sub-flows as items would make them.
+    ``taken``: the ids a sub-flow's must differ from besides each other's (``None``: the gated
+    flows'). The gates go in batches of about ``chunk`` flows (:data:`GATE_CHUNK`) (a split is a pure function of
+    its gate): what a batch needs while it is checked is freed before the next, and only the
+    sub-flows' columns, in their final types, are kept until they join ``cj`` (at 8192 GPUs,
+    33 million sub-flows: the whole batch at once took about 300 bytes a sub-flow). A batch's
+    checks run in the order above; the ids' newness is checked over all batches at the end."""
+    chunk = chunk or GATE_CHUNK
     n_job = cj.items
     gated = list(flows)
     pos = {k: x for x, k in enumerate(gated)}
     names = list(gates)
-    member = np.array([pos[k] for mem in gates.values() for k in mem], np.int64)  # place -> position in gated
-    f_off = np.cumsum([0] + [len(mem) for mem in gates.values()])
-    offered = [[_as_offered(flows[k]) for k in mem] for mem in gates.values()]
+    mems = list(gates.values())
+    g_off = np.cumsum([0] + [len(mem) for mem in mems])  # gate g's flows: g_off[g]..g_off[g + 1] in gate order
+    p_crc = np.zeros(len(gated) + 1, np.int64)  # per gated flow (position + 1; 0: no prefix), its id's CRC-32
+    p_len = np.zeros(len(gated) + 1, np.int64)  # and length in bytes
+    p_slash = np.zeros(len(gated) + 1, np.bool_)
+    for x, k in enumerate(gated):
+        raw = flows[k].id.encode()
+        p_crc[x + 1], p_len[x + 1], p_slash[x + 1] = zlib.crc32(raw), len(raw), b"/" in raw
 
     def who(g) -> str:
         return f"{scheduler.name}: gate_split of {names[int(g)]}"
 
-    def gate_at(x):  # the gate of the gates' x-th flow
-        return int(np.searchsorted(f_off, x, side="right") - 1)
+    table: dict[bytes, int] = {}  # suffixes of all batches
+    state = dict(base=len(route_of), new_routes=[])
+    parts: list[dict] = []
+    g0 = 0
+    while g0 < len(mems):
+        g1 = int(np.searchsorted(g_off, g_off[g0] + chunk, side="right")) - 1
+        g1 = max(g1, g0 + 1)
+        parts.append(_gate_batch(cj, flows, gated, pos, mems, g_off, g0, g1, scheduler, placement, cluster, topology,
+                                 fabric, classes, route_of, state, table, p_crc, p_len, p_slash, who))  # fmt: skip
+        g0 = g1
+    m = sum(len(p["orig"]) for p in parts)
+
+    def cat(name, dtype=None):
+        got = np.concatenate([p.pop(name) for p in parts]) if parts else np.zeros(0, dtype or np.int64)
+        return got if dtype is None else got.astype(dtype, copy=False)
+
+    s_raw = list(table)
+    prefix, suffix, orig, gate_of = cat("prefix", np.int32), cat("suffix"), cat("orig", np.int32), cat("gate_of")
+
+    def sub_raw(x) -> bytes:
+        return (flows[int(orig[x])].id.encode() if prefix[x] >= 0 else b"") + s_raw[int(suffix[x])]
+
+    if taken is None:
+        t_key, t_raw = (p_len[1:] << 32) | p_crc[1:], (lambda y: flows[gated[y]].id.encode())
+    else:
+        t_list = [t.encode() for t in taken]
+        t_key = np.array([len(r) << 32 | zlib.crc32(r) for r in t_list], np.int64)
+        t_raw = t_list.__getitem__
+    _check_new(cat("id_key"), sub_raw, t_key, t_raw, gate_of, who)
+    del t_key
+    new_routes = state["new_routes"]
+    base = state["base"]
+    if new_routes:  # after the job's routes (without the placeholder row of a job that has none)
+        links, hops, latency = _route_table(new_routes)
+        cj.route_links = np.concatenate([cj.route_links[:base], links])
+        cj.route_hops = np.concatenate([cj.route_hops[:base], hops])
+        cj.route_latency = np.concatenate([cj.route_latency[:base], latency])
+    for name in _SUB_COLUMNS:  # one column at a time: the old, the new and the batches' parts alive
+        setattr(cj, name, np.concatenate([getattr(cj, name)] + [p.pop(name) for p in parts]))
+    m_off = np.cumsum([0] + [len(p["ptr"]) - 1 for p in parts])
+    d_off = np.cumsum([0] + [int(p["ptr"][-1]) for p in parts])
+    ptr = np.concatenate([[0]] + [p["ptr"][1:] + d_off[b] for b, p in enumerate(parts)]).astype(np.int64)
+    cj.dep_ptr = np.concatenate([cj.dep_ptr, cj.dep_ptr[-1] + ptr[1:]])
+    del ptr
+    cj.dep_idx = np.concatenate([cj.dep_idx] + [(n_job + m_off[b] + p.pop("dependents")).astype(np.int32)
+                                                for b, p in enumerate(parts)])  # fmt: skip
+    parts.clear()
+    cj.gate, cj.gate_size, cj.gate_sub, cj.parent, cj.children = _gate_arrays(gates, orig, gate_of, n_job)
+    if isinstance(cj.ids, Ids):  # kept as (original, suffix): not written out
+        cj.ids = cj.ids.extended(np.where(prefix >= 0, orig, -1), suffix, s_raw)
+    else:
+        cj.ids = list(cj.ids) + [sub_raw(x).decode() for x in range(m)]
+
+
+# the CompactJob columns a sub-flow has (besides dependencies, gates, parent and id)
+_SUB_COLUMNS = ("kind", "device", "duration", "route", "bits", "prio", "dscp", "size", "cap", "key", "bar", "queued",
+                "nic", "spine", "missing", "iteration", "ctype", "coflow")  # fmt: skip
+
+
+def _gate_batch(cj, flows, gated, pos, mems, g_off, g0, g1, scheduler, placement, cluster, topology, fabric, classes,
+                route_of, state, table, p_crc, p_len, p_slash, who) -> dict:  # fmt: skip
+    """:func:`_add_gates` for gates ``g0``..``g1 - 1``: their split, checked, as the sub-flows'
+    columns (in ``cj``'s types), dependencies (CSR, indices inside the batch), originals, gates,
+    id prefixes (the original's item, -1: none) and suffixes (into ``table``, grown) and id keys
+    (length << 32 | CRC-32). New routes go to ``route_of`` and ``state["new_routes"]``."""
+    member = np.array([pos[k] for g in range(g0, g1) for k in mems[g]], np.int64)  # place -> position in gated
+    f_off = g_off[g0 : g1 + 1] - g_off[g0]
+    offered = [[_as_offered(flows[k]) for k in mems[g]] for g in range(g0, g1)]
+
+    def gate_at(x):  # the gate of the batch's x-th flow
+        return g0 + int(np.searchsorted(f_off, x, side="right") - 1)
 
     arr = scheduler.gate_split_arrays(offered, placement, cluster)
     whole = arr is None  # then the suffixes are whole ids (a Split's)
     if whole:
-        arr = _joined([_checked_split(scheduler.gate_split(o, placement, cluster), [flows[k] for k in mem], who(g))
-                       for g, (o, mem) in enumerate(zip(offered, gates.values()))], f_off)  # fmt: skip
+        arr = _joined([_checked_split(scheduler.gate_split(o, placement, cluster), [flows[k] for k in mems[g0 + j]],
+                                      who(g0 + j)) for j, o in enumerate(offered)], f_off)  # fmt: skip
     elif not isinstance(arr, SplitArrays):
         raise SchedulerError(f"{who(0)}: gate_split_arrays must return SplitArrays or None, got {type(arr).__name__}")
     del offered
@@ -853,11 +936,11 @@ def _add_gates(cj, flows, gates, taken, scheduler, placement, cluster, topology,
     if len(arr.dep_ptr) != m + 1 or arr.dep_ptr[0] != 0 or arr.dep_ptr[-1] != len(arr.dep):
         raise SchedulerError(f"{scheduler.name}: gate_split_arrays: dep_ptr is not {m + 1} offsets into dep")
     # each original's sub-flows together, every original split
-    rank = np.asarray(arr.flow, np.int64)  # the original's place among all gates' flows
+    rank = np.asarray(arr.flow, np.int64)  # the original's place among the batch's gates' flows
     bad = np.flatnonzero((rank < 0) | (rank >= len(member)))
     if len(bad):
         raise SchedulerError(f"{scheduler.name}: gate_split_arrays: sub-flow {bad[0]}'s original is not a gated flow")
-    gate_of = np.searchsorted(f_off, rank, side="right") - 1
+    gate_of = g0 + np.searchsorted(f_off, rank, side="right") - 1
     starts = np.concatenate([[0], np.flatnonzero(np.diff(rank)) + 1]) if m else np.zeros(0, np.int64)
     runs = np.bincount(rank[starts], minlength=len(member))  # runs of sub-flows per original: 1 each
     if (runs != 1).any():
@@ -866,6 +949,7 @@ def _add_gates(cj, flows, gates, taken, scheduler, placement, cluster, topology,
             raise SchedulerError(f"{who(gate_at(x))}: {flows[gated[member[x]]].id} gets no sub-flows")
         raise SchedulerError(f"{who(gate_at(x))}: SplitArrays must list each original's sub-flows together")
     orig_pos = member[rank]
+    del member, rank
     orig = np.array(gated, np.int64)[orig_pos]
     # sizes, DSCPs, caps
     if not np.issubdtype(np.asarray(arr.size).dtype, np.integer):
@@ -887,6 +971,7 @@ def _add_gates(cj, flows, gates, taken, scheduler, placement, cluster, topology,
     if bad.any():
         x = owner[np.flatnonzero(bad)[0]]
         raise SpecError("scheduler", f"{who(gate_of[x])}: a sub-flow depends on items outside the split")
+    del bad
     # bytes conserved: each original's sub-flows carry its size (check_conservation says how not)
     carried = np.add.reduceat(size, starts) if m else np.zeros(0, np.int64)
     firsts = orig[starts]
@@ -897,9 +982,10 @@ def _add_gates(cj, flows, gates, taken, scheduler, placement, cluster, topology,
         end = starts[x + 1] if x + 1 < len(starts) else m
         check_conservation(f, [(f.src, f.dst, int(b)) for b in size[starts[x] : end]], who(g))
         raise SchedulerError(f"{who(g)}: the sub-flows of {f.id} do not carry its bytes")
+    del carried, firsts, starts
     # dependents (CSR) and no cycle (check_acyclic names one)
-    suffix_of = np.asarray(arr.suffix, np.int64)
     dependents = owner[np.argsort(dep, kind="stable")]
+    del owner
     ptr = np.zeros(m + 1, np.int64)
     np.cumsum(np.bincount(dep, minlength=m), out=ptr[1:])
     stuck = _acyclic(lens, ptr, dependents)
@@ -909,22 +995,21 @@ def _add_gates(cj, flows, gates, taken, scheduler, placement, cluster, topology,
         local = np.full(m, -1, np.int64)
         local[xs] = np.arange(len(xs))
         mine = np.concatenate([dep[arr.dep_ptr[x] : arr.dep_ptr[x + 1]] for x in xs] + [np.zeros(0, np.int64)])
-        part = SplitArrays(rank[xs] - f_off[g], size[xs], suffix_of[xs], arr.suffixes,
-                           np.concatenate([[0], np.cumsum(lens[xs])]), local[mine], dscp[xs], rate[xs])  # fmt: skip
-        check_acyclic(part.split([_as_offered(flows[k]) for k in gates[names[g]]]), who(g))
+        rank = np.asarray(arr.flow, np.int64)
+        part = SplitArrays(rank[xs] - (g_off[g] - g_off[g0]), size[xs], np.asarray(arr.suffix, np.int64)[xs],
+                           arr.suffixes, np.concatenate([[0], np.cumsum(lens[xs])]), local[mine], dscp[xs],
+                           rate[xs])  # fmt: skip
+        check_acyclic(part.split([_as_offered(flows[k]) for k in mems[g]]), who(g))
         raise SchedulerError(f"{who(g)}: sub-flow dependencies form a cycle")
+    del dep
     # ids: the original's id + its suffix (a checked Split's: no prefix, the suffix is the whole id)
     suffix = np.asarray(arr.suffix, np.int64)
     if m and (suffix.min() < 0 or suffix.max() >= len(arr.suffixes)):
         x = int(np.flatnonzero((suffix < 0) | (suffix >= len(arr.suffixes)))[0])
         raise SchedulerError(f"{who(gate_of[x])}: SplitArrays suffix outside its suffixes")
-    prefix = np.zeros(m, np.int64) if whole else orig_pos + 1
-    table = list(arr.suffixes)
-    p_raw = [b""] + [flows[k].id.encode() for k in gated]
-    s_raw = [s.encode() for s in table]
-    p_len = np.array([len(r) for r in p_raw], np.int64)
+    prefix = np.zeros(m, np.int64) if whole else orig_pos + 1  # into p_crc, p_len, p_slash
+    s_raw = [s.encode() for s in arr.suffixes]
     s_len = np.array([len(r) for r in s_raw] or [0], np.int64)
-    p_crc = np.array([zlib.crc32(r) for r in p_raw], np.int64)
     s_crc = np.array([zlib.crc32(r) for r in s_raw] or [0], np.int64)
     lengths = sorted(set(s_len.tolist()))
     tables = _crc_tables(lengths)
@@ -932,32 +1017,37 @@ def _add_gates(cj, flows, gates, taken, scheduler, placement, cluster, topology,
     v = p_crc[prefix]
     crc = (tables[li, 0, v & 255] ^ tables[li, 1, v >> 8 & 255] ^ tables[li, 2, v >> 16 & 255]
            ^ tables[li, 3, v >> 24 & 255]).astype(np.int64) ^ s_crc[suffix]  # fmt: skip
+    del li, v
     id_len = p_len[prefix] + s_len[suffix]
     slash_s = [i for i, r in enumerate(s_raw) if b"/" in r]
-    slash_p = [i for i, r in enumerate(p_raw) if b"/" in r]
-    slashed = np.isin(suffix, slash_s) | np.isin(prefix, slash_p) if slash_s or slash_p else None
-    if slashed is not None and slashed.any():
+    slashed = np.isin(suffix, slash_s) | p_slash[prefix]
+    if slashed.any():
         x = int(np.flatnonzero(slashed)[0])
-        raise SchedulerError(f"{who(gate_of[x])}: sub-flow id {_sub_id(p_raw, s_raw, prefix, suffix, x)!r} is not new "
-                             "in the run")  # fmt: skip
-    _check_new(p_raw, s_raw, prefix, suffix, crc, id_len, taken, p_crc, p_len, gate_of, who)
+        raw = (flows[int(orig[x])].id.encode() if prefix[x] else b"") + s_raw[suffix[x]]
+        raise SchedulerError(f"{who(gate_of[x])}: sub-flow id {raw.decode()!r} is not new in the run")
+    del slashed
+    key = (id_len << 32) | crc
+    del id_len
     # routes: ECMP spine by the CRC-32, routes in order of first use after the job's
     net = cj.kind[orig] == NET
     nic_base = np.cumsum([0] + [s.nics for s in cluster.servers])
     nic_of: dict[str, int] = {}  # endpoint -> its NIC numbered over the cluster
-    for e in {f.dst for f in flows.values()}:
+    in_batch = np.unique(orig_pos)
+    batch = [flows[gated[x]] for x in in_batch.tolist()]
+    for e in {f.dst for f in batch}:
         nic_of[e] = int(nic_base[placement[e].server]) + placement[e].nic
-    dst_nic = np.array([nic_of[flows[k].dst] for k in gated], np.int64)
-    a_nic, b_nic = cj.nic[orig].astype(np.int64), dst_nic[orig_pos]
+    dst_nic = np.array([nic_of[f.dst] for f in batch], np.int64)
+    a_nic, b_nic = cj.nic[orig].astype(np.int64), dst_nic[np.searchsorted(in_batch, orig_pos)]
+    del dst_nic, batch
     nic_leaf = np.array([topology.nics[sv][k].leaf for sv in range(len(cluster.servers))
                          for k in range(cluster.servers[sv].nics)], np.int64)  # fmt: skip
     nspines, total = len(topology.spines), cj.nics
     cross = net & (nic_leaf[a_nic] != nic_leaf[b_nic])
     spine = np.where(cross, crc % max(nspines, 1), -1) if nspines else np.full(m, -1, np.int64)
+    del crc, cross
     rkey = (a_nic * total + b_nic) * (nspines + 1) + (spine + 1)
     route = np.full(m, -1, np.int64)
-    base = len(route_of)
-    new_routes = []
+    base, new_routes = state["base"], state["new_routes"]
     if net.any():
         uniq, first, inverse = np.unique(rkey[net], return_index=True, return_inverse=True)
         order = np.argsort(first, kind="stable")  # route keys in order of first use
@@ -967,20 +1057,17 @@ def _add_gates(cj, flows, gates, taken, scheduler, placement, cluster, topology,
         for nics in (a_nic[at], b_nic[at]):
             ends.append(zip(server_of_nic[nics].tolist(), (nics - nic_base[server_of_nic[nics]]).tolist()))
         got = []
-        for key, a, b, spn in zip(uniq[order].tolist(), ends[0], ends[1], spine[at].tolist()):
-            r = route_of.get(key)
+        for rk, a, b, spn in zip(uniq[order].tolist(), ends[0], ends[1], spine[at].tolist()):
+            r = route_of.get(rk)
             if r is None:
-                r = route_of[key] = base + len(new_routes)
+                r = route_of[rk] = base + len(new_routes)
                 new_routes.append(fabric.route(a, b, None if spn < 0 else spn))
             got.append(r)
         r_of = np.empty(len(uniq), np.int64)
         r_of[order] = got
         route[net] = r_of[inverse.ravel()]
-    if new_routes:  # after the job's routes (without the placeholder row of a job that has none)
-        links, hops, latency = _route_table(new_routes)
-        cj.route_links = np.concatenate([cj.route_links[:base], links])
-        cj.route_hops = np.concatenate([cj.route_hops[:base], hops])
-        cj.route_latency = np.concatenate([cj.route_latency[:base], latency])
+    del rkey, a_nic, b_nic
+    remap = np.array([table.setdefault(r, len(table)) for r in s_raw] or [0], np.int64)
     add = dict(
         kind=cj.kind[orig], device=np.full(m, -1, np.int32), duration=np.zeros(m), route=route,
         bits=np.where(net, _wire_bits(size), 0.0), prio=np.where(net, classes[dscp], 0), dscp=dscp, size=size,
@@ -988,45 +1075,26 @@ def _add_gates(cj, flows, gates, taken, scheduler, placement, cluster, topology,
         spine=np.where(net, spine, -1), missing=lens + 1, iteration=cj.iteration[orig], ctype=cj.ctype[orig],
         coflow=cj.coflow[orig],
     )  # fmt: skip
-    for name, col in add.items():
-        setattr(cj, name, np.concatenate([getattr(cj, name), col.astype(getattr(cj, name).dtype)]))
-    cj.dep_ptr = np.concatenate([cj.dep_ptr, cj.dep_ptr[-1] + ptr[1:]])
-    cj.dep_idx = np.concatenate([cj.dep_idx, (n_job + dependents).astype(np.int32)])
-    cj.gate, cj.gate_size, cj.gate_sub, cj.parent, cj.children = _gate_arrays(gates, orig.astype(np.int32), gate_of,
-                                                                             n_job)  # fmt: skip
-    if isinstance(cj.ids, Ids):  # kept as (original, suffix): not written out
-        cj.ids = cj.ids.extended(np.full(m, -1, np.int64) if whole else orig, suffix, s_raw)
-    else:
-        parts = np.empty(2 * m, object)
-        parts[0::2] = np.array(p_raw, object)[prefix]
-        parts[1::2] = np.array(s_raw + [b""], object)[suffix]
-        blob = b"".join(parts.tolist())
-        ends = np.cumsum(id_len).tolist()
-        cj.ids = list(cj.ids) + [blob[s:e].decode() for s, e in zip([0] + ends[:-1], ends)]
+    out = {name: col.astype(getattr(cj, name).dtype, copy=False) for name, col in add.items()}
+    out.update(ptr=ptr, dependents=dependents, orig=orig.astype(np.int32), gate_of=gate_of.astype(np.int32),
+               prefix=np.where(prefix > 0, orig, -1).astype(np.int32), suffix=remap[suffix], id_key=key)  # fmt: skip
+    return out
 
 
-def _sub_id(p_raw, s_raw, prefix, suffix, x) -> str:
-    return (p_raw[prefix[x]] + s_raw[suffix[x]]).decode()
-
-
-def _check_new(p_raw, s_raw, prefix, suffix, crc, id_len, taken, p_crc, p_len, gate_of, who) -> None:
-    """Sub-flow ids differ from each other and from ``taken`` (``None``: the gated flows', the
-    prefixes ``p_raw[1:]``): ids of equal (length, CRC-32) are compared as strings."""
-    if taken is None:
-        t_key = (p_len[1:] << 32) | p_crc[1:]
-        t_raw = p_raw[1:]
-    else:
-        t_raw = [t.encode() for t in taken]
-        t_key = np.array([len(r) << 32 | zlib.crc32(r) for r in t_raw], np.int64)
-    key = np.concatenate([t_key, (id_len << 32) | crc])
+def _check_new(sub_key, sub_raw, t_key, t_raw, gate_of, who) -> None:
+    """Sub-flow ids differ from each other and from the ids ``taken`` (keys ``t_key``, bytes
+    ``t_raw(y)``): ids of equal key (length << 32 | CRC-32) are compared as strings (a
+    sub-flow's bytes: ``sub_raw(x)``)."""
+    key = np.concatenate([t_key, sub_key])
     order = np.argsort(key, kind="stable")
     same = np.flatnonzero(key[order][1:] == key[order][:-1])
+    del key
     if not len(same):
         return
     seen: dict[bytes, int] = {}
-    nt = len(t_raw)
+    nt = len(t_key)
     for y in sorted(set(order[same].tolist()) | set(order[same + 1].tolist())):  # taken first, then sub-flows in order
-        raw = t_raw[y] if y < nt else p_raw[prefix[y - nt]] + s_raw[suffix[y - nt]]
+        raw = t_raw(y) if y < nt else sub_raw(y - nt)
         if raw in seen and y >= nt:
             raise SchedulerError(f"{who(gate_of[y - nt])}: sub-flow id {raw.decode()!r} is not new in the run")
         seen[raw] = y

@@ -97,6 +97,32 @@ def test_hermod_splits_ep_coflows_between_servers_the_same_on_both_engines(seed,
     assert sum(len(slow.items[i].children or ()) for i in probe.matched) == len(subs)
 
 
+class _SplitsOneByOne(Hermod):
+    """Hermod without the array hook: its gates split by ``gate_split`` one by one."""
+
+    def gate_split_arrays(self, gates, placement, cluster):
+        return None
+
+
+@pytest.mark.parametrize("seed", [905, 910, 915, 924, 930, 940])  # jobs with 16-128 gates
+def test_gates_split_in_batches_make_the_same_compact_job(seed, monkeypatch):
+    """``_add_gates`` splits and checks the gates in batches of ``GATE_CHUNK`` flows: batches of
+    one flow (a gate each) or a few give, array for array, the CompactJob of one batch, with the
+    array hook and with ``gate_split`` per gate, and the same run."""
+    import simulator.compact as sc
+
+    job, spec = random_moe_job(random.Random(seed))
+    make = [lambda: by_name("hermod"), _SplitsOneByOne][seed % 2]
+    whole = compact(job, make(), spec)
+    assert len(whole.gate_size) >= 16
+    for chunk in (1, 3):
+        monkeypatch.setattr(sc, "GATE_CHUNK", chunk)
+        part = compact(job, make(), spec)
+        same_compact_job(whole, part)
+        for f in ("ready", "start", "end", "link_bits"):
+            assert np.array_equal(getattr(run_compact(whole), f), getattr(run_compact(part), f)), f
+
+
 @pytest.mark.parametrize("seed", range(8))
 def test_hermods_options_give_the_same_times_on_both_engines(seed):
     """``match: gpu`` (Alg. 3 over the GPUs, the thesis's matrix), ``backward: reverse`` and
