@@ -120,7 +120,7 @@ class CompactJob:
     duration: np.ndarray  # float64: a task's model seconds
     route: np.ndarray  # int32: a network flow's route (-1 else)
     bits: np.ndarray  # float64: a network flow's wire bits
-    prio: np.ndarray  # int64: the class its DSCP gets under the tc policy
+    prio: np.ndarray  # int8: the class its DSCP gets under the tc policy
     cap: np.ndarray  # float64: its rate cap (inf: none)
     key: np.ndarray  # int64: its Rule's key, bar, queued
     bar: np.ndarray
@@ -138,7 +138,7 @@ class CompactJob:
     link_cap: np.ndarray  # float64 per fabric link
     link_names: list[str]
     nics: int
-    spine: np.ndarray  # int32: a network flow's ECMP spine (-1: none)
+    spine: np.ndarray  # int16: a network flow's ECMP spine (-1: none)
     placement: Placement
     # gated flows (Rule.gate) and their sub-flows, items n_job.. (all four empty without gates)
     gate: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int32))  # int32: a gated flow's gate, -1
@@ -146,7 +146,7 @@ class CompactJob:
     gate_sub: np.ndarray = field(default_factory=lambda: np.zeros(1, np.int64))  # gate g's sub-flows: [g], [g + 1]
     parent: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int32))  # int32: a sub-flow's original, -1
     children: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int32))  # sub-flows per original
-    iteration: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int32))  # per item, for results (or empty)
+    iteration: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int16))  # per item, for results (or empty)
     # for the analysis (railbed/analysis.py): a flow's coflow type (index into types; -1 tasks), its coflow (-1)
     ctype: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int16))
     types: list[str] = field(default_factory=list)
@@ -342,7 +342,7 @@ def compact(job: Job, scheduler: Scheduler, cluster: ClusterSpec, policy: str | 
     duration = np.zeros(n)
     route = np.full(n, -1, np.int32)
     bits = np.zeros(n)
-    prio = np.zeros(n, np.int64)
+    prio = np.zeros(n, np.int8)
     cap = np.full(n, math.inf)
     key = np.zeros(n, np.int64)
     bar = np.zeros(n, np.int64)
@@ -350,7 +350,7 @@ def compact(job: Job, scheduler: Scheduler, cluster: ClusterSpec, policy: str | 
     nic = np.full(n, -1, np.int32)
     dscp = np.zeros(n, np.int8)
     size = np.zeros(n, np.int64)
-    spine_of = np.full(n, -1, np.int32)
+    spine_of = np.full(n, -1, np.int16)
     routes: dict[tuple, int] = {}
     route_list = []
     for k, item in enumerate(items):
@@ -395,7 +395,7 @@ def compact(job: Job, scheduler: Scheduler, cluster: ClusterSpec, policy: str | 
         missing, dep_ptr, dep_idx, device_cap, route_links, route_hops, route_latency,
         fabric.capacity.copy(), list(fabric.names), int(nic_base[-1]), spine_of, placement,
         *_gate_arrays({}, np.zeros(0, np.int32), np.zeros(0, np.int64), n),
-        np.array([getattr(it, "iteration", 0) or 0 for it in items], np.int32),
+        np.array([getattr(it, "iteration", 0) or 0 for it in items], np.int16),
         *_types_and_coflows(items),
         bool(getattr(scheduler, "hold_by_class", False)),
     )  # fmt: skip
@@ -732,7 +732,7 @@ def compact_arrays(
     cross_leaf = nic_leaf[a_nic] != nic_leaf[b_nic]
     sp = np.where(cross_leaf, aj.crc[net].astype(np.int64) % max(nspines, 1), -1) if nspines else np.full(
         len(a_nic), -1, np.int64)  # fmt: skip
-    spine_of = np.full(n, -1, np.int32)
+    spine_of = np.full(n, -1, np.int16)
     spine_of[net] = sp
     total_nics = int(nic_base[-1])
     rkey = (a_nic * total_nics + b_nic) * (nspines + 1) + (sp + 1)
@@ -759,9 +759,9 @@ def compact_arrays(
     del a_nic, b_nic, sp, rkey, inverse, cross_leaf
     payload = np.where(net, size, 0)
     bits = _wire_bits(payload)
-    prio = np.where(net, classes[dscp.astype(np.int64)], 0)
+    prio = np.where(net, classes[dscp.astype(np.int64)], 0).astype(np.int8)
     del payload, src, dst
-    iteration = aj.iteration.astype(np.int32)
+    iteration = aj.iteration.astype(np.int16)
     ids = aj.ids
     missing = aj.dep_count.copy()
     owner = np.repeat(np.arange(n, dtype=np.int32), aj.dep_count)
