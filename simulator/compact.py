@@ -503,7 +503,10 @@ def _gate_arrays(gates: dict[str, list[int]], parent: np.ndarray, gate_of: np.nd
         gate_sub[1:] = n_job + np.cumsum(np.bincount(gate_of, minlength=len(gates)))
     full_parent = np.full(n, -1, np.int32)
     full_parent[n_job:] = parent
-    children = np.bincount(parent, minlength=n).astype(np.int32) if gates else np.zeros(0, np.int32)
+    children = np.zeros(n if gates else 0, np.int32)
+    if gates:
+        have, count = np.unique(parent, return_counts=True)
+        children[have] = count
     return gate, gate_size, gate_sub, full_parent, children
 
 
@@ -931,6 +934,13 @@ def _add_gates(cj, flows, gates, taken, scheduler, placement, cluster, topology,
         cj.route_links = np.concatenate([cj.route_links[:base], links])
         cj.route_hops = np.concatenate([cj.route_hops[:base], hops])
         cj.route_latency = np.concatenate([cj.route_latency[:base], latency])
+    # gates, parents and ids first (the columns are still the job's length), then the columns
+    cj.gate, cj.gate_size, cj.gate_sub, cj.parent, cj.children = _gate_arrays(gates, orig, gate_of, n_job)
+    if isinstance(cj.ids, Ids):  # kept as (original, suffix): not written out
+        cj.ids = cj.ids.extended(np.where(prefix >= 0, orig, -1), suffix, s_raw)
+    else:
+        cj.ids = list(cj.ids) + [sub_raw(x).decode() for x in range(m)]
+    prefix = suffix = gate_of = None  # noqa: F841 (sub_raw's arrays go)
     # the sub-flows' columns, one at a time (the old column, the new one and the batches' parts
     # alive); what a sub-flow shares with its original is read from the original here
     size, dscp = cat("size", cj.size.dtype), cat("dscp", cj.dscp.dtype)
@@ -965,11 +975,6 @@ def _add_gates(cj, flows, gates, taken, scheduler, placement, cluster, topology,
     cj.dep_idx = np.concatenate([cj.dep_idx] + [(n_job + m_off[b] + p.pop("dependents")).astype(np.int32)
                                                 for b, p in enumerate(parts)])  # fmt: skip
     parts.clear()
-    cj.gate, cj.gate_size, cj.gate_sub, cj.parent, cj.children = _gate_arrays(gates, orig, gate_of, n_job)
-    if isinstance(cj.ids, Ids):  # kept as (original, suffix): not written out
-        cj.ids = cj.ids.extended(np.where(prefix >= 0, orig, -1), suffix, s_raw)
-    else:
-        cj.ids = list(cj.ids) + [sub_raw(x).decode() for x in range(m)]
 
 
 # the CompactJob columns a sub-flow has (besides dependencies, gates, parent and id)
@@ -1152,11 +1157,13 @@ def _check_new(sub_key, sub_raw, t_key, t_raw, gate_of, who) -> None:
     ``t_raw(y)``): ids of equal key (length << 32 | CRC-32) are compared as strings (a
     sub-flow's bytes: ``sub_raw(x)``)."""
     key = np.concatenate([t_key, sub_key])
+    key.sort()
+    if not (key[1:] == key[:-1]).any():
+        return
+    key = np.concatenate([t_key, sub_key])
     order = np.argsort(key, kind="stable")
     same = np.flatnonzero(key[order][1:] == key[order][:-1])
     del key
-    if not len(same):
-        return
     seen: dict[bytes, int] = {}
     nt = len(t_key)
     for y in sorted(set(order[same].tolist()) | set(order[same + 1].tolist())):  # taken first, then sub-flows in order

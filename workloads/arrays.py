@@ -109,7 +109,7 @@ class Ids(Sequence):
         remap = np.array([at.setdefault(t, len(at)) for t in suffixes] or [0], np.int64)
         table = list(at)
         sdt = np.int16 if len(table) < 2**15 else np.int32
-        pre, suf = pre.astype(np.int32), remap[np.asarray(suffix, np.int64)].astype(sdt)
+        pre, suf = pre.astype(np.int32, copy=False), remap.astype(sdt)[np.asarray(suffix)]
         if self.tail is not None:
             pre, suf = np.concatenate([self.tail[0], pre]), np.concatenate([self.tail[1].astype(sdt), suf])
         return Ids(self.blob, self.offsets, (pre, suf, tuple(table)))
