@@ -4,7 +4,7 @@ thread is on (its innermost frames in this repository), and the script prints th
 stage's end, the peak per line, and the overall peak with its stack (docs/performance.md,
 "Where the memory goes").
 
-    python bench/prof_memory.py 1024            # GPUs; about 1.5 minutes and 4 GB at 1024
+    python bench/prof_memory.py 1024            # GPUs; about 1 minute and 2 GB at 1024
     python bench/prof_memory.py 2048 --run      # also the run (analysis off)
 """
 
