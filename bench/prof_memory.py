@@ -1,8 +1,8 @@
 """Where the memory of bench_scale's run goes (Mixtral-8x22B, one iteration, ``hermod``, the
 array path): a thread samples the process's RSS every 20 ms together with the line the main
 thread is on (its innermost frames in this repository), and the script prints the RSS at each
-stage's end, the peak per line, and the overall peak with its stack (docs/performance.md,
-"Where the memory goes").
+stage's end, the peak per line, and the overall peak with its stack (docs/performance.md, issue 23's
+"Memory").
 
     python bench/prof_memory.py 1024            # GPUs; about 1 minute and 2 GB at 1024
     python bench/prof_memory.py 2048 --run      # also the run (analysis off)
