@@ -76,6 +76,7 @@ from __future__ import annotations
 import math
 import time
 import zlib
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -119,7 +120,7 @@ class CompactJob:
     duration: np.ndarray  # float64: a task's model seconds
     route: np.ndarray  # int32: a network flow's route (-1 else)
     bits: np.ndarray  # float64: a network flow's wire bits
-    prio: np.ndarray  # int64: the class its DSCP gets under the tc policy
+    prio: np.ndarray  # int8: the class its DSCP gets under the tc policy
     cap: np.ndarray  # float64: its rate cap (inf: none)
     key: np.ndarray  # int64: its Rule's key, bar, queued
     bar: np.ndarray
@@ -137,7 +138,7 @@ class CompactJob:
     link_cap: np.ndarray  # float64 per fabric link
     link_names: list[str]
     nics: int
-    spine: np.ndarray  # int32: a network flow's ECMP spine (-1: none)
+    spine: np.ndarray  # int16: a network flow's ECMP spine (-1: none)
     placement: Placement
     # gated flows (Rule.gate) and their sub-flows, items n_job.. (all four empty without gates)
     gate: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int32))  # int32: a gated flow's gate, -1
@@ -145,7 +146,7 @@ class CompactJob:
     gate_sub: np.ndarray = field(default_factory=lambda: np.zeros(1, np.int64))  # gate g's sub-flows: [g], [g + 1]
     parent: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int32))  # int32: a sub-flow's original, -1
     children: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int32))  # sub-flows per original
-    iteration: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int32))  # per item, for results (or empty)
+    iteration: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int16))  # per item, for results (or empty)
     # for the analysis (railbed/analysis.py): a flow's coflow type (index into types; -1 tasks), its coflow (-1)
     ctype: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int16))
     types: list[str] = field(default_factory=list)
@@ -201,7 +202,7 @@ class CompactResult:
         UTF-8 bytes and offsets, kind (0 task, 1 same-server flow, 2 network flow), ready, start,
         end, size, DSCP, source NIC (numbered over the cluster), ECMP spine, parent (-1)."""
         cj = self.job
-        ids = cj.ids if isinstance(cj.ids, Ids) else ids_of(cj.ids)
+        ids = cj.ids.flat() if isinstance(cj.ids, Ids) else ids_of(cj.ids)
         parent = cj.parent if len(cj.parent) else np.full(cj.items, -1, np.int32)
         return dict(
             ids_utf8=np.frombuffer(ids.blob, np.uint8), ids_offsets=ids.offsets, kind=cj.kind, ready=self.ready,
@@ -341,7 +342,7 @@ def compact(job: Job, scheduler: Scheduler, cluster: ClusterSpec, policy: str | 
     duration = np.zeros(n)
     route = np.full(n, -1, np.int32)
     bits = np.zeros(n)
-    prio = np.zeros(n, np.int64)
+    prio = np.zeros(n, np.int8)
     cap = np.full(n, math.inf)
     key = np.zeros(n, np.int64)
     bar = np.zeros(n, np.int64)
@@ -349,7 +350,7 @@ def compact(job: Job, scheduler: Scheduler, cluster: ClusterSpec, policy: str | 
     nic = np.full(n, -1, np.int32)
     dscp = np.zeros(n, np.int8)
     size = np.zeros(n, np.int64)
-    spine_of = np.full(n, -1, np.int32)
+    spine_of = np.full(n, -1, np.int16)
     routes: dict[tuple, int] = {}
     route_list = []
     for k, item in enumerate(items):
@@ -394,7 +395,7 @@ def compact(job: Job, scheduler: Scheduler, cluster: ClusterSpec, policy: str | 
         missing, dep_ptr, dep_idx, device_cap, route_links, route_hops, route_latency,
         fabric.capacity.copy(), list(fabric.names), int(nic_base[-1]), spine_of, placement,
         *_gate_arrays({}, np.zeros(0, np.int32), np.zeros(0, np.int64), n),
-        np.array([getattr(it, "iteration", 0) or 0 for it in items], np.int32),
+        np.array([getattr(it, "iteration", 0) or 0 for it in items], np.int16),
         *_types_and_coflows(items),
         bool(getattr(scheduler, "hold_by_class", False)),
     )  # fmt: skip
@@ -502,7 +503,10 @@ def _gate_arrays(gates: dict[str, list[int]], parent: np.ndarray, gate_of: np.nd
         gate_sub[1:] = n_job + np.cumsum(np.bincount(gate_of, minlength=len(gates)))
     full_parent = np.full(n, -1, np.int32)
     full_parent[n_job:] = parent
-    children = np.bincount(parent, minlength=n).astype(np.int32) if gates else np.zeros(0, np.int32)
+    children = np.zeros(n if gates else 0, np.int32)
+    if gates:
+        have, count = np.unique(parent, return_counts=True)
+        children[have] = count
     return gate, gate_size, gate_sub, full_parent, children
 
 
@@ -666,6 +670,15 @@ def compact_arrays(
         if again.locations != placement.locations:
             raise SpecError("scheduler", f"{scheduler.name} places the skeleton with the gated flows differently")
         rules = [scheduler.rule(_as_offered(in_skeleton[h]), placement, cluster) for h, _ in aj.reps]
+        gates: dict[str, list[int]] = {}
+        for k in members.tolist():  # each gated flow's gate from rule on the flow itself (its coflow)
+            f = in_skeleton[k]
+            rule = scheduler.rule(_as_offered(f), placement, cluster)
+            if rule is None or rule.gate is None:
+                raise SpecError("scheduler", f"{scheduler.name}: flow {f.id} is not gated like its rule class")
+            gates.setdefault(rule.gate, []).append(k)
+        # the gated flows as Flows only while asked: made again per batch of gates (_GatedFlows)
+        in_skeleton = {h: in_skeleton[h] for h, _ in aj.reps}
     classes = np.array(dscp_classes(policy), dtype=np.int64)
     nic_base = np.cumsum([0] + [s.nics for s in cluster.servers])
     locs = [placement[e] for e in aj.endpoints]
@@ -722,7 +735,7 @@ def compact_arrays(
     cross_leaf = nic_leaf[a_nic] != nic_leaf[b_nic]
     sp = np.where(cross_leaf, aj.crc[net].astype(np.int64) % max(nspines, 1), -1) if nspines else np.full(
         len(a_nic), -1, np.int64)  # fmt: skip
-    spine_of = np.full(n, -1, np.int32)
+    spine_of = np.full(n, -1, np.int16)
     spine_of[net] = sp
     total_nics = int(nic_base[-1])
     rkey = (a_nic * total_nics + b_nic) * (nspines + 1) + (sp + 1)
@@ -749,9 +762,9 @@ def compact_arrays(
     del a_nic, b_nic, sp, rkey, inverse, cross_leaf
     payload = np.where(net, size, 0)
     bits = _wire_bits(payload)
-    prio = np.where(net, classes[dscp.astype(np.int64)], 0)
+    prio = np.where(net, classes[dscp.astype(np.int64)], 0).astype(np.int8)
     del payload, src, dst
-    iteration = aj.iteration.astype(np.int32)
+    iteration = aj.iteration.astype(np.int16)
     ids = aj.ids
     missing = aj.dep_count.copy()
     owner = np.repeat(np.arange(n, dtype=np.int32), aj.dep_count)
@@ -769,16 +782,24 @@ def compact_arrays(
         hold_by_class=bool(getattr(scheduler, "hold_by_class", False)),
     )  # fmt: skip
     if gated.any():
-        flows = {int(k): in_skeleton[int(k)] for k in members}
-        gates: dict[str, list[int]] = {}
-        for k, f in flows.items():  # each gated flow's gate from rule on the flow itself (its coflow)
-            rule = scheduler.rule(_as_offered(f), placement, cluster)
-            if rule is None or rule.gate is None:
-                raise SpecError("scheduler", f"{scheduler.name}: flow {f.id} is not gated like its rule class")
-            gates.setdefault(rule.gate, []).append(k)
+        flows = _GatedFlows(aj, members)
         route_of = {int(u): int(r) for u, r in zip(uniq, rank)}
         _add_gates(cj, flows, gates, None, scheduler, placement, cluster, topology, fabric, classes, route_of)
+    _trim_heap()
     return cj
+
+
+def _trim_heap() -> None:
+    """Give the C heap's free pages back to the system (glibc's ``malloc_trim``; elsewhere
+    nothing): a compaction frees a million small objects and numpy buffers below glibc's mmap
+    threshold, whose pages would otherwise stay in the process through the run (1.4 GB of RSS
+    after the 1024-GPU hermod compaction)."""
+    import ctypes
+
+    try:
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):
+        pass
 
 
 def _array_types(aj: ArrayJob, is_flow: np.ndarray) -> dict:
@@ -814,36 +835,172 @@ def _member_flow(aj: ArrayJob, k: int) -> Flow:
     )  # fmt: skip
 
 
-def _add_gates(cj, flows, gates, taken, scheduler, placement, cluster, topology, fabric, classes, route_of) -> None:
+GATE_CHUNK = 1 << 17  # gated flows per call of gate_split_arrays (and per batch of the checks)
+
+
+class _GatedFlows(Mapping):
+    """Item index -> :class:`Flow` of an ArrayJob's gated flows (``members``, in item order),
+    each made when asked (:func:`_member_flow`): 7 million gated flows at 8192 GPUs, about
+    350 bytes each as Flows, are not kept while :func:`_add_gates` runs (it asks a batch's once)."""
+
+    def __init__(self, aj: ArrayJob, members: np.ndarray) -> None:
+        self.aj, self.members = aj, members.tolist()
+        self.index = dict.fromkeys(self.members)
+
+    def __getitem__(self, k: int) -> Flow:
+        if k not in self.index:
+            raise KeyError(k)
+        return _member_flow(self.aj, k)
+
+    def __iter__(self):
+        return iter(self.members)
+
+    def __len__(self) -> int:
+        return len(self.members)
+
+    def raw_id(self, k: int) -> bytes:
+        ids = self.aj.ids
+        return ids.blob[ids.offsets[k] : ids.offsets[k + 1]]
+
+
+def _add_gates(cj, flows, gates, taken, scheduler, placement, cluster, topology, fabric, classes, route_of,
+               chunk: int | None = None) -> None:  # fmt: skip
     """Append to ``cj`` the sub-flows of every gate (``gates``: name -> its flows' item indices,
     in order of its first flow; ``flows``: item index -> Flow of every gated flow, in item order):
-    the scheduler's :meth:`~railbed.scheduler.Scheduler.gate_split_arrays` of all gates, else its
+    the scheduler's :meth:`~railbed.scheduler.Scheduler.gate_split_arrays`, else its
     ``gate_split`` per gate checked as a :class:`Split` (:func:`_checked_split`); then, with numpy
-    over all sub-flows at once, the Dispatcher's checks (every original split, its bytes
-    conserved, ids new in the run, no cycle; :class:`SchedulerError` naming the gate), the ids,
-    ECMP spines (CRC-32 of the id), routes (new ones after the job's; ``route_of``: route key ->
-    index) and columns, as :func:`compact` of the job with these sub-flows as items would make
-    them. ``taken``: the ids a sub-flow's must differ from besides each other's (``None``: the
-    gated flows')."""
+    over the sub-flows, the Dispatcher's checks (every original split, its bytes conserved, ids
+    new in the run, no cycle; :class:`SchedulerError` naming the gate), the ids, ECMP spines
+    (CRC-32 of the id), routes (new ones after the job's; ``route_of``: route key -> index) and
+    columns, as :func:`compact` of the job with these sub-flows as items would make them.
+    ``taken``: the ids a sub-flow's must differ from besides each other's (``None``: the gated
+    flows'). The gates go in batches of about ``chunk`` flows (:data:`GATE_CHUNK`) (a split is a pure function of
+    its gate): what a batch needs while it is checked is freed before the next, and only the
+    sub-flows' columns, in their final types, are kept until they join ``cj`` (at 8192 GPUs,
+    33 million sub-flows: the whole batch at once took about 300 bytes a sub-flow). A batch's
+    checks run in the order above; the ids' newness is checked over all batches at the end."""
+    chunk = chunk or GATE_CHUNK
     n_job = cj.items
     gated = list(flows)
     pos = {k: x for x, k in enumerate(gated)}
     names = list(gates)
-    member = np.array([pos[k] for mem in gates.values() for k in mem], np.int64)  # place -> position in gated
-    f_off = np.cumsum([0] + [len(mem) for mem in gates.values()])
-    offered = [[_as_offered(flows[k]) for k in mem] for mem in gates.values()]
+    mems = list(gates.values())
+    g_off = np.cumsum([0] + [len(mem) for mem in mems])  # gate g's flows: g_off[g]..g_off[g + 1] in gate order
+    p_crc = np.zeros(len(gated) + 1, np.int64)  # per gated flow (position + 1; 0: no prefix), its id's CRC-32
+    p_len = np.zeros(len(gated) + 1, np.int64)  # and length in bytes
+    p_slash = np.zeros(len(gated) + 1, np.bool_)
+    raw_id = flows.raw_id if isinstance(flows, _GatedFlows) else (lambda k: flows[k].id.encode())
+    for x, k in enumerate(gated):
+        raw = raw_id(k)
+        p_crc[x + 1], p_len[x + 1], p_slash[x + 1] = zlib.crc32(raw), len(raw), b"/" in raw
 
     def who(g) -> str:
         return f"{scheduler.name}: gate_split of {names[int(g)]}"
 
-    def gate_at(x):  # the gate of the gates' x-th flow
-        return int(np.searchsorted(f_off, x, side="right") - 1)
+    table: dict[bytes, int] = {}  # suffixes of all batches
+    state = dict(base=len(route_of), new_routes=[])
+    parts: list[dict] = []
+    g0 = 0
+    while g0 < len(mems):
+        g1 = int(np.searchsorted(g_off, g_off[g0] + chunk, side="right")) - 1
+        g1 = max(g1, g0 + 1)
+        parts.append(_gate_batch(cj, flows, gated, pos, mems, g_off, g0, g1, scheduler, placement, cluster, topology,
+                                 fabric, classes, route_of, state, table, p_crc, p_len, p_slash, who))  # fmt: skip
+        g0 = g1
+    m = sum(len(p["orig"]) for p in parts)
+
+    def cat(name, dtype=None):
+        got = np.concatenate([p.pop(name) for p in parts]) if parts else np.zeros(0, dtype or np.int64)
+        return got if dtype is None else got.astype(dtype, copy=False)
+
+    s_raw = list(table)
+    prefix, suffix, orig, gate_of = cat("prefix", np.int32), cat("suffix"), cat("orig", np.int32), cat("gate_of")
+
+    def sub_raw(x) -> bytes:
+        return (raw_id(int(orig[x])) if prefix[x] >= 0 else b"") + s_raw[int(suffix[x])]
+
+    if taken is None:
+        t_key, t_raw = (p_len[1:] << 32) | p_crc[1:], (lambda y: raw_id(gated[y]))
+    else:
+        t_list = [t.encode() for t in taken]
+        t_key = np.array([len(r) << 32 | zlib.crc32(r) for r in t_list], np.int64)
+        t_raw = t_list.__getitem__
+    _check_new(cat("id_key"), sub_raw, t_key, t_raw, gate_of, who)
+    del t_key
+    new_routes = state["new_routes"]
+    base = state["base"]
+    if new_routes:  # after the job's routes (without the placeholder row of a job that has none)
+        links, hops, latency = _route_table(new_routes)
+        cj.route_links = np.concatenate([cj.route_links[:base], links])
+        cj.route_hops = np.concatenate([cj.route_hops[:base], hops])
+        cj.route_latency = np.concatenate([cj.route_latency[:base], latency])
+    # gates, parents and ids first (the columns are still the job's length), then the columns
+    cj.gate, cj.gate_size, cj.gate_sub, cj.parent, cj.children = _gate_arrays(gates, orig, gate_of, n_job)
+    if isinstance(cj.ids, Ids):  # kept as (original, suffix): not written out
+        cj.ids = cj.ids.extended(np.where(prefix >= 0, orig, -1), suffix, s_raw)
+    else:
+        cj.ids = list(cj.ids) + [sub_raw(x).decode() for x in range(m)]
+    prefix = suffix = gate_of = None  # noqa: F841 (sub_raw's arrays go)
+    # the sub-flows' columns, one at a time (the old column, the new one and the batches' parts
+    # alive); what a sub-flow shares with its original is read from the original here
+    size, dscp = cat("size", cj.size.dtype), cat("dscp", cj.dscp.dtype)
+    net = cj.kind[orig] == NET
+    caps = [p.pop("cap") for p in parts]
+    tails = dict(
+        kind=lambda: cj.kind[orig], device=lambda: -1, duration=lambda: 0.0, route=lambda: cat("route"),
+        bits=lambda: np.where(net, _wire_bits(size), 0.0), prio=lambda: np.where(net, classes[dscp], 0),
+        dscp=lambda: dscp, size=lambda: size, key=lambda: cj.key[orig], bar=lambda: 0, queued=lambda: False,
+        nic=lambda: cj.nic[orig], spine=lambda: cat("spine"), iteration=lambda: cj.iteration[orig],
+        ctype=lambda: cj.ctype[orig], coflow=lambda: cj.coflow[orig],
+        cap=lambda: np.concatenate([np.full(len(p["lens"]), math.inf) if c is None else c
+                                    for p, c in zip(parts, caps)]),
+        missing=lambda: np.concatenate([p["lens"] for p in parts]) + 1,
+    )  # fmt: skip
+    for name in _SUB_COLUMNS:
+        old = getattr(cj, name)
+        col = np.empty(n_job + m, old.dtype)
+        col[:n_job] = old
+        del old
+        col[n_job:] = tails[name]()
+        setattr(cj, name, col)
+        del col
+    tails.clear()
+    size = dscp = net = caps = None  # noqa: F841 (the closures' arrays go)
+    m_off = np.cumsum([0] + [len(p["lens"]) for p in parts])
+    ptr = np.zeros(m + 1, np.int64)
+    if m:
+        np.cumsum(np.concatenate([p.pop("nout") for p in parts]), out=ptr[1:])  # dependents per sub-flow
+    cj.dep_ptr = np.concatenate([cj.dep_ptr, cj.dep_ptr[-1] + ptr[1:]])
+    del ptr
+    cj.dep_idx = np.concatenate([cj.dep_idx] + [(n_job + m_off[b] + p.pop("dependents")).astype(np.int32)
+                                                for b, p in enumerate(parts)])  # fmt: skip
+    parts.clear()
+
+
+# the CompactJob columns a sub-flow has (besides dependencies, gates, parent and id)
+_SUB_COLUMNS = ("kind", "device", "duration", "route", "bits", "prio", "dscp", "size", "cap", "key", "bar", "queued",
+                "nic", "spine", "missing", "iteration", "ctype", "coflow")  # fmt: skip
+
+
+def _gate_batch(cj, flows, gated, pos, mems, g_off, g0, g1, scheduler, placement, cluster, topology, fabric, classes,
+                route_of, state, table, p_crc, p_len, p_slash, who) -> dict:  # fmt: skip
+    """:func:`_add_gates` for gates ``g0``..``g1 - 1``: their split, checked, as the sub-flows'
+    columns (in ``cj``'s types), dependencies (CSR, indices inside the batch), originals, gates,
+    id prefixes (the original's item, -1: none) and suffixes (into ``table``, grown) and id keys
+    (length << 32 | CRC-32). New routes go to ``route_of`` and ``state["new_routes"]``."""
+    flows = {k: flows[k] for g in range(g0, g1) for k in mems[g]}  # the batch's, each made once
+    member = np.array([pos[k] for g in range(g0, g1) for k in mems[g]], np.int64)  # place -> position in gated
+    f_off = g_off[g0 : g1 + 1] - g_off[g0]
+    offered = [[_as_offered(flows[k]) for k in mems[g]] for g in range(g0, g1)]
+
+    def gate_at(x):  # the gate of the batch's x-th flow
+        return g0 + int(np.searchsorted(f_off, x, side="right") - 1)
 
     arr = scheduler.gate_split_arrays(offered, placement, cluster)
     whole = arr is None  # then the suffixes are whole ids (a Split's)
     if whole:
-        arr = _joined([_checked_split(scheduler.gate_split(o, placement, cluster), [flows[k] for k in mem], who(g))
-                       for g, (o, mem) in enumerate(zip(offered, gates.values()))], f_off)  # fmt: skip
+        arr = _joined([_checked_split(scheduler.gate_split(o, placement, cluster), [flows[k] for k in mems[g0 + j]],
+                                      who(g0 + j)) for j, o in enumerate(offered)], f_off)  # fmt: skip
     elif not isinstance(arr, SplitArrays):
         raise SchedulerError(f"{who(0)}: gate_split_arrays must return SplitArrays or None, got {type(arr).__name__}")
     del offered
@@ -853,11 +1010,11 @@ def _add_gates(cj, flows, gates, taken, scheduler, placement, cluster, topology,
     if len(arr.dep_ptr) != m + 1 or arr.dep_ptr[0] != 0 or arr.dep_ptr[-1] != len(arr.dep):
         raise SchedulerError(f"{scheduler.name}: gate_split_arrays: dep_ptr is not {m + 1} offsets into dep")
     # each original's sub-flows together, every original split
-    rank = np.asarray(arr.flow, np.int64)  # the original's place among all gates' flows
+    rank = np.asarray(arr.flow, np.int64)  # the original's place among the batch's gates' flows
     bad = np.flatnonzero((rank < 0) | (rank >= len(member)))
     if len(bad):
         raise SchedulerError(f"{scheduler.name}: gate_split_arrays: sub-flow {bad[0]}'s original is not a gated flow")
-    gate_of = np.searchsorted(f_off, rank, side="right") - 1
+    gate_of = g0 + np.searchsorted(f_off, rank, side="right") - 1
     starts = np.concatenate([[0], np.flatnonzero(np.diff(rank)) + 1]) if m else np.zeros(0, np.int64)
     runs = np.bincount(rank[starts], minlength=len(member))  # runs of sub-flows per original: 1 each
     if (runs != 1).any():
@@ -866,6 +1023,7 @@ def _add_gates(cj, flows, gates, taken, scheduler, placement, cluster, topology,
             raise SchedulerError(f"{who(gate_at(x))}: {flows[gated[member[x]]].id} gets no sub-flows")
         raise SchedulerError(f"{who(gate_at(x))}: SplitArrays must list each original's sub-flows together")
     orig_pos = member[rank]
+    del member, rank
     orig = np.array(gated, np.int64)[orig_pos]
     # sizes, DSCPs, caps
     if not np.issubdtype(np.asarray(arr.size).dtype, np.integer):
@@ -887,6 +1045,7 @@ def _add_gates(cj, flows, gates, taken, scheduler, placement, cluster, topology,
     if bad.any():
         x = owner[np.flatnonzero(bad)[0]]
         raise SpecError("scheduler", f"{who(gate_of[x])}: a sub-flow depends on items outside the split")
+    del bad
     # bytes conserved: each original's sub-flows carry its size (check_conservation says how not)
     carried = np.add.reduceat(size, starts) if m else np.zeros(0, np.int64)
     firsts = orig[starts]
@@ -897,9 +1056,10 @@ def _add_gates(cj, flows, gates, taken, scheduler, placement, cluster, topology,
         end = starts[x + 1] if x + 1 < len(starts) else m
         check_conservation(f, [(f.src, f.dst, int(b)) for b in size[starts[x] : end]], who(g))
         raise SchedulerError(f"{who(g)}: the sub-flows of {f.id} do not carry its bytes")
+    del carried, firsts, starts
     # dependents (CSR) and no cycle (check_acyclic names one)
-    suffix_of = np.asarray(arr.suffix, np.int64)
     dependents = owner[np.argsort(dep, kind="stable")]
+    del owner
     ptr = np.zeros(m + 1, np.int64)
     np.cumsum(np.bincount(dep, minlength=m), out=ptr[1:])
     stuck = _acyclic(lens, ptr, dependents)
@@ -909,22 +1069,21 @@ def _add_gates(cj, flows, gates, taken, scheduler, placement, cluster, topology,
         local = np.full(m, -1, np.int64)
         local[xs] = np.arange(len(xs))
         mine = np.concatenate([dep[arr.dep_ptr[x] : arr.dep_ptr[x + 1]] for x in xs] + [np.zeros(0, np.int64)])
-        part = SplitArrays(rank[xs] - f_off[g], size[xs], suffix_of[xs], arr.suffixes,
-                           np.concatenate([[0], np.cumsum(lens[xs])]), local[mine], dscp[xs], rate[xs])  # fmt: skip
-        check_acyclic(part.split([_as_offered(flows[k]) for k in gates[names[g]]]), who(g))
+        rank = np.asarray(arr.flow, np.int64)
+        part = SplitArrays(rank[xs] - (g_off[g] - g_off[g0]), size[xs], np.asarray(arr.suffix, np.int64)[xs],
+                           arr.suffixes, np.concatenate([[0], np.cumsum(lens[xs])]), local[mine], dscp[xs],
+                           rate[xs])  # fmt: skip
+        check_acyclic(part.split([_as_offered(flows[k]) for k in mems[g]]), who(g))
         raise SchedulerError(f"{who(g)}: sub-flow dependencies form a cycle")
+    del dep
     # ids: the original's id + its suffix (a checked Split's: no prefix, the suffix is the whole id)
     suffix = np.asarray(arr.suffix, np.int64)
     if m and (suffix.min() < 0 or suffix.max() >= len(arr.suffixes)):
         x = int(np.flatnonzero((suffix < 0) | (suffix >= len(arr.suffixes)))[0])
         raise SchedulerError(f"{who(gate_of[x])}: SplitArrays suffix outside its suffixes")
-    prefix = np.zeros(m, np.int64) if whole else orig_pos + 1
-    table = list(arr.suffixes)
-    p_raw = [b""] + [flows[k].id.encode() for k in gated]
-    s_raw = [s.encode() for s in table]
-    p_len = np.array([len(r) for r in p_raw], np.int64)
+    prefix = np.zeros(m, np.int64) if whole else orig_pos + 1  # into p_crc, p_len, p_slash
+    s_raw = [s.encode() for s in arr.suffixes]
     s_len = np.array([len(r) for r in s_raw] or [0], np.int64)
-    p_crc = np.array([zlib.crc32(r) for r in p_raw], np.int64)
     s_crc = np.array([zlib.crc32(r) for r in s_raw] or [0], np.int64)
     lengths = sorted(set(s_len.tolist()))
     tables = _crc_tables(lengths)
@@ -932,32 +1091,37 @@ def _add_gates(cj, flows, gates, taken, scheduler, placement, cluster, topology,
     v = p_crc[prefix]
     crc = (tables[li, 0, v & 255] ^ tables[li, 1, v >> 8 & 255] ^ tables[li, 2, v >> 16 & 255]
            ^ tables[li, 3, v >> 24 & 255]).astype(np.int64) ^ s_crc[suffix]  # fmt: skip
+    del li, v
     id_len = p_len[prefix] + s_len[suffix]
     slash_s = [i for i, r in enumerate(s_raw) if b"/" in r]
-    slash_p = [i for i, r in enumerate(p_raw) if b"/" in r]
-    slashed = np.isin(suffix, slash_s) | np.isin(prefix, slash_p) if slash_s or slash_p else None
-    if slashed is not None and slashed.any():
+    slashed = np.isin(suffix, slash_s) | p_slash[prefix]
+    if slashed.any():
         x = int(np.flatnonzero(slashed)[0])
-        raise SchedulerError(f"{who(gate_of[x])}: sub-flow id {_sub_id(p_raw, s_raw, prefix, suffix, x)!r} is not new "
-                             "in the run")  # fmt: skip
-    _check_new(p_raw, s_raw, prefix, suffix, crc, id_len, taken, p_crc, p_len, gate_of, who)
+        raw = (flows[int(orig[x])].id.encode() if prefix[x] else b"") + s_raw[suffix[x]]
+        raise SchedulerError(f"{who(gate_of[x])}: sub-flow id {raw.decode()!r} is not new in the run")
+    del slashed
+    key = (id_len << 32) | crc
+    del id_len
     # routes: ECMP spine by the CRC-32, routes in order of first use after the job's
     net = cj.kind[orig] == NET
     nic_base = np.cumsum([0] + [s.nics for s in cluster.servers])
     nic_of: dict[str, int] = {}  # endpoint -> its NIC numbered over the cluster
-    for e in {f.dst for f in flows.values()}:
+    in_batch = np.unique(orig_pos)
+    batch = [flows[gated[x]] for x in in_batch.tolist()]
+    for e in {f.dst for f in batch}:
         nic_of[e] = int(nic_base[placement[e].server]) + placement[e].nic
-    dst_nic = np.array([nic_of[flows[k].dst] for k in gated], np.int64)
-    a_nic, b_nic = cj.nic[orig].astype(np.int64), dst_nic[orig_pos]
+    dst_nic = np.array([nic_of[f.dst] for f in batch], np.int64)
+    a_nic, b_nic = cj.nic[orig].astype(np.int64), dst_nic[np.searchsorted(in_batch, orig_pos)]
+    del dst_nic, batch
     nic_leaf = np.array([topology.nics[sv][k].leaf for sv in range(len(cluster.servers))
                          for k in range(cluster.servers[sv].nics)], np.int64)  # fmt: skip
     nspines, total = len(topology.spines), cj.nics
     cross = net & (nic_leaf[a_nic] != nic_leaf[b_nic])
     spine = np.where(cross, crc % max(nspines, 1), -1) if nspines else np.full(m, -1, np.int64)
+    del crc, cross
     rkey = (a_nic * total + b_nic) * (nspines + 1) + (spine + 1)
     route = np.full(m, -1, np.int64)
-    base = len(route_of)
-    new_routes = []
+    base, new_routes = state["base"], state["new_routes"]
     if net.any():
         uniq, first, inverse = np.unique(rkey[net], return_index=True, return_inverse=True)
         order = np.argsort(first, kind="stable")  # route keys in order of first use
@@ -967,66 +1131,43 @@ def _add_gates(cj, flows, gates, taken, scheduler, placement, cluster, topology,
         for nics in (a_nic[at], b_nic[at]):
             ends.append(zip(server_of_nic[nics].tolist(), (nics - nic_base[server_of_nic[nics]]).tolist()))
         got = []
-        for key, a, b, spn in zip(uniq[order].tolist(), ends[0], ends[1], spine[at].tolist()):
-            r = route_of.get(key)
+        for rk, a, b, spn in zip(uniq[order].tolist(), ends[0], ends[1], spine[at].tolist()):
+            r = route_of.get(rk)
             if r is None:
-                r = route_of[key] = base + len(new_routes)
+                r = route_of[rk] = base + len(new_routes)
                 new_routes.append(fabric.route(a, b, None if spn < 0 else spn))
             got.append(r)
         r_of = np.empty(len(uniq), np.int64)
         r_of[order] = got
         route[net] = r_of[inverse.ravel()]
-    if new_routes:  # after the job's routes (without the placeholder row of a job that has none)
-        links, hops, latency = _route_table(new_routes)
-        cj.route_links = np.concatenate([cj.route_links[:base], links])
-        cj.route_hops = np.concatenate([cj.route_hops[:base], hops])
-        cj.route_latency = np.concatenate([cj.route_latency[:base], latency])
-    add = dict(
-        kind=cj.kind[orig], device=np.full(m, -1, np.int32), duration=np.zeros(m), route=route,
-        bits=np.where(net, _wire_bits(size), 0.0), prio=np.where(net, classes[dscp], 0), dscp=dscp, size=size,
-        cap=rate, key=cj.key[orig], bar=np.zeros(m, np.int64), queued=np.zeros(m, np.bool_), nic=cj.nic[orig],
-        spine=np.where(net, spine, -1), missing=lens + 1, iteration=cj.iteration[orig], ctype=cj.ctype[orig],
-        coflow=cj.coflow[orig],
-    )  # fmt: skip
-    for name, col in add.items():
-        setattr(cj, name, np.concatenate([getattr(cj, name), col.astype(getattr(cj, name).dtype)]))
-    cj.dep_ptr = np.concatenate([cj.dep_ptr, cj.dep_ptr[-1] + ptr[1:]])
-    cj.dep_idx = np.concatenate([cj.dep_idx, (n_job + dependents).astype(np.int32)])
-    cj.gate, cj.gate_size, cj.gate_sub, cj.parent, cj.children = _gate_arrays(gates, orig.astype(np.int32), gate_of,
-                                                                             n_job)  # fmt: skip
-    parts = np.empty(2 * m, object)
-    parts[0::2] = np.array(p_raw, object)[prefix]
-    parts[1::2] = np.array(s_raw + [b""], object)[suffix]
-    blob = b"".join(parts.tolist())
-    if isinstance(cj.ids, Ids):
-        cj.ids = Ids(cj.ids.blob + blob, np.concatenate([cj.ids.offsets, cj.ids.offsets[-1] + np.cumsum(id_len)]))
-    else:
-        ends = np.cumsum(id_len).tolist()
-        cj.ids = list(cj.ids) + [blob[s:e].decode() for s, e in zip([0] + ends[:-1], ends)]
+    del rkey, a_nic, b_nic
+    remap = np.array([table.setdefault(r, len(table)) for r in s_raw] or [0], np.int64)
+    kept = dict(route=route, dscp=dscp, size=size, spine=np.where(net, spine, -1))  # the rest: from orig at the end
+    out = {name: col.astype(getattr(cj, name).dtype, copy=False) for name, col in kept.items()}
+    out.update(cap=None if np.isinf(rate).all() else rate, lens=lens.astype(np.int32),
+               nout=np.diff(ptr).astype(np.int32), dependents=dependents.astype(np.int32), orig=orig.astype(np.int32),
+               gate_of=gate_of.astype(np.int32),
+               prefix=np.where(prefix > 0, orig, -1).astype(np.int32), suffix=remap[suffix].astype(np.int32),
+               id_key=key)  # fmt: skip
+    return out
 
 
-def _sub_id(p_raw, s_raw, prefix, suffix, x) -> str:
-    return (p_raw[prefix[x]] + s_raw[suffix[x]]).decode()
-
-
-def _check_new(p_raw, s_raw, prefix, suffix, crc, id_len, taken, p_crc, p_len, gate_of, who) -> None:
-    """Sub-flow ids differ from each other and from ``taken`` (``None``: the gated flows', the
-    prefixes ``p_raw[1:]``): ids of equal (length, CRC-32) are compared as strings."""
-    if taken is None:
-        t_key = (p_len[1:] << 32) | p_crc[1:]
-        t_raw = p_raw[1:]
-    else:
-        t_raw = [t.encode() for t in taken]
-        t_key = np.array([len(r) << 32 | zlib.crc32(r) for r in t_raw], np.int64)
-    key = np.concatenate([t_key, (id_len << 32) | crc])
+def _check_new(sub_key, sub_raw, t_key, t_raw, gate_of, who) -> None:
+    """Sub-flow ids differ from each other and from the ids ``taken`` (keys ``t_key``, bytes
+    ``t_raw(y)``): ids of equal key (length << 32 | CRC-32) are compared as strings (a
+    sub-flow's bytes: ``sub_raw(x)``)."""
+    key = np.concatenate([t_key, sub_key])
+    key.sort()
+    if not (key[1:] == key[:-1]).any():
+        return
+    key = np.concatenate([t_key, sub_key])
     order = np.argsort(key, kind="stable")
     same = np.flatnonzero(key[order][1:] == key[order][:-1])
-    if not len(same):
-        return
+    del key
     seen: dict[bytes, int] = {}
-    nt = len(t_raw)
+    nt = len(t_key)
     for y in sorted(set(order[same].tolist()) | set(order[same + 1].tolist())):  # taken first, then sub-flows in order
-        raw = t_raw[y] if y < nt else p_raw[prefix[y - nt]] + s_raw[suffix[y - nt]]
+        raw = t_raw(y) if y < nt else sub_raw(y - nt)
         if raw in seen and y >= nt:
             raise SchedulerError(f"{who(gate_of[y - nt])}: sub-flow id {raw.decode()!r} is not new in the run")
         seen[raw] = y

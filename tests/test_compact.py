@@ -18,6 +18,7 @@ from schedulers import by_name, make
 from schedulers.hermod import Hermod, key_number
 from simulator import simulate
 from simulator.compact import LOCAL, NET, TASK, compact, compact_arrays, load_items, run_compact, simulate_compact
+from workloads.arrays import ids_of
 from workloads.moe import moe_arrays, moe_training
 
 RULED = ["megatron", "lina", "hermod", "hermod-inter", "hermod-literal", "dp-first", "pp-first", "ep-first", "fifo"]
@@ -94,6 +95,32 @@ def test_hermod_splits_ep_coflows_between_servers_the_same_on_both_engines(seed,
     subs = [r for r in slow.items.values() if r.parent is not None]
     assert bool(subs) == bool(probe.matched)
     assert sum(len(slow.items[i].children or ()) for i in probe.matched) == len(subs)
+
+
+class _SplitsOneByOne(Hermod):
+    """Hermod without the array hook: its gates split by ``gate_split`` one by one."""
+
+    def gate_split_arrays(self, gates, placement, cluster):
+        return None
+
+
+@pytest.mark.parametrize("seed", [905, 910, 915, 924, 930, 940])  # jobs with 16-128 gates
+def test_gates_split_in_batches_make_the_same_compact_job(seed, monkeypatch):
+    """``_add_gates`` splits and checks the gates in batches of ``GATE_CHUNK`` flows: batches of
+    one flow (a gate each) or a few give, array for array, the CompactJob of one batch, with the
+    array hook and with ``gate_split`` per gate, and the same run."""
+    import simulator.compact as sc
+
+    job, spec = random_moe_job(random.Random(seed))
+    make = [lambda: by_name("hermod"), _SplitsOneByOne][seed % 2]
+    whole = compact(job, make(), spec)
+    assert len(whole.gate_size) >= 16
+    for chunk in (1, 3):
+        monkeypatch.setattr(sc, "GATE_CHUNK", chunk)
+        part = compact(job, make(), spec)
+        same_compact_job(whole, part)
+        for f in ("ready", "start", "end", "link_bits"):
+            assert np.array_equal(getattr(run_compact(whole), f), getattr(run_compact(part), f)), f
 
 
 @pytest.mark.parametrize("seed", range(8))
@@ -401,6 +428,23 @@ def test_moe_arrays_at_the_scenario_layout_and_interleaved():
         same_compact_job(compact(job, by_name(name), spec), compact_arrays(aj, by_name(name), spec))
     with pytest.raises(SpecError, match="no such argument"):
         moe_arrays(gpus=3)
+
+
+def test_ids_extended_by_prefix_and_suffix_are_the_written_out_ids():
+    """Sub-flow ids kept as (original, suffix) (``Ids.extended``) read, iterate, compare and write
+    out (``flat``) as the ids themselves; a second extension reuses the suffix table."""
+    base = ids_of(["a", "bb", "", "ccc/d"])
+    ext = base.extended(np.array([1, -1, 3, 0]), np.array([0, 1, 0, 2]), [b".h0", b"x", b".h12"])
+    want = ["a", "bb", "", "ccc/d", "bb.h0", "x", "ccc/d.h0", "a.h12"]
+    assert list(ext) == want and [ext[k] for k in range(-8, 8)] == want + want and ext[4:6] == want[4:6]
+    assert ext == want and ext == ids_of(want) and ids_of(want) == ext and ext.flat() == ids_of(want)
+    assert ext.flat().blob == ids_of(want).blob and np.array_equal(ext.flat().offsets, ids_of(want).offsets)
+    two = ext.extended(np.array([2, 1]), np.array([1, 0]), [b".h12", b".h0"])
+    assert list(two) == want + [".h0", "bb.h12"] and len(two.tail[2]) == 3
+    with pytest.raises(ValueError):
+        base.extended(np.array([4]), np.array([0]), [b"y"])
+    with pytest.raises(IndexError):
+        ext[8]
 
 
 def test_the_compact_results_format_round_trips_and_summarises_like_the_records(tmp_path):

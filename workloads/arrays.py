@@ -37,6 +37,7 @@ from itertools import accumulate, chain, islice
 from typing import Any
 
 import numpy as np
+from numba import njit
 
 from railbed.errors import SpecError
 from railbed.job import Flow, Job, Location, batch_tags
@@ -45,13 +46,24 @@ TASK_ITEM, FLOW_ITEM = 0, 1
 
 
 class Ids(Sequence):
-    """Item ids in one UTF-8 buffer with offsets: ``ids[k]`` is item ``k``'s id (a ``str``)."""
+    """Item ids in one UTF-8 buffer with offsets: ``ids[k]`` is item ``k``'s id (a ``str``).
 
-    def __init__(self, blob: bytes | bytearray, offsets: np.ndarray) -> None:
+    :meth:`extended` adds ids made of an earlier id and a suffix from a small table (split
+    sub-flows: their original's id + ``".h<phase>"``) without writing them out: 2 or 4 bytes a
+    sub-flow where the text would be about 40 (``tail``: per added id its prefix item, -1 for
+    none, and suffix; :meth:`flat` writes them out)."""
+
+    def __init__(self, blob: bytes | bytearray, offsets: np.ndarray, tail=None) -> None:
         self.blob, self.offsets = blob, offsets
+        self.tail = tail  # None or (prefix item per added id, suffix index per added id, suffixes as bytes)
+
+    @property
+    def base(self) -> int:
+        """How many ids are in ``blob``."""
+        return len(self.offsets) - 1
 
     def __len__(self) -> int:
-        return len(self.offsets) - 1
+        return self.base + (len(self.tail[0]) if self.tail is not None else 0)
 
     def __getitem__(self, k):  # type: ignore[override]
         if isinstance(k, slice):
@@ -60,23 +72,88 @@ class Ids(Sequence):
             k += len(self)
         if not 0 <= k < len(self):
             raise IndexError(k)
-        return self.blob[self.offsets[k] : self.offsets[k + 1]].decode()
+        nb = self.base
+        if k < nb:
+            return self.blob[self.offsets[k] : self.offsets[k + 1]].decode()
+        pre, suf, table = self.tail
+        p = int(pre[k - nb])
+        return (self[p] if p >= 0 else "") + table[int(suf[k - nb])].decode()
 
     def __iter__(self) -> Iterator[str]:
         o, blob = self.offsets, self.blob
         for k in range(len(o) - 1):
             yield blob[o[k] : o[k + 1]].decode()
+        if self.tail is not None:
+            pre, suf, table = self.tail
+            table = [t.decode() for t in table]
+            for p, s in zip(pre.tolist(), suf.tolist()):
+                yield (self[p] if p >= 0 else "") + table[s]
 
     def __eq__(self, other) -> bool:
         if isinstance(other, Ids):
-            return bytes(self.blob) == bytes(other.blob) and np.array_equal(self.offsets, other.offsets)
+            a, b = self.flat(), other.flat()
+            return bytes(a.blob) == bytes(b.blob) and np.array_equal(a.offsets, b.offsets)
         return isinstance(other, (list, tuple)) and len(other) == len(self) and all(a == b for a, b in zip(self, other))
 
     __hash__ = None  # type: ignore[assignment]
 
+    def extended(self, prefix: np.ndarray, suffix: np.ndarray, suffixes: Sequence[bytes]) -> Ids:
+        """These ids followed by ``len(prefix)`` ids ``self[prefix[x]] + suffixes[suffix[x]]``
+        (``prefix[x]`` < 0: the suffix alone), kept as those two columns (int32, and int16
+        where the table is short)."""
+        pre = np.asarray(prefix)
+        if len(pre) and pre.max() >= self.base:
+            raise ValueError("an added id's prefix must be one of the ids in the blob")
+        table = list(self.tail[2]) if self.tail is not None else []
+        at = {t: k for k, t in enumerate(table)}
+        remap = np.array([at.setdefault(t, len(at)) for t in suffixes] or [0], np.int64)
+        table = list(at)
+        sdt = np.int16 if len(table) < 2**15 else np.int32
+        pre, suf = pre.astype(np.int32, copy=False), remap.astype(sdt)[np.asarray(suffix)]
+        if self.tail is not None:
+            pre, suf = np.concatenate([self.tail[0], pre]), np.concatenate([self.tail[1].astype(sdt), suf])
+        return Ids(self.blob, self.offsets, (pre, suf, tuple(table)))
+
+    def flat(self) -> Ids:
+        """The same ids all in one buffer (written out with numba)."""
+        if self.tail is None:
+            return self
+        pre, suf, table = self.tail
+        t_len = np.array([len(t) for t in table] or [0], np.int64)
+        t_off = np.zeros(len(t_len) + 1, np.int64)
+        np.cumsum(t_len, out=t_off[1:])
+        t_blob = np.frombuffer(b"".join(table) or b"\0", np.uint8)
+        o = self.offsets
+        lens = np.where(pre >= 0, o[np.maximum(pre, 0) + 1] - o[np.maximum(pre, 0)], 0) + t_len[suf]
+        offsets = np.empty(len(o) + len(pre), np.int64)
+        offsets[: len(o)] = o
+        np.cumsum(lens, out=offsets[len(o) :])
+        offsets[len(o) :] += o[-1]
+        out = np.empty(int(offsets[-1]), np.uint8)
+        base = np.frombuffer(self.blob, np.uint8)
+        out[: int(o[-1])] = base[: int(o[-1])]
+        _fill_ids(out, offsets[len(o) - 1 :], base, o, pre, suf, t_blob, t_off)
+        return Ids(out.tobytes(), offsets)
+
     @property
     def nbytes(self) -> int:
-        return len(self.blob) + self.offsets.nbytes
+        return len(self.blob) + self.offsets.nbytes + (self.tail[0].nbytes + self.tail[1].nbytes if self.tail else 0)
+
+
+@njit(cache=True)
+def _fill_ids(out, starts, base, offsets, pre, suf, t_blob, t_off):  # pragma: no cover - numba
+    """Write added ids (prefix id from ``base``, then suffix from ``t_blob``) at ``out[starts[x]:]``."""
+    for x in range(pre.shape[0]):
+        w = starts[x]
+        p = pre[x]
+        if p >= 0:
+            for y in range(offsets[p], offsets[p + 1]):
+                out[w] = base[y]
+                w += 1
+        s = suf[x]
+        for y in range(t_off[s], t_off[s + 1]):
+            out[w] = t_blob[y]
+            w += 1
 
 
 class ArrayJob:
