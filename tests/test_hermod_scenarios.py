@@ -116,3 +116,6 @@ def test_hermod_rows_compare_one_iteration_or_the_mean(tmp_path):
     assert first["change"]["hermod"] == pytest.approx(0.5)  # 3 against 2
     text = markdown([first], ["megatron", "hermod"])
     assert "2 iterations (iteration 0 alone), routing seed 3" in text and "+50.0 %" in text
+    assert "ETP" not in text  # no etp given: Megatron-Core's default
+    (tmp_path / "scenario.yaml").write_text(json.dumps({"name": "probe", "job": {"args": {**args, "etp": 1}}}))
+    assert "order, ETP 1, 8 microbatches" in markdown([row(tmp_path)], ["megatron", "hermod"])

@@ -25,6 +25,7 @@ import yaml
 
 from workloads.moe import PRESETS
 
+KEPT = ("iterations", "makespan", "analysis", "backend", "tcp", "packet", "scale")  # what a row reads
 PAIRS = (("EP", "DP"), ("DP", "DP"), ("PP", "PP"), ("PP", "DP"), ("EP", "PP"))
 
 
@@ -50,7 +51,7 @@ def _what(directory: Path, result: dict) -> dict:
         "microbatches": args.get("microbatches") or 2 * pp, "layout": args.get("layout", "megatron"),
         "nics": args.get("nics_per_server"), "shrink": args.get("shrink", 1), "backend": _backend(result),
         "full": layers == base.get("layers"), "grid": args.get("expert_grid", "megatron"),
-        "seed": args.get("seed", 0),
+        "seed": args.get("seed", 0), "etp": args.get("etp"),
     }  # fmt: skip
 
 
@@ -74,7 +75,9 @@ def row(directory: Path, baseline: str = "megatron", only: int | None = None) ->
     """The numbers of one results directory (module docstring); ``only``: of that iteration alone."""
     runs = {}
     for sub in sorted(p for p in directory.iterdir() if (p / "result.json").exists()):
-        runs[sub.name] = json.loads((sub / "result.json").read_text())
+        result = json.loads((sub / "result.json").read_text())  # one at a time: 600 k records take GBs
+        runs[sub.name] = {k: result.get(k) for k in KEPT}
+        del result
     if baseline not in runs:
         raise SystemExit(f"{directory}: no {baseline} run")
     base = _mean_iteration(runs[baseline], only)
@@ -108,6 +111,7 @@ def markdown(rows: list[dict], schedulers: list[str]) -> str:
         reduced = "" if r["full"] else " (REDUCED)"
         grid = "" if r.get("grid", "megatron") == "megatron" else f", {r['grid']} expert grid"
         seed = f", routing seed {r['seed']}" if r.get("seed") else ""
+        grid += "" if r.get("etp") is None else f", ETP {r['etp']}"
         only = "" if r.get("only") is None else f" (iteration {r['only']} alone)"
         what = (f"{r['scenario']}: {r['model']}, {r['layers']} layers{reduced}{shrink}, {r['gpus']} GPUs, "
                 f"{r['nics']} NICs/server, {r['layout']} order{grid}, {r['microbatches']} microbatches, "
