@@ -447,6 +447,26 @@ def test_ids_extended_by_prefix_and_suffix_are_the_written_out_ids():
         ext[8]
 
 
+@pytest.mark.parametrize("seed", range(40))
+def test_ids_flat_numba_kernel_agrees_with_the_ids_read_one_by_one(seed):
+    """``Ids.flat`` (the numba ``_fill_ids``) against its slow twin, ``ids_of`` of the ids read one
+    at a time in Python: random UTF-8 ids (empty ones, multi-byte characters), one to three
+    extensions with shared and new suffixes, prefixes -1 or any id in the blob."""
+    rng = np.random.default_rng(seed)
+    alphabet = list("ab/._0") + ["é", "→", "𝄞"]
+    words = ["".join(rng.choice(alphabet, size=rng.integers(0, 12))) for _ in range(rng.integers(1, 60))]
+    ids = ids_of(words)
+    for _ in range(rng.integers(1, 4)):
+        table = [f".h{rng.integers(0, 40)}{rng.choice(alphabet)}".encode() for _ in range(rng.integers(1, 6))]
+        n = int(rng.integers(0, 200))
+        ids = ids.extended(rng.integers(-1, ids.base, size=n), rng.integers(0, len(table), size=n), table)
+    slow = ids_of(list(ids))
+    fast = ids.flat()
+    assert bytes(fast.blob) == bytes(slow.blob)
+    assert np.array_equal(fast.offsets, slow.offsets)
+    assert list(fast) == list(ids)
+
+
 def test_the_compact_results_format_round_trips_and_summarises_like_the_records(tmp_path):
     """``save_items``/``load_items`` (arrays, no ItemRecords) keep every item's times; the
     record-less ``summary_result`` has the makespan, iterations and links of ``to_run_result``."""
