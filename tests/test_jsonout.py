@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import pytest
 
 from railbed.job import Job
-from railbed.jsonout import Pairs, write_json
+from railbed.jsonout import Pairs, read_keys, write_json
 from railbed.results import ItemRecord, RunResult, _json_default
 
 
@@ -97,3 +97,18 @@ def test_saving_a_job_writes_what_json_dumps_wrote(tmp_path):
     job.save(tmp_path / "j.json")
     assert (tmp_path / "j.json").read_text() == json.dumps(job.to_dict(), indent=1) + "\n"
     assert Job.load(tmp_path / "j.json").to_dict() == job.to_dict()
+
+
+@pytest.mark.parametrize("case", range(len(CASES)))
+def test_read_keys_gives_what_json_loads_gives(tmp_path, case):
+    """Each top-level key read alone, any subset, a key the file lacks; values whose strings hold
+    a newline, quotes and text like a key line (``\\n "x": ``) stay inside their value."""
+    value = {**CASES[case], "t": 'a\n "x": 1,\n "y": "', 'k"\\': {'z\n "': ['\n "w": ']}}
+    value = {k: list(v) if isinstance(v, type(iter([]))) else v for k, v in value.items()}
+    write_json(tmp_path / "v.json", value, default=_json_default, batch=2)
+    whole = json.loads((tmp_path / "v.json").read_text())
+    assert read_keys(tmp_path / "v.json", list(whole) + ["absent"]) == whole
+    for key in whole:
+        assert read_keys(tmp_path / "v.json", [key]) == {key: whole[key]}
+    (tmp_path / "c.json").write_text(json.dumps(value, default=_json_default))  # not indented: read whole
+    assert read_keys(tmp_path / "c.json", ["t", "absent"]) == {"t": whole["t"]}

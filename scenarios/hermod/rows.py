@@ -18,11 +18,11 @@ it, with the command that made it.
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 
 import yaml
 
+from railbed.jsonout import read_keys
 from workloads.moe import PRESETS
 
 KEPT = ("iterations", "makespan", "analysis", "backend", "tcp", "packet", "scale")  # what a row reads
@@ -75,9 +75,7 @@ def row(directory: Path, baseline: str = "megatron", only: int | None = None) ->
     """The numbers of one results directory (module docstring); ``only``: of that iteration alone."""
     runs = {}
     for sub in sorted(p for p in directory.iterdir() if (p / "result.json").exists()):
-        result = json.loads((sub / "result.json").read_text())  # one at a time: 600 k records take GBs
-        runs[sub.name] = {k: result.get(k) for k in KEPT}
-        del result
+        runs[sub.name] = read_keys(sub / "result.json", KEPT)  # not the records: 600 k of them take GBs
     if baseline not in runs:
         raise SystemExit(f"{directory}: no {baseline} run")
     base = _mean_iteration(runs[baseline], only)
