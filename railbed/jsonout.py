@@ -101,7 +101,7 @@ def read_keys(path: str | Path, keys: Iterable[str]) -> dict:
     Any other layout is read whole with ``json.load``."""
     wanted = set(keys)
     with open(path, "rb") as fp:
-        if fp.read(3) != b"{\n ":
+        if fp.read(4) != b'{\n "':  # not indent 1 (indent 2 opens "{\n  "): read it whole
             fp.seek(0)
             whole = json.load(fp)
             return {k: whole[k] for k in wanted if k in whole}

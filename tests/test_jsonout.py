@@ -110,5 +110,6 @@ def test_read_keys_gives_what_json_loads_gives(tmp_path, case):
     assert read_keys(tmp_path / "v.json", list(whole) + ["absent"]) == whole
     for key in whole:
         assert read_keys(tmp_path / "v.json", [key]) == {key: whole[key]}
-    (tmp_path / "c.json").write_text(json.dumps(value, default=_json_default))  # not indented: read whole
-    assert read_keys(tmp_path / "c.json", ["t", "absent"]) == {"t": whole["t"]}
+    for indent in (None, 2, 4):  # other layouts: read whole
+        (tmp_path / "c.json").write_text(json.dumps(value, default=_json_default, indent=indent))
+        assert read_keys(tmp_path / "c.json", ["t", "absent"]) == {"t": whole["t"]}
