@@ -317,3 +317,23 @@ def _ticks(value: float, tick: float, name: str) -> int:
     if n < 1 or abs(n * tick - value) > 1e-6 * max(value, tick):
         raise SpecError(name, f"{value} s is not a whole number of {tick} s ticks")
     return n
+
+
+def phases_from_transfers(
+    transfers: Sequence[tuple[float, float, float, Sequence[str]]], t0: float, period: float
+) -> dict[str, list[tuple[float, float, float]]]:
+    """A job's per-link phases over one iteration from a profile of it: ``transfers`` are
+    ``(start, end, bytes, links)`` of its flows in the iteration starting at ``t0`` (an alone
+    run's records and their routes); each becomes ``(start - t0, end - t0, 8 bytes / duration)``
+    on every link it crossed, wrapped into ``[0, period)`` (a flow running past the iteration's
+    end continues at its start, the circle's reading). Zero-length transfers are skipped."""
+    out: dict[str, list[tuple[float, float, float]]] = {}
+    for start, end, size, links in transfers:
+        if end <= start:
+            continue
+        rate = 8.0 * size / (end - start)
+        a, b = (start - t0) % period, (start - t0) % period + (end - start)
+        pieces = [(a, min(b, period))] + ([(0.0, min(b - period, period))] if b > period else [])
+        for link in links:
+            out.setdefault(link, []).extend((lo, hi, rate) for lo, hi in pieces)
+    return out

@@ -130,3 +130,14 @@ def test_plan_end_to_end_and_loop_ranking():
     assert [i for i, _ in ranked] == [1, 0]
     with pytest.raises(SpecError, match="capacity.l1"):
         plan([a, b], {}, 0.01)
+
+
+def test_phases_from_transfers_wrap_around_the_iteration():
+    from schedulers.cassini_alg import phases_from_transfers
+
+    # 1 MB in 8 ms = 1 Gbit/s on two links; a second flow starting 2 ms before the end wraps 1 ms
+    phases = phases_from_transfers([(10.0, 10.008, 1e6, ["a", "b"]), (10.017, 10.020, 3e5, ["a"])], 10.0, 0.019)
+    assert phases["b"] == [pytest.approx((0.0, 0.008, 1e9))]
+    assert phases["a"][1:] == [pytest.approx((0.017, 0.019, 8e8)), pytest.approx((0.0, 0.001, 8e8))]
+    curve = demand_curve(0.019, phases["a"], 0.001)
+    assert curve.sum() * 0.001 == pytest.approx(8 * 1e6 + 8 * 3e5)  # every bit lands on the circle
