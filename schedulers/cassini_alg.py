@@ -115,11 +115,13 @@ def shift_scores(base: np.ndarray, curve: np.ndarray, period: int, capacity: flo
     """For every shift s in ``[0, period)`` bins, the score of ``base + curve`` rotated by s
     (the hot loop of :func:`best_link_shifts`; :func:`shift_scores_slow` is its twin)."""
     n = base.shape[0]
+    twice = np.concatenate((curve, curve))  # curve[(i - s) % n] == twice[n - s + i], no modulo
     out = np.empty(period)
     for s in range(period):
         excess = 0.0
+        off = n - (s % n)
         for i in range(n):
-            over = base[i] + curve[(i - s) % n] - capacity
+            over = base[i] + twice[off + i] - capacity
             if over > 0.0:
                 excess += over
         out[s] = 1.0 - excess / n / capacity

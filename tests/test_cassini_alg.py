@@ -141,3 +141,18 @@ def test_phases_from_transfers_wrap_around_the_iteration():
     assert phases["a"][1:] == [pytest.approx((0.017, 0.019, 8e8)), pytest.approx((0.0, 0.001, 8e8))]
     curve = demand_curve(0.019, phases["a"], 0.001)
     assert curve.sum() * 0.001 == pytest.approx(8 * 1e6 + 8 * 3e5)  # every bit lands on the circle
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_loop_free_graph_keeps_every_link_at_its_optimum(seed):
+    """On a chain (job j on links j-1 and j: loop-free), the BFS's global shifts give every
+    shared link the score of its own optimum, whatever the periods."""
+    rng = np.random.default_rng(seed)
+    jobs = []
+    for j in range(6):
+        period = float(rng.choice([0.2, 0.3, 0.4]))
+        comm = (0.0, period * rng.uniform(0.2, 0.6), C)
+        jobs.append(JobTraffic(f"j{j}", period, {f"l{k}": [comm] for k in (j - 1, j) if 0 <= k < 5}))
+    p = plan(jobs, {f"l{k}": C for k in range(5)}, 0.01)
+    assert not p.loop
+    assert p.link_scores == pytest.approx(p.link_best)
