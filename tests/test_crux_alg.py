@@ -65,6 +65,10 @@ def test_figure_13_two_links_two_levels():
     value, level = compress(4, edges, 2, samples=10, seed=1)
     assert value == pytest.approx(6.0)
     assert level[0] == level[2] == 0 and level[1] == level[3] == 1
+    def cut(level):
+        return sum(w for (a, b), w in edges.items() if level[a] != level[b])
+
+    assert cut([0, 1, 1, 1]) == 4.0 and cut([0, 0, 1, 1]) == 0.0  # Sincronia's, Varys's (Figure 13)
     # one topological order alone may miss it (why Algorithm 1 samples several): the blocks of
     # 1,2,3,4 cut one edge at most, those of 1,3,2,4 both
     assert compress_order([0, 1, 2, 3], edges, 2) == (pytest.approx(4.0), [0, 1, 1, 1])
