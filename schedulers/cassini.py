@@ -62,7 +62,7 @@ class Cassini(Scheduler):
             self.release[name] = (self.next_iteration.get(name, 0), now + shift)
         self._log.append(
             f"t={now:.6g}: shifts {', '.join(f'{n} {s:.4g}s' for n, s in sorted(self.last.shifts.items()))}; "
-            f"score {self.last.score:.3f}{' (affinity graph has a loop)' if self.last.loop else ''}"
+            f"score {self.last.score:.3f}{'' if self.last.consistent else ' (a loop left a link below its optimum)'}"
         )
         return dict(self.last.shifts)
 

@@ -31,14 +31,17 @@ The mechanism:
   ``t_k = (t_j - w(j, l) + w(k, l)) mod p_k`` (:func:`propagate_shifts`). On a loop-free graph
   every link keeps its relative optimum; a loop may make two paths disagree, which is why the
   descriptions read have CASSINI keep only placement candidates whose affinity graph is
-  loop-free (:func:`has_loop`, :func:`rank_candidates`).
+  loop-free (:func:`has_loop`). Two jobs sharing two links already make a loop (job, link,
+  job, link), and two copies of one job on one placement share every link, so
+  :func:`rank_candidates` asks the weaker, sufficient thing: that the global shifts keep every
+  link at its own optimum (:attr:`Plan.consistent`, always true without a loop).
 
 Choices the sources leave open (stated in docs/multi-job-schedulers.md, "CASSINI: choices"):
 the search of a link's shifts (exact over every combination when at most ``exact_limit``,
 otherwise greedy by descending peak demand and a round of coordinate descent), the BFS root
 (the job on most shared links, ties by name) and order (names sorted), a loop's handling (the
 BFS tree's shifts, with ``loop=True`` reported), and a candidate's score (the mean of its links'
-scores under the global shifts; loop-free candidates first).
+scores under the global shifts; candidates whose shifts keep every link optimal first).
 """
 
 from __future__ import annotations
@@ -206,6 +209,12 @@ class Plan:
     loop: bool = False
 
     @property
+    def consistent(self) -> bool:
+        """Does every shared link keep its own optimum under the global shifts? Always on a
+        loop-free graph; on a loop, only if the paths around it agree."""
+        return all(self.link_scores[k] >= self.link_best[k] - 1e-9 for k in self.link_best)
+
+    @property
     def score(self) -> float:
         """The mean of the shared links' scores under the global shifts (1.0 with none shared)."""
         return float(np.mean(list(self.link_scores.values()))) if self.link_scores else 1.0
@@ -306,10 +315,11 @@ def _circle(by_name, names, link, tick):
 def rank_candidates(
     candidates: Sequence[Sequence[JobTraffic]], capacity: Mapping[str, float], tick: float
 ) -> list[tuple[int, Plan]]:
-    """Placement candidates (each: the jobs' traffic under that placement), best first:
-    loop-free before looped, then by :attr:`Plan.score`, then by index."""
+    """Placement candidates (each: the jobs' traffic under that placement), best first: those
+    whose shifts keep every link at its optimum (:attr:`Plan.consistent`: every loop-free one)
+    before the others, then by :attr:`Plan.score`, then by index."""
     plans = [(i, plan(c, capacity, tick)) for i, c in enumerate(candidates)]
-    return sorted(plans, key=lambda ip: (ip[1].loop, -ip[1].score, ip[0]))
+    return sorted(plans, key=lambda ip: (not ip[1].consistent, -ip[1].score, ip[0]))
 
 
 def _ticks(value: float, tick: float, name: str) -> int:

@@ -121,13 +121,20 @@ def test_plan_end_to_end_and_loop_ranking():
     p = plan([a, b, d], {"l1": C, "l2": C}, 0.01)
     assert p.shifts == pytest.approx({"a": 0.0, "b": 0.5, "d": 0.4})
     assert p.link_scores == pytest.approx({"l1": 1.0, "l2": 1.0}) and not p.loop
-    # a loop: a and b share two links whose optima disagree; the loop-free candidate ranks first
-    b2 = JobTraffic("b", 1.0, {"l1": [(0, 0.5, C)], "l2": [(0, 0.2, C)]})
-    a2 = JobTraffic("a", 1.0, {"l1": [(0, 0.5, C)], "l2": [(0, 0.2, C)]})
+    # a loop whose paths agree: a and b share two links, both optimal with b half a period later
+    a1 = JobTraffic("a", 1.0, {"l1": [(0, 0.5, C)], "l2": [(0, 0.2, C)]})
+    b1 = JobTraffic("b", 1.0, {"l1": [(0, 0.5, C)], "l2": [(0, 0.2, C)]})
+    agreeing = plan([a1, b1], {"l1": C, "l2": C}, 0.01)
+    assert agreeing.loop and agreeing.consistent and agreeing.score == pytest.approx(1.0)
+    # a loop whose paths disagree: on l2, b must not move by half a period (its send would land
+    # on a's); the BFS takes l1's half period, and l2 overflows
+    b2 = JobTraffic("b", 1.0, {"l1": [(0, 0.5, C)], "l2": [(0.5, 0.8, C)]})
+    a2 = JobTraffic("a", 1.0, {"l1": [(0, 0.5, C)], "l2": [(0, 0.3, C)]})
     looped = plan([a2, b2], {"l1": C, "l2": C}, 0.01)
-    assert looped.loop
-    ranked = rank_candidates([[a2, b2], [a, b, d]], {"l1": C, "l2": C}, 0.01)
-    assert [i for i, _ in ranked] == [1, 0]
+    assert looped.loop and not looped.consistent
+    assert looped.link_best["l2"] == pytest.approx(1.0) and looped.link_scores["l2"] < 1.0
+    ranked = rank_candidates([[a2, b2], [a1, b1], [a, b, d]], {"l1": C, "l2": C}, 0.01)
+    assert [i for i, _ in ranked] == [1, 2, 0]
     with pytest.raises(SpecError, match="capacity.l1"):
         plan([a, b], {}, 0.01)
 
