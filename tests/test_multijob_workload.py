@@ -68,3 +68,23 @@ def test_bad_arguments_name_their_field(kwargs, field):
     with pytest.raises(SpecError) as err:
         multijob(**kwargs)
     assert err.value.field == field
+
+
+def test_a_trace_file_gives_arrivals_and_sizes(tmp_path):
+    from workloads.multijob import from_trace
+
+    trace = tmp_path / "t.csv"
+    trace.write_text("submit,gpu_num,user\n130.5,16,u1\n100,8,u2\n160,32,u3\n")
+    entries = from_trace(str(trace), arrival="submit", gpus="gpu_num", start=5.0)
+    assert [e["arrival"] for e in entries] == [5.0, 35.5, 65.0]  # sorted, from the first arrival
+    assert [gpus_of(e) for e in entries] == [8, 16, 32]
+    assert from_trace(str(trace), arrival="submit", gpus="gpu_num", limit=2)[-1]["arrival"] == 30.5
+    with pytest.raises(SpecError, match="no column 'gpus'"):
+        from_trace(str(trace), arrival="submit")
+    trace.write_text("arrival,gpus\n1,8\nsoon,8\n")
+    with pytest.raises(SpecError) as err:
+        from_trace(str(trace))
+    assert err.value.field == "trace line 3.arrival"
+    trace.write_text("arrival,gpus\n1,2.5\n")
+    with pytest.raises(SpecError, match="GPU count"):
+        from_trace(str(trace))

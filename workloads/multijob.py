@@ -34,10 +34,19 @@ data-parallel degree set from the size (``dp = gpus / gpus_per_replica``):
 
 These are shapes for contention studies (jobs alternating compute and communication, as
 CASSINI's and Crux's models assume), not calibrated models of any named network.
+
+**A trace the user gives** (:func:`from_trace`): a CSV file with a header, one job a row; the
+columns holding the arrival time (seconds, any origin: the first arrival becomes ``start``) and
+the GPU count are named by the caller, so an export of a public trace (Philly, Helios, PAI) can
+be read once its columns are known; nothing is downloaded. Rows are sorted by arrival; each
+job's model is drawn from ``models`` as above (a trace does not say which of railbed's
+generators a job resembles).
 """
 
 from __future__ import annotations
 
+import csv
+import io
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -46,7 +55,7 @@ from typing import Any
 import numpy as np
 
 from railbed.errors import SpecError
-from railbed.safeload import describe
+from railbed.safeload import describe, read_text
 
 
 @dataclass(frozen=True)
@@ -71,6 +80,7 @@ SIZES: dict[int, float] = {8: 0.5, 16: 0.3, 32: 0.2}  # GPUs -> weight (syntheti
 MIX: dict[str, float] = {"dense-dp": 0.4, "dense-pp": 0.4, "moe": 0.2}
 PLACEMENTS = ("packed", "spread", "rail", "random")
 MAX_JOBS = 100_000
+MAX_TRACE_BYTES = 64 << 20  # a trace CSV (Philly's job log is ~100k jobs)
 
 
 def multijob(
@@ -99,24 +109,83 @@ def multijob(
     out = []
     for i, arrival in enumerate(arrivals):
         gpus = int(size_keys[rng.choice(len(size_keys), p=size_p)])
-        name = _draw_model(rng, mix, gpus)
-        model = MODELS[name]
-        args = dict(model.args, dp=gpus // model.per_replica, gpus_per_server=gpus_per_server)
-        its = int(rng.integers(lo, hi + 1))
-        where: str | dict[str, Any] = placement
-        if placement == "random":
-            where = {"policy": "random", "seed": int(rng.integers(2**31))}
-        out.append(
-            {
-                "name": f"job{i:03d}-{name}-{gpus}g",
-                "generator": model.generator,
-                "args": args,
-                "arrival": float(arrival),
-                "iterations": its,
-                "placement": where,
-            }
-        )
+        out.append(_entry(i, float(arrival), gpus, rng, mix, (lo, hi), placement, gpus_per_server))
     return out
+
+
+def _entry(i, arrival, gpus, rng, mix, its, placement, gpus_per_server) -> dict[str, Any]:
+    """Job ``i``'s entry: its model, then its iterations, then (random placement) its seed, drawn."""
+    name = _draw_model(rng, mix, gpus)
+    model = MODELS[name]
+    args = dict(model.args, dp=gpus // model.per_replica, gpus_per_server=gpus_per_server)
+    count = int(rng.integers(its[0], its[1] + 1))
+    where: str | dict[str, Any] = placement
+    if placement == "random":
+        where = {"policy": "random", "seed": int(rng.integers(2**31))}
+    return {
+        "name": f"job{i:03d}-{name}-{gpus}g",
+        "generator": model.generator,
+        "args": args,
+        "arrival": arrival,
+        "iterations": count,
+        "placement": where,
+    }
+
+
+def from_trace(
+    path: str,
+    arrival: str = "arrival",
+    gpus: str = "gpus",
+    seed: int = 0,
+    models: Mapping[str, float] | None = None,
+    iterations: int | Sequence[int] = 10,
+    placement: str = "packed",
+    gpus_per_server: int = 8,
+    start: float = 0.0,
+    limit: int | None = None,
+) -> list[dict[str, Any]]:
+    """Entries like :func:`multijob`'s from a CSV trace (module docstring): the ``arrival`` and
+    ``gpus`` columns, at most ``limit`` rows (the earliest). A bad row names its line and column."""
+    text = read_text(path, MAX_TRACE_BYTES, "trace")
+    reader = csv.DictReader(io.StringIO(text))
+    for column in (arrival, gpus):
+        if column not in (reader.fieldnames or []):
+            raise SpecError("trace", f"no column {column!r} (columns: {', '.join(reader.fieldnames or [])})")
+    rows = []
+    for line, row in enumerate(reader, start=2):
+        rows.append(
+            (_number(row[arrival], f"trace line {line}.{arrival}"), _count(row[gpus], f"trace line {line}.{gpus}"))
+        )
+    rows.sort()
+    rows = rows[:limit] if limit is not None else rows
+    if not rows:
+        raise SpecError("trace", "no jobs")
+    mix = _weights(MIX if models is None else models, "models", _model_key)
+    lo, hi = _iterations(iterations)
+    _check(len(rows), 1.0, placement, gpus_per_server, None, start, {})
+    rng = np.random.default_rng(seed)
+    origin = rows[0][0]
+    return [
+        _entry(i, t - origin + start, n, rng, mix, (lo, hi), placement, gpus_per_server)
+        for i, (t, n) in enumerate(rows)
+    ]
+
+
+def _number(text: str, where: str) -> float:
+    try:
+        value = float(text)
+    except (TypeError, ValueError):
+        raise SpecError(where, f"expected seconds, got {describe(text)}") from None
+    if not math.isfinite(value):
+        raise SpecError(where, f"expected a finite number, got {describe(text)}")
+    return value
+
+
+def _count(text: str, where: str) -> int:
+    value = _number(text, where)
+    if value != int(value) or value < 1:
+        raise SpecError(where, f"expected a GPU count >= 1, got {describe(text)}")
+    return int(value)
 
 
 def gpus_of(entry: Mapping[str, Any]) -> int:
