@@ -92,3 +92,18 @@ def test_crux_marks_each_jobs_flows_with_its_class():
     assert sched.last.level == {"B": 0}
     with pytest.raises(SpecError, match="levels"):
         Crux(levels=9)
+
+
+def test_arrival_priority_ranks_jobs_oldest_first():
+    from schedulers.job_priority import ArrivalPriority
+
+    sched, view = ArrivalPriority(levels=2), View()
+    for name in ("a", "b", "c"):
+        sched.on_job_arrived(name, None, view)
+    assert sched.dscp == {"a": 56, "b": 48, "c": 48}  # beyond two classes, the later share the lowest
+    assert sched.on_ready(Item("a", 0, "flow"), view) == Decision(dscp=56)
+    assert sched.on_ready(Item("a", 0, "task"), view) == Decision()
+    sched.on_job_finished("a", view)
+    assert sched.dscp == {"b": 56, "c": 48}
+    with pytest.raises(SpecError, match="levels"):
+        ArrivalPriority(levels=0)
