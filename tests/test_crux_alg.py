@@ -65,6 +65,7 @@ def test_figure_13_two_links_two_levels():
     value, level = compress(4, edges, 2, samples=10, seed=1)
     assert value == pytest.approx(6.0)
     assert level[0] == level[2] == 0 and level[1] == level[3] == 1
+
     def cut(level):
         return sum(w for (a, b), w in edges.items() if level[a] != level[b])
 
