@@ -1,0 +1,153 @@
+"""Crux (SIGCOMM'24) as a cluster-wide scheduler: thin glue over :mod:`schedulers.crux_alg`.
+
+**Not registered yet** (issue 45): it needs the multi-job core. What it uses of it, by name:
+
+* ``item.job``: the name of the job an item belongs to;
+* ``on_job_arrived(job_name, job, view)`` / ``on_job_finished(job_name, view)``: Crux
+  "reassigns paths and priorities for all existing jobs" at every arrival and completion (§5);
+* a profile per job (:class:`CruxProfile`), which Crux measures in its first iterations with
+  the job alone at the highest priority (§5, "Job information measurement"): here the core's
+  cached alone run (GPU-seconds of compute per iteration, bytes per link per iteration, the
+  iteration's transfer and compute time on its bottleneck link), given with :meth:`Crux.set_profile`;
+* for path selection, a way to pin a job's flows between leaves to a spine (today's ECMP
+  picks it, ``ItemRecord.spine``): :meth:`Crux.spine_for` says which one, the core must
+  apply it (not in today's contract, whose ``choose_path`` picks among a flow's ``options``).
+
+What it decides (docs/multi-job-schedulers.md, "Crux"): intensities (Eq. 2) with GPU work in
+GPU-seconds (equal GPUs; FLOPs when the job gives them), correction factors against the
+reference job (the most traffic) over ``horizon`` seconds of the two-job link model (§4.2),
+``P = k I``, the contention DAG of jobs sharing a link, compressed onto ``levels`` classes by
+Algorithm 1 (``samples`` random topological orders, ``seed``), each class a DSCP class
+selector from the top (:func:`~schedulers.crux_alg.dscp_of_level`); every flow of a job gets
+its job's DSCP (``on_ready``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from railbed.errors import SpecError
+from railbed.job import Item, Job
+from railbed.scheduler import Decision, RunView, Scheduler
+from schedulers import crux_alg as alg
+
+
+@dataclass(frozen=True)
+class CruxProfile:
+    """A job as Crux measures it: ``work`` per iteration (GPU-seconds or FLOPs, one unit for all
+    jobs), ``traffic`` bytes per link per iteration, its iteration on its bottleneck link
+    (``link``: transfer and compute seconds, overlap share), and its transfers between leaves
+    with their candidate paths (``paths``: ``(bytes, [[link, ...], ...])``) for §4.1."""
+
+    name: str
+    work: float
+    traffic: Mapping[str, float]
+    link: alg.LinkJob
+    paths: Sequence[alg.Transfer] = field(default_factory=tuple)
+
+
+@dataclass
+class Assignment:
+    """Crux's decision for the active jobs: per job its intensity, correction factor, priority,
+    class level (0 highest), DSCP and chosen path per transfer; the compression's cut weight."""
+
+    intensity: dict[str, float]
+    k: dict[str, float]
+    priority: dict[str, float]
+    level: dict[str, int]
+    dscp: dict[str, int]
+    paths: dict[str, list[int]]
+    cut: float
+
+
+def assign(
+    profiles: Sequence[CruxProfile],
+    bandwidth: Mapping[str, float],
+    levels: int,
+    horizon: float,
+    samples: int = 10,
+    seed: int = 0,
+) -> Assignment:
+    """Crux's three steps over ``profiles`` (pure; ``bandwidth`` bytes/s per link)."""
+    names = [p.name for p in profiles]
+    intensity = [alg.gpu_intensity(p.work, p.traffic, bandwidth) for p in profiles]
+    ref = max(range(len(profiles)), key=lambda j: (sum(profiles[j].traffic.values()), -j)) if profiles else 0
+    k = [alg.correction_factor(p.link, profiles[ref].link, horizon) for p in profiles]
+    priority = [kj * ij for kj, ij in zip(k, intensity, strict=True)]
+    order = alg.priority_order(priority)
+    chosen = alg.select_paths(order, [p.paths for p in profiles], bandwidth)
+    links = [_links_of(p, c) for p, c in zip(profiles, chosen, strict=True)]
+    share = {(a, b) for a in range(len(profiles)) for b in range(a + 1, len(profiles)) if links[a] & links[b]}
+    finite = [min(i, 1e300) for i in intensity]
+    edges = alg.contention_dag(priority, finite, share)
+    cut, level = alg.compress(len(profiles), edges, min(levels, max(1, len(profiles))), samples, seed)
+    return Assignment(
+        intensity=dict(zip(names, intensity, strict=True)),
+        k=dict(zip(names, k, strict=True)),
+        priority=dict(zip(names, priority, strict=True)),
+        level=dict(zip(names, level, strict=True)),
+        dscp={n: alg.dscp_of_level(lv, levels) for n, lv in zip(names, level, strict=True)},
+        paths=dict(zip(names, chosen, strict=True)),
+        cut=cut,
+    )
+
+
+def _links_of(profile: CruxProfile, chosen: Sequence[int]) -> set[str]:
+    """The links a job crosses: those of its profile's traffic and of the paths chosen for it."""
+    links = set(profile.traffic)
+    for (_, paths), pick in zip(profile.paths, chosen, strict=True):
+        links.update(paths[pick])
+    return links
+
+
+class Crux(Scheduler):
+    name = "crux"
+
+    def __init__(self, levels: int = 4, horizon: float = 10.0, samples: int = 10, seed: int = 0) -> None:
+        if not 1 <= levels <= 8:
+            raise SpecError("levels", f"expected 1..8 priority classes, got {levels}")
+        if not horizon > 0:
+            raise SpecError("horizon", f"must be > 0 seconds, got {horizon}")
+        self.levels, self.horizon, self.samples, self.seed = levels, horizon, samples, seed
+        self.bandwidth: dict[str, float] = {}
+        self.profiles: dict[str, CruxProfile] = {}
+        self.active: set[str] = set()
+        self.last: Assignment | None = None
+        self._log: list[str] = []
+
+    def set_profile(self, profile: CruxProfile, bandwidth: Mapping[str, float]) -> None:
+        self.profiles[profile.name] = profile
+        self.bandwidth.update(bandwidth)
+
+    def reassign(self, now: float) -> Assignment:
+        jobs = [self.profiles[j] for j in sorted(self.active) if j in self.profiles]
+        self.last = assign(jobs, self.bandwidth, self.levels, self.horizon, self.samples, self.seed)
+        a = self.last
+        self._log.append(
+            f"t={now:.6g}: " + ", ".join(f"{n} P={a.priority[n]:.3g} class {a.level[n]}" for n in sorted(a.level))
+        )
+        return self.last
+
+    def on_job_arrived(self, job_name: str, job: Job, view: RunView) -> None:
+        self.active.add(job_name)
+        self.reassign(view.now)
+
+    def on_job_finished(self, job_name: str, view: RunView) -> None:
+        self.active.discard(job_name)
+        if self.active:
+            self.reassign(view.now)
+
+    def spine_for(self, job_name: str, transfer: int) -> int | None:
+        """The path index §4.1 chose for the job's ``transfer``-th transfer (None: ECMP's)."""
+        chosen = self.last.paths.get(job_name) if self.last else None
+        return chosen[transfer] if chosen and transfer < len(chosen) else None
+
+    def on_ready(self, item: Item, view: RunView) -> Decision:
+        job = getattr(item, "job", None)
+        if item.kind != "flow" or self.last is None or job not in self.last.dscp:
+            return Decision()
+        return Decision(dscp=self.last.dscp[job])
+
+    def notes(self) -> list[str]:
+        return list(self._log)

@@ -1,0 +1,101 @@
+"""Profiles for the multi-job schedulers from a job's run alone: what CASSINI and Crux measure in
+a job's first iterations (CASSINI's demand on each link over an iteration; Crux's §5, "Job
+information measurement": computation and communication per iteration, at the highest priority).
+
+The multi-job core runs each job alone on its placement once (issue 45); these functions turn
+that run's :class:`~railbed.results.RunResult` into :class:`~schedulers.cassini_alg.JobTraffic`
+and :class:`~schedulers.crux.CruxProfile`. A link is an egress queue of the fabric,
+``"node:ifname"`` as :meth:`railbed.topology.Topology.path` names its hops (a flow between two
+servers crosses its source NIC, the leaf's uplink to its spine and the spine's port when the
+servers are under different leaves, and the destination's leaf port); flows inside a server
+cross none.
+
+Choices (docs/multi-job-schedulers.md): the profiled iteration is ``iteration`` (default 1, the
+second, past any start-up), from the first start of its items to the first start of the next
+iteration's (or the last end when it is the last); Crux's ``work`` is the GPU-seconds of the
+iteration's tasks; its link model is the bottleneck link's transfer time ``t_j`` and the rest of
+the iteration as compute, no overlap.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from railbed.errors import SpecError
+from railbed.job import Job
+from railbed.results import ItemRecord, RunResult
+from railbed.topology import Topology
+from schedulers.cassini_alg import JobTraffic, phases_from_transfers
+from schedulers.crux import CruxProfile
+from schedulers.crux_alg import LinkJob, gpu_intensity
+
+
+def links_of(record: ItemRecord, topology: Topology) -> list[str]:
+    """The egress queues a flow's record says it crossed (none inside a server)."""
+    if record.kind != "flow" or record.server is None or record.dst_server is None:
+        return []
+    if record.server == record.dst_server or record.src_nic is None or record.dst_nic is None:
+        return []
+    hops = topology.path((record.server, record.src_nic), (record.dst_server, record.dst_nic), record.spine)
+    return [f"{h.node}:{h.ifname}" for h in hops]
+
+
+def capacities(topology: Topology) -> dict[str, float]:
+    """Every egress queue's rate, bit/s."""
+    return {f"{node}:{ifname}": port.rate for (node, ifname), port in topology.ports.items()}
+
+
+def iteration_window(job: Job, result: RunResult, iteration: int) -> tuple[float, float]:
+    """(start, end) of ``iteration`` in the run (module docstring)."""
+    starts: dict[int, float] = {}
+    ends: dict[int, float] = {}
+    for item in job.items.values():
+        rec = result.items.get(item.id)
+        if rec is None or rec.start is None or rec.end is None:
+            continue
+        starts[item.iteration] = min(starts.get(item.iteration, rec.start), rec.start)
+        ends[item.iteration] = max(ends.get(item.iteration, rec.end), rec.end)
+    if iteration not in starts:
+        raise SpecError("iteration", f"the run has no iteration {iteration} (it has {sorted(starts)})")
+    return starts[iteration], starts.get(iteration + 1, ends[iteration])
+
+
+def _flows(job: Job, result: RunResult, topology: Topology, iteration: int):
+    for flow in job.flows:
+        rec = result.items.get(flow.id)
+        if flow.iteration == iteration and rec is not None and rec.start is not None and rec.end is not None:
+            yield rec, links_of(rec, topology)
+
+
+def cassini_traffic(name: str, job: Job, result: RunResult, topology: Topology, tick: float, iteration: int = 1):
+    """The job's :class:`JobTraffic`: its period rounded to whole ``tick`` s, its flows' phases."""
+    t0, t1 = iteration_window(job, result, iteration)
+    period = max(1, round((t1 - t0) / tick)) * tick
+    transfers = [
+        (r.start, min(r.end, r.start + period), r.size or 0, links)
+        for r, links in _flows(job, result, topology, iteration)
+    ]
+    return JobTraffic(name, period, phases_from_transfers([t for t in transfers if t[3]], t0, period))
+
+
+def crux_profile(name: str, job: Job, result: RunResult, topology: Topology, iteration: int = 1) -> CruxProfile:
+    """The job's :class:`CruxProfile` (module docstring); bandwidths from :func:`capacities`."""
+    t0, t1 = iteration_window(job, result, iteration)
+    traffic: dict[str, float] = {}
+    for rec, links in _flows(job, result, topology, iteration):
+        for link in links:
+            traffic[link] = traffic.get(link, 0.0) + (rec.size or 0)
+    work = sum(t.duration for t in job.tasks if t.iteration == iteration)
+    bw = byte_rates(topology)
+    comm = max((size / bw[link] for link, size in traffic.items()), default=0.0)
+    return CruxProfile(name, work, traffic, LinkJob(max(comm, 1e-12), max(t1 - t0 - comm, 0.0)))
+
+
+def byte_rates(topology: Topology) -> dict[str, float]:
+    """Every egress queue's rate in bytes/s (Crux's ``B_e``)."""
+    return {link: rate / 8 for link, rate in capacities(topology).items()}
+
+
+def intensity_of(profile: CruxProfile, bandwidth: Mapping[str, float]) -> float:
+    """Eq. 2 for a profile (a convenience over :func:`~schedulers.crux_alg.gpu_intensity`)."""
+    return gpu_intensity(profile.work, profile.traffic, bandwidth)
