@@ -48,6 +48,12 @@ Wake-ups
     on server 0 (both backends already time waits); when it is done the
     scheduler gets ``on_flows_changed`` and its held items are offered again.
 
+Release times
+    An item with ``at`` (:attr:`railbed.job.Attributes.at`) later than the moment its
+    dependencies are done is not ready yet: a :class:`StartWait` keyed ``/release/<id>`` on
+    server 0 times the rest, and when it ends the item becomes ready (at ``at`` at the
+    earliest: real clocks round) and is offered as any other.
+
 Progress
     A backend sets :attr:`Dispatcher.progress_source` (flow id -> bytes
     delivered, current rate, model time of the numbers); the view's
@@ -80,6 +86,7 @@ from railbed.spec import ClusterSpec, Server
 from railbed.topology import Topology
 
 WAKE_PREFIX = "/wake/"
+RELEASE_PREFIX = "/release/"
 # A cap under this share of the flow's slower NIC holds the flow on the packet backends (the
 # emulator's agents, ns-3's senders stop writing it): a pacing rate that low stalls a socket long
 # after it is raised. The fluid model's counterpart is a rate of almost nothing (MRTF's floor).
@@ -254,6 +261,7 @@ class Dispatcher:
         self._shares: dict[str, dict[str, int]] = {}  # sub-flow id -> {original: its bytes in the sub-flow}
         self._local_batch: list[tuple[Flow, int, str, str]] = []  # same-server flows started in this batch
         self._wakes: dict[str, float] = {}
+        self._releases: dict[str, tuple[str, float]] = {}  # release wait key -> (item id, release time)
         self._calls_on_done = type(scheduler).on_done is not Scheduler.on_done
 
     # ----------------------------------------------------------------- API
@@ -277,6 +285,10 @@ class Dispatcher:
             self.view.now = now = max(now, self._wakes.pop(key))
             self._flows_changed = True  # the scheduler asked to look again
             return self._settle(now, [])
+        if key in self._releases:  # an item's release time came
+            item_id, at = self._releases.pop(key)
+            self.view.now = now = max(now, at)
+            return self._settle(now, [item_id])
         item_id, _, phase = key.partition("/")
         item = self.items[item_id]
         if isinstance(item, Task):
@@ -489,6 +501,11 @@ class Dispatcher:
         if subs:
             ready = [i for i in ready if i not in self._sub]
         for i in sorted(ready, key=self.order.__getitem__):
+            at = self.items[i].at
+            if at is not None and at > now:  # not ready before its release time
+                self._releases[RELEASE_PREFIX + i] = (i, at)
+                actions.append(StartWait(RELEASE_PREFIX + i, 0, at - now))
+                continue
             self._became_ready(i, now)
             self._held.append(i)
         for fid in start_net or ():
@@ -548,6 +565,7 @@ class Dispatcher:
         return (
             bool(self.view.active)
             or bool(self._wakes)
+            or bool(self._releases)
             or any(self._busy.values())
             or any(p in ("src", "dst", "local") for i, p in self._phase.items() if i not in self.view.done)
         )

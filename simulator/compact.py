@@ -152,6 +152,7 @@ class CompactJob:
     types: list[str] = field(default_factory=list)
     coflow: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int32))
     hold_by_class: bool = False  # the scheduler's: Rule holds per (NIC, dscp >> 3), not per NIC
+    release: np.ndarray = field(default_factory=lambda: np.zeros(0))  # float64: an item's `at` (0: none; or empty)
 
     @property
     def items(self) -> int:
@@ -398,6 +399,7 @@ def compact(job: Job, scheduler: Scheduler, cluster: ClusterSpec, policy: str | 
         np.array([getattr(it, "iteration", 0) or 0 for it in items], np.int16),
         *_types_and_coflows(items),
         bool(getattr(scheduler, "hold_by_class", False)),
+        _releases(items),
     )  # fmt: skip
     if gates:  # the sub-flows, items after the job's, as compact_arrays appends them
         nspines, total = len(topology.spines), cj.nics
@@ -408,6 +410,12 @@ def compact(job: Job, scheduler: Scheduler, cluster: ClusterSpec, policy: str | 
         flows = {k: items[k] for k in sorted(k for members in gates.values() for k in members)}
         _add_gates(cj, flows, gates, ids, scheduler, placement, cluster, topology, fabric, classes, route_of)
     return cj
+
+
+def _releases(items: list) -> np.ndarray:
+    """Each item's release time (``at``, 0 without), or an empty array when none has one."""
+    at = np.array([it.at or 0.0 for it in items], np.float64)
+    return at if at.any() else np.zeros(0)
 
 
 def _types_and_coflows(items: list) -> tuple[np.ndarray, list[str], np.ndarray]:
@@ -1197,12 +1205,13 @@ def run_compact(cj: CompactJob, analysis: bool = False, work: int = 1024) -> Com
     if cj.hold_by_class:
         hold = np.where(cj.nic >= 0, cj.nic.astype(np.int64) * 8 + (cj.dscp.astype(np.int64) >> 3), -1).astype(np.int32)
         nholds = cj.nics * 8
+    release = _padded(cj.release, n) if len(cj.release) else cj.release  # sub-flows have none of their own
     code = _run_kernel(
         cj.kind, cj.device, cj.duration, cj.route, cj.bits, cj.prio, cj.cap, cj.key, cj.bar, cj.queued, hold,
         cj.missing.copy(), cj.dep_ptr, cj.dep_idx, cj.device_cap, cj.route_links, cj.route_hops, cj.route_latency,
         cj.link_cap, nholds, cj.gate, cj.gate_size, cj.gate_sub, cj.parent, cj.children, ready, start, end,
         link_bits, peak_load, stats, analysis, ftype, meter.hit, meter.total, meter.load,
-        meter.mask, meter.top, meter.nhit, meter.ntot, meter.classes, work,
+        meter.mask, meter.top, meter.nhit, meter.ntot, meter.classes, work, release,
     )  # fmt: skip
     if code == 1:
         raise RuntimeError(f"compact engine: {n - stats[2]} items unfinished and nothing pending (a bug)")
@@ -1285,7 +1294,15 @@ def timeline_of_compact(run: CompactResult):
         cj.ids, is_flow, cj.kind == NET, run.ready, run.start, run.end, ctype, types, coflow,
         np.where(is_flow, -1, cj.device).astype(np.int64), np.where(is_flow, cj.nic, -1).astype(np.int64), parent,
         pred_ptr, pred_idx, path_ptr, path_idx, list(cj.link_names), cj.link_cap, cj.bits, cj.cap,
+        _padded(cj.release, n) if len(cj.release) else None,
     )  # fmt: skip
+
+
+def _padded(values: np.ndarray, n: int) -> np.ndarray:
+    """``values`` followed by zeros up to ``n`` (a column of the job's items, for every item)."""
+    out = np.zeros(n, values.dtype)
+    out[: len(values)] = values
+    return out
 
 
 def load_items(path) -> dict:
@@ -1419,10 +1436,12 @@ def _run_kernel(
     kind, device, duration, route, bits, prio, cap, key, bar, queued, nic, missing, dep_ptr, dep_idx, device_cap,
     route_links, route_hops, route_latency, link_cap, nnics, gate, gate_size, gate_sub, parent, children, ready_t,
     start_t, end_t, link_bits, peak_load, stats, metered, ftype, m_hit, m_total, m_load, m_mask, m_top, m_nhit,
-    m_ntot, m_classes, work,
+    m_ntot, m_classes, work, release,
 ):  # fmt: skip  # pragma: no cover - numba
     """The whole run (module docstring). Returns 0, or 1 (nothing pending), 2 (no progress), 3 (stalled).
-    ``metered``: measure contention (simulator.contention.meter_step) by the items' type ids ``ftype``."""
+    ``metered``: measure contention (simulator.contention.meter_step) by the items' type ids ``ftype``.
+    ``release``: items' release times (empty: none); an item whose deps are done before its
+    release gets a timer then (Dispatcher's ``/release/`` wait), and is ready when it pops."""
     n = kind.shape[0]
     ndev = device_cap.shape[0]
     nlinks = link_cap.shape[0]
@@ -1528,7 +1547,13 @@ def _run_kernel(
             i = hi[0]
             hsize = _heap_pop(ht, hs, hi, hsize)
             events += 1
-            if kind[i] != NET:
+            if release.shape[0] > 0 and np.isnan(ready_t[i]):  # its release time came
+                now = max(now, release[i])
+                readyl = _room(readyl, nready + 1)
+                readyl[nready] = i
+                nready += 1
+                report = -1
+            elif kind[i] != NET:
                 report = i
             else:  # a flow's first byte crossed its latency: it joins the network
                 if nfree == 0:
@@ -1639,8 +1664,14 @@ def _run_kernel(
         # flows started in this settling: the held ones, the sub-flows ready, those of gates split
         started = _room(started, nheld + nready + nsub + nsubs)
         local = _room(local, nheld + nready + nsub + nsubs)
+        if release.shape[0] > 0 and hsize + nready > ht.shape[0]:
+            ht, hs, hi = _room(ht, hsize + nready), _room(hs, hsize + nready), _room(hi, hsize + nready)
         for x in range(nready):
             i = readyl[x]
+            if release.shape[0] > 0 and release[i] > now:  # not ready before its release time
+                hsize = _heap_push(ht, hs, hi, hsize, now + (release[i] - now), seq, i)
+                seq += 1
+                continue
             ready_t[i] = now
             if has_gates and gate[i] >= 0:
                 gcount[gate[i]] += 1
