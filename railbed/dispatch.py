@@ -54,6 +54,12 @@ Release times
     server 0 times the rest, and when it ends the item becomes ready (at ``at`` at the
     earliest: real clocks round) and is offered as any other.
 
+Several jobs
+    Items naming a ``job`` (:mod:`railbed.jobs`) belong to it. When the first of a job's items
+    would become ready, the scheduler's ``on_job_arrival`` is asked first; its shift delays every
+    item of the job to arrival + shift (release waits, as above). After a job's last item ends,
+    ``on_job_done``.
+
 Progress
     A backend sets :attr:`Dispatcher.progress_source` (flow id -> bytes
     delivered, current rate, model time of the numbers); the view's
@@ -262,6 +268,11 @@ class Dispatcher:
         self._local_batch: list[tuple[Flow, int, str, str]] = []  # same-server flows started in this batch
         self._wakes: dict[str, float] = {}
         self._releases: dict[str, tuple[str, float]] = {}  # release wait key -> (item id, release time)
+        self._job_left: dict[str, int] = {}  # job -> its items not done (a run of several jobs)
+        for it in job.items.values():
+            if it.job is not None:
+                self._job_left[it.job] = self._job_left.get(it.job, 0) + 1
+        self._job_start: dict[str, float] = {}  # job -> when its items may start: arrival + the scheduler's shift
         self._calls_on_done = type(scheduler).on_done is not Scheduler.on_done
 
     # ----------------------------------------------------------------- API
@@ -383,6 +394,8 @@ class Dispatcher:
         sub = self._sub.get(item_id) if self._sub else None
         if sub is None:
             self._done += 1
+            if self._job_left and self.items[item_id].job is not None:
+                self._job_item_done(self.items[item_id].job, now)
         else:
             for parent in self._shares[item_id]:
                 ready += self._child_done(parent, now)
@@ -501,10 +514,14 @@ class Dispatcher:
         if subs:
             ready = [i for i in ready if i not in self._sub]
         for i in sorted(ready, key=self.order.__getitem__):
-            at = self.items[i].at
+            item = self.items[i]
+            at = item.at
+            if item.job is not None and (at is None or at <= now):
+                at = self._job_begins(item.job, now)
             if at is not None and at > now:  # not ready before its release time
-                self._releases[RELEASE_PREFIX + i] = (i, at)
-                actions.append(StartWait(RELEASE_PREFIX + i, 0, at - now))
+                key = f"{RELEASE_PREFIX}{i}-{len(self.events)}"
+                self._releases[key] = (i, at)
+                actions.append(StartWait(key, 0, at - now))
                 continue
             self._became_ready(i, now)
             self._held.append(i)
@@ -531,6 +548,25 @@ class Dispatcher:
                 "and nothing is running"
             )
         return actions
+
+    def _job_begins(self, job: str, now: float) -> float:
+        """When ``job``'s items may be ready: at its arrival (now, the first time one would be) the
+        scheduler's ``on_job_arrival`` is asked for a shift."""
+        start = self._job_start.get(job)
+        if start is None:
+            self.view.jobs[job] = now
+            shift = self.scheduler.on_job_arrival(job, self.view) or 0.0
+            if isinstance(shift, bool) or not isinstance(shift, (int, float)) or not 0 <= shift < float("inf"):
+                who = f"{self.scheduler.name}.on_job_arrival({job})"
+                raise SchedulerError(f"{who} returned {shift!r}, not a shift >= 0")
+            start = self._job_start[job] = now + shift
+        return start
+
+    def _job_item_done(self, job: str, now: float) -> None:
+        self._job_left[job] -= 1
+        if not self._job_left[job]:
+            self.view.jobs_done[job] = now
+            self.scheduler.on_job_done(job, self.view)
 
     def _offer_held(self, now: float, touched: set) -> list[Action]:
         """Offer every held item (new ones included) in ready order; start what the scheduler lets go."""

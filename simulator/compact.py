@@ -59,8 +59,10 @@ Dispatcher over the plain-Python network). ``rule`` and ``gate_split`` get each 
 ``on_ready`` would see it (a ``hidden`` size stays ``None``). What it does not do (those
 runs need :func:`simulator.simulate`): splits other than gated ones of sub-flows between the
 original's ends, wake-ups, path options and intra-host models, the per-link time series
-(``link_series``); a scheduler with its own ``on_flows_changed`` (re-rating), ``on_done`` or
-``choose_path`` (:data:`UNCALLED_HOOKS`), or without a rule, is refused before ``place``.
+(``link_series``); a scheduler with its own ``on_flows_changed`` (re-rating), ``on_done``,
+``choose_path`` or job hooks (:data:`UNCALLED_HOOKS`), or without a rule, is refused before ``place``.
+Release times (items' ``at``) are honoured: an item is ready at the later of its dependencies'
+ends and its release (a timer, as the Dispatcher's release wait).
 
 **Jobs as arrays** (issue 14: Mixtral-8x22B at 8192 GPUs is 27 million items,
 about 22 GB as a :class:`Job`): :func:`compact_arrays` makes the same
@@ -446,7 +448,8 @@ def _refuse_host_models(cluster: ClusterSpec) -> None:
             raise SpecError("servers", why)
 
 
-UNCALLED_HOOKS = ("on_flows_changed", "on_done", "choose_path")  # hooks the compact engine never calls
+# hooks the compact engine never calls
+UNCALLED_HOOKS = ("on_flows_changed", "on_done", "choose_path", "on_job_arrival", "on_job_done")
 
 
 def _refuse_without_rules(scheduler: Scheduler, job: Job, cluster: ClusterSpec) -> None:
