@@ -196,7 +196,8 @@ def place(entry: JobEntry, state: _Cluster) -> dict[str, Location]:
             continue
         if not 0 <= target < len(cluster.servers):
             raise SpecError(f"{entry.where}.placement.explicit.{ep}", f"server {target} does not exist")
-        gfree = [g for s, g in state.free() if s == target and g not in {_gpu(o.device) for o in out.values()}]
+        mine = {_gpu(o.device) for o in out.values() if o.server == target}
+        gfree = [g for s, g in state.free() if s == target and g not in mine]
         g = _gpu(own.device)
         if g is not None and g not in gfree:
             if not gfree:

@@ -8,9 +8,11 @@ and a fixed time shift of a job's start.
     eighth job and later share class 0. Tasks start at once; no caps. Its decisions are a
     pure function of the flow (``rule``), so the compact engine runs it too.
 ``delay``
-    A job's start shifted by ``shift`` model seconds after its arrival (``on_job_arrival``),
-    otherwise FIFO: as a job's own scheduler (``jobs[i].scheduler``) it places one job's
-    iterations after another's, the mechanism CASSINI's time shifts use.
+    Job ``job``'s start (every job's when ``job`` is empty) shifted by ``shift`` model seconds
+    after its arrival (``on_job_arrival``), otherwise FIFO: it places one job's iterations
+    between another's, the mechanism CASSINI's time shifts use (the two-job mechanism,
+    ``scenarios/mechanisms/two-jobs.yaml``). As a job's own scheduler (``jobs[i].scheduler``) it
+    shifts that job.
 """
 
 from __future__ import annotations
@@ -49,17 +51,17 @@ class JobPriority(Scheduler):
 
 
 class Delay(Scheduler):
-    """A job's start ``shift`` model seconds after its arrival, otherwise FIFO."""
+    """Job ``job``'s start (every job's if empty) ``shift`` model seconds after its arrival; FIFO."""
 
     name = "delay"
 
-    def __init__(self, shift: float = 0.0) -> None:
+    def __init__(self, shift: float = 0.0, job: str = "") -> None:
         if isinstance(shift, bool) or not isinstance(shift, (int, float)) or not 0 <= shift < float("inf"):
             raise SpecError("shift", f"must be a time shift >= 0 (model seconds), got {shift!r}")
-        self.shift = float(shift)
+        self.shift, self.job = float(shift), job
 
     def on_job_arrival(self, job: str, view: RunView) -> float:
-        return self.shift
+        return self.shift if not self.job or job == self.job else 0.0
 
 
 SCHEDULERS = (JobPriority, Delay)
