@@ -258,3 +258,22 @@ def test_the_two_job_mechanism_on_the_packet_backend():
             assert mech.holds(label, mech.value(runs[label]), packets=True), (mech.name, label, expected)
     slow = {label: {j: r.jobs["per_job"][j]["slowdown"] for j in "ab"} for label, r in runs.items()}
     assert all(slow["fifo"][j] > 1.1 and slow["shifted"][j] < 1.05 for j in "ab"), slow  # a: 1.21 against 1.5
+
+
+def test_job_figures_and_their_csv_say_what_result_json_says(tmp_path):
+    from railbed.plots import job_rows, plot_results
+
+    results = simulate_scenario(Scenario.load(MECH), tmp_path, echo=lambda _: None)
+    figures = tmp_path / "figures"
+    for name in ("slowdown.png", "jct-cdf.png", "timeline-jobs-fifo.png", "jobs.csv", "jct-cdf.csv"):
+        assert (figures / name).exists(), name
+    import csv
+    import json
+
+    rows = list(csv.reader((figures / "jobs.csv").open()))[1:]
+    saved = json.loads((tmp_path / "fifo" / "result.json").read_text())["jobs"]["per_job"]
+    fifo = [r for r in rows if r[0] == "fifo"]
+    assert [(r[1], float(r[3]), float(r[5])) for r in fifo] == [(j, v["jct"], v["slowdown"]) for j, v in saved.items()]
+    assert job_rows({r.scheduler: r for r in results}) and plot_results(tmp_path)
+    timeline = list(csv.reader((figures / "timeline-jobs-fifo.csv").open()))[1:]
+    assert {row[5] for row in timeline} == {"a", "b"} and all(row[1].startswith(row[5] + ".") for row in timeline)
