@@ -63,7 +63,8 @@ class MultiJob:
         """Job ``name`` alone on its placement under the scheduler that serves it in ``spec``'s run
         (its own, else ``spec``'s): run once per (backend, job, scheduler) and kept."""
         serving = self.own.get(name, spec)
-        key = (type(session).__name__, name, serving.run_label)
+        be = getattr(getattr(session, "backend", None), "name", None) or type(session).__name__
+        key = (be, name, serving.run_label)
         if key not in self.alone_runs:
             sched = make(serving, f"{self._where(name)}.scheduler" if name in self.own else "scheduler")
             run_dir = options.run_dir / f"alone-{name}" if options.run_dir is not None else None

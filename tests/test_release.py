@@ -145,8 +145,10 @@ def test_compact_engine_equals_the_dispatcher_with_releases_on_random_jobs(sched
 def test_job_json_round_trips_release_times_and_a_job_level_offset():
     job = released_flow(0.0025)
     job.task("t", "s0", 0.001)
+    job.flow("g", "s1", "s2", SIZE, job="x")  # the job an item belongs to round-trips too
     again = Job.from_dict(job.to_dict())
     assert again.items["f"].at == 0.0025 and again.items["t"].at is None
+    assert again.items["g"].job == "x" and again.items["f"].job is None
     doc = job.to_dict()
     doc["at"] = "1ms"  # a job-level offset for the whole job
     shifted = Job.from_dict(doc)
