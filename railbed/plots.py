@@ -32,7 +32,8 @@ RESULTS_DIR``), written to ``RESULTS_DIR/figures/``:
 A run of several jobs (``RunResult.jobs``, :mod:`railbed.jobmetrics`) also gets:
 
 ``timeline-jobs-<run>.png`` the timeline coloured by job
-``slowdown.png``         per-job slowdown (JCT over the job alone), bars per run (``jobs.csv``)
+``slowdown.png``         per-job slowdown (JCT over the job alone), bars per run (``jobs.csv``;
+                         ``interference.csv``: per pair of jobs the port time shared, the excess caused)
 ``jct-cdf.png``          CDF of job completion times, one line per run
 
 An offered-load sweep (runs labelled ``<scheduler>@<load>``: a scenario's
@@ -223,6 +224,10 @@ def job_figures(runs: dict[str, RunResult], out: Path) -> list[Path | None]:
     if not rows:
         return []
     write_csv(out / "jobs.csv", JOBS_HEADER, rows)
+    pairs = [[n, a, b, inter["shared_seconds"][a][b], inter["caused"][a][b]]
+             for n, r in runs.items() if r.jobs for inter in [r.jobs["cluster"]["interference"]]
+             for a in inter["jobs"] for b in inter["jobs"] if a != b]  # fmt: skip
+    write_csv(out / "interference.csv", ["run", "job", "other", "shared_port_s", "caused_s"], pairs)
     cdf = cdf_rows({n: [v["jct"] for v in r.jobs["per_job"].values()] for n, r in runs.items() if r.jobs})
     write_csv(out / "jct-cdf.csv", ["run", "jct_s", "cdf"], cdf)
     return [draw_slowdowns(rows, out / "slowdown.png"),

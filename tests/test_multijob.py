@@ -277,3 +277,7 @@ def test_job_figures_and_their_csv_say_what_result_json_says(tmp_path):
     assert job_rows({r.scheduler: r for r in results}) and plot_results(tmp_path)
     timeline = list(csv.reader((figures / "timeline-jobs-fifo.csv").open()))[1:]
     assert {row[5] for row in timeline} == {"a", "b"} and all(row[1].startswith(row[5] + ".") for row in timeline)
+    pairs = {(r[0], r[1], r[2]): (float(r[3]), float(r[4])) for r in csv.reader((figures / "interference.csv").open())
+             if r[0] != "run"}  # fmt: skip
+    assert pairs[("fifo", "a", "b")] == pytest.approx((8e-3, 4e-3), rel=1e-9)
+    assert pairs[("shifted", "b", "a")] == (0.0, 0.0)
