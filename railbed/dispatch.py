@@ -56,9 +56,9 @@ Release times
 
 Several jobs
     Items naming a ``job`` (:mod:`railbed.jobs`) belong to it. When the first of a job's items
-    would become ready, the scheduler's ``on_job_arrival`` is asked first; its shift delays every
+    would become ready, the scheduler's ``on_job_arrived`` is asked first; its shift delays every
     item of the job to arrival + shift (release waits, as above). After a job's last item ends,
-    ``on_job_done``.
+    ``on_job_finished``.
 
 Progress
     A backend sets :attr:`Dispatcher.progress_source` (flow id -> bytes
@@ -75,6 +75,7 @@ from dataclasses import dataclass, replace
 from railbed.errors import SpecError
 from railbed.hosts import KINDS, HostLeg, HostModel
 from railbed.job import Flow, Item, Job, Location, Placement, Task, attrs_of
+from railbed.jobs import part
 from railbed.results import ItemRecord, RunResult
 from railbed.scheduler import (
     KEEP,
@@ -551,13 +552,13 @@ class Dispatcher:
 
     def _job_begins(self, job: str, now: float) -> float:
         """When ``job``'s items may be ready: at its arrival (now, the first time one would be) the
-        scheduler's ``on_job_arrival`` is asked for a shift."""
+        scheduler's ``on_job_arrived`` is asked for a shift."""
         start = self._job_start.get(job)
         if start is None:
             self.view.jobs[job] = now
-            shift = self.scheduler.on_job_arrival(job, self.view) or 0.0
+            shift = self.scheduler.on_job_arrived(job, part(self.view.job, job), self.view) or 0.0
             if isinstance(shift, bool) or not isinstance(shift, (int, float)) or not 0 <= shift < float("inf"):
-                who = f"{self.scheduler.name}.on_job_arrival({job})"
+                who = f"{self.scheduler.name}.on_job_arrived({job})"
                 raise SchedulerError(f"{who} returned {shift!r}, not a shift >= 0")
             start = self._job_start[job] = now + shift
         return start
@@ -566,7 +567,7 @@ class Dispatcher:
         self._job_left[job] -= 1
         if not self._job_left[job]:
             self.view.jobs_done[job] = now
-            self.scheduler.on_job_done(job, self.view)
+            self.scheduler.on_job_finished(job, self.view)
 
     def _offer_held(self, now: float, touched: set) -> list[Action]:
         """Offer every held item (new ones included) in ready order; start what the scheduler lets go."""

@@ -342,11 +342,11 @@ class PerJob(Scheduler):
     def choose_path(self, flow: Flow, view: RunView) -> int:
         return self._of(flow.job).choose_path(flow, view)
 
-    def on_job_arrival(self, job: str, view: RunView) -> float | None:
-        return self._of(job).on_job_arrival(job, view)
+    def on_job_arrived(self, job_name: str, job: Job, view: RunView) -> float | None:
+        return self._of(job_name).on_job_arrived(job_name, job, view)
 
-    def on_job_done(self, job: str, view: RunView) -> None:
-        self._of(job).on_job_done(job, view)
+    def on_job_finished(self, job_name: str, view: RunView) -> None:
+        self._of(job_name).on_job_finished(job_name, view)
 
     def notes(self) -> list[str]:
         out = list(self.default.notes())

@@ -61,8 +61,8 @@ class SmallFirst(Scheduler):
         names = [o.name for o in flow.options]
         return names.index("acc") if "acc" in names else 0
 
-    def on_job_done(self, job, view):  # several jobs: on_job_arrival may also shift a job's start
-        self.jct[job] = view.now - view.jobs[job]
+    def on_job_finished(self, job_name, view):  # several jobs: on_job_arrived may also shift a job's start
+        self.jct[job_name] = view.now - view.jobs[job_name]
 
     def rule(self, flow, placement, cluster):
         return None  # on_ready counts busy flows and splits: not a pure function of the flow (no compact engine)

@@ -9,7 +9,7 @@ and a fixed time shift of a job's start.
     pure function of the flow (``rule``), so the compact engine runs it too.
 ``delay``
     Job ``job``'s start (every job's when ``job`` is empty) shifted by ``shift`` model seconds
-    after its arrival (``on_job_arrival``), otherwise FIFO: it places one job's iterations
+    after its arrival (``on_job_arrived``), otherwise FIFO: it places one job's iterations
     between another's, the mechanism CASSINI's time shifts use (the two-job mechanism,
     ``scenarios/mechanisms/two-jobs.yaml``). As a job's own scheduler (``jobs[i].scheduler``) it
     shifts that job.
@@ -60,8 +60,8 @@ class Delay(Scheduler):
             raise SpecError("shift", f"must be a time shift >= 0 (model seconds), got {shift!r}")
         self.shift, self.job = float(shift), job
 
-    def on_job_arrival(self, job: str, view: RunView) -> float:
-        return self.shift if not self.job or job == self.job else 0.0
+    def on_job_arrived(self, job_name: str, job: Job, view: RunView) -> float:
+        return self.shift if not self.job or job_name == self.job else 0.0
 
 
 SCHEDULERS = (JobPriority, Delay)

@@ -136,12 +136,13 @@ class Recorder(Scheduler):
     def __init__(self, shift=0.0, dscp=None):
         self.shift, self.dscp, self.log = shift, dscp or {}, []
 
-    def on_job_arrival(self, job, view):
-        self.log.append(("arrive", job, view.now, dict(view.jobs)))
-        return self.shift if job == "b" else None
+    def on_job_arrived(self, job_name, job, view):
+        assert set(job.items) == {i for i in view.job.items if i.startswith(f"{job_name}.")}  # its part
+        self.log.append(("arrive", job_name, view.now, dict(view.jobs)))
+        return self.shift if job_name == "b" else None
 
-    def on_job_done(self, job, view):
-        self.log.append(("done", job, view.now, dict(view.jobs_done)))
+    def on_job_finished(self, job_name, view):
+        self.log.append(("done", job_name, view.now, dict(view.jobs_done)))
 
     def on_ready(self, item, view):
         assert item.job in ("a", "b")
@@ -175,7 +176,7 @@ def test_job_hooks_are_called_at_arrival_and_at_the_end_and_a_shift_delays_the_j
 def test_a_bad_shift_is_the_schedulers_mistake():
     from railbed.dispatch import SchedulerError
 
-    with pytest.raises(SchedulerError, match="on_job_arrival"):
+    with pytest.raises(SchedulerError, match="on_job_arrived"):
         backend("fluid").run(two_periodic(), Recorder(shift=-1.0), cluster3(), RunOptions(analysis=False))
 
 

@@ -61,12 +61,12 @@ class Hooks(Scheduler):
     def __init__(self):
         self.log = []
 
-    def on_job_arrival(self, job, view):
-        self.log.append(("arrive", job, view.now))
-        return 0.1 if job == "b" else None
+    def on_job_arrived(self, job_name, job, view):
+        self.log.append(("arrive", job_name, view.now))
+        return 0.1 if job_name == "b" else None
 
-    def on_job_done(self, job, view):
-        self.log.append(("done", job, view.now))
+    def on_job_finished(self, job_name, view):
+        self.log.append(("done", job_name, view.now))
 
     def on_ready(self, item, view):
         return Decision(dscp=46 if item.job == "a" else 0)
