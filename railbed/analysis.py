@@ -59,6 +59,7 @@ STANDARD_TYPES = ("PP", "DP", "EP", "TP")
 UNTYPED = "other"  # flows without a coflow type
 COMPUTE = "compute"
 IDLE = "idle"
+RELEASE = "release"  # waiting for a release time (an item's `at`): neither compute nor communication
 LEG_PHASES = ("src", "dst", "local")  # a flow's host-model waits (Dispatcher): 0 s without a network
 MAX_LINKS = 64  # per-link overlap kept for the links with the most
 SLOW = 0.9  # the emulator's estimate: a flow under 90 % of its rate alone was slowed
@@ -100,6 +101,7 @@ class Timeline:
     link_rate: np.ndarray  # bit/s per port
     bits: np.ndarray  # a network flow's wire bits (0 else)
     cap: np.ndarray  # a flow's first rate cap (inf: none)
+    release: np.ndarray | None = None  # an item's release time (`at`; 0: none), or None when no item has one
 
     @property
     def n(self) -> int:
@@ -180,9 +182,11 @@ def timeline_of(records: Mapping[str, ItemRecord], items: Mapping[str, Item], to
     path_ptr, path_idx = _csr(paths)
     bits = np.where(net, 8.0 * col(lambda r: wire_bytes(r.size or 0)), 0.0) if n else np.zeros(0)
     cap = col(lambda r: math.inf if r.rate is None else r.rate)
+    release = col(lambda r: r.attrs.get("at") or 0.0)
     return Timeline(
         ids, is_flow, net, ready, start, end, ctype, types, coflow, device, nic, parent, pred_ptr, pred_idx,
         path_ptr, path_idx, link_names, np.array([rate_of[x] for x in link_names], float), bits, cap,
+        release if release.any() else None,
     )  # fmt: skip
 
 
@@ -282,7 +286,9 @@ def critical_path(tl: Timeline) -> dict:
       for a coflow held whole, a dependency of a member that became ready then; else any
       item that ended then). The path continues at that item. With none (a wake-up), the
       wait counts as the item's own kind (``held``) and the path continues at its ready time;
-    * at its ready time, the dependency that ended then; else any item that ended then;
+    * at its ready time, the dependency that ended then; else, if it became ready at its
+      release time (``at``), the path ends there and its time before counts as ``release``
+      (an arrival, not compute: a trace's or a job's); else any item that ended then;
       else the path is ``idle`` back to the last end before.
 
     A sub-flow on the path stands for its original (from the original's start), so the path
@@ -362,6 +368,9 @@ def critical_path(tl: Timeline) -> dict:
             time[IDLE] += max(s, 0.0)
             break
         p = dep_at(k, s, seen)
+        if p < 0 and tl.release is not None and tl.release[k] > 0 and abs(tl.release[k] - s) <= tol:
+            time[RELEASE] = s
+            break
         if p < 0:
             p = anyone.at(0, s, seen)
         if p < 0 or resolve(p) in seen:
@@ -375,7 +384,7 @@ def critical_path(tl: Timeline) -> dict:
             p, s = q, float(tl.end[q])
         k, t = resolve(p), s
     out["items"] = [tl.ids[x] for x in reversed(path)]
-    out["comm"] = sum(v for c, v in time.items() if c not in (COMPUTE, IDLE))
+    out["comm"] = sum(v for c, v in time.items() if c not in (COMPUTE, IDLE, RELEASE))
     out["exposed_comm_fraction"] = out["comm"] / makespan
     return out
 

@@ -48,6 +48,18 @@ Wake-ups
     on server 0 (both backends already time waits); when it is done the
     scheduler gets ``on_flows_changed`` and its held items are offered again.
 
+Release times
+    An item with ``at`` (:attr:`railbed.job.Attributes.at`) later than the moment its
+    dependencies are done is not ready yet: a :class:`StartWait` keyed ``/release/<id>`` on
+    server 0 times the rest, and when it ends the item becomes ready (at ``at`` at the
+    earliest: real clocks round) and is offered as any other.
+
+Several jobs
+    Items naming a ``job`` (:mod:`railbed.jobs`) belong to it. When the first of a job's items
+    would become ready, the scheduler's ``on_job_arrived`` is asked first; its shift delays every
+    item of the job to arrival + shift (release waits, as above). After a job's last item ends,
+    ``on_job_finished``.
+
 Progress
     A backend sets :attr:`Dispatcher.progress_source` (flow id -> bytes
     delivered, current rate, model time of the numbers); the view's
@@ -63,6 +75,7 @@ from dataclasses import dataclass, replace
 from railbed.errors import SpecError
 from railbed.hosts import KINDS, HostLeg, HostModel
 from railbed.job import Flow, Item, Job, Location, Placement, Task, attrs_of
+from railbed.jobs import part
 from railbed.results import ItemRecord, RunResult
 from railbed.scheduler import (
     KEEP,
@@ -80,6 +93,7 @@ from railbed.spec import ClusterSpec, Server
 from railbed.topology import Topology
 
 WAKE_PREFIX = "/wake/"
+RELEASE_PREFIX = "/release/"
 # A cap under this share of the flow's slower NIC holds the flow on the packet backends (the
 # emulator's agents, ns-3's senders stop writing it): a pacing rate that low stalls a socket long
 # after it is raised. The fluid model's counterpart is a rate of almost nothing (MRTF's floor).
@@ -254,6 +268,12 @@ class Dispatcher:
         self._shares: dict[str, dict[str, int]] = {}  # sub-flow id -> {original: its bytes in the sub-flow}
         self._local_batch: list[tuple[Flow, int, str, str]] = []  # same-server flows started in this batch
         self._wakes: dict[str, float] = {}
+        self._releases: dict[str, tuple[str, float]] = {}  # release wait key -> (item id, release time)
+        self._job_left: dict[str, int] = {}  # job -> its items not done (a run of several jobs)
+        for it in job.items.values():
+            if it.job is not None:
+                self._job_left[it.job] = self._job_left.get(it.job, 0) + 1
+        self._job_start: dict[str, float] = {}  # job -> when its items may start: arrival + the scheduler's shift
         self._calls_on_done = type(scheduler).on_done is not Scheduler.on_done
 
     # ----------------------------------------------------------------- API
@@ -277,6 +297,10 @@ class Dispatcher:
             self.view.now = now = max(now, self._wakes.pop(key))
             self._flows_changed = True  # the scheduler asked to look again
             return self._settle(now, [])
+        if key in self._releases:  # an item's release time came
+            item_id, at = self._releases.pop(key)
+            self.view.now = now = max(now, at)
+            return self._settle(now, [item_id])
         item_id, _, phase = key.partition("/")
         item = self.items[item_id]
         if isinstance(item, Task):
@@ -371,6 +395,8 @@ class Dispatcher:
         sub = self._sub.get(item_id) if self._sub else None
         if sub is None:
             self._done += 1
+            if self._job_left and self.items[item_id].job is not None:
+                self._job_item_done(self.items[item_id].job, now)
         else:
             for parent in self._shares[item_id]:
                 ready += self._child_done(parent, now)
@@ -489,6 +515,15 @@ class Dispatcher:
         if subs:
             ready = [i for i in ready if i not in self._sub]
         for i in sorted(ready, key=self.order.__getitem__):
+            item = self.items[i]
+            at = item.at
+            if item.job is not None and (at is None or at <= now):
+                at = self._job_begins(item.job, now)
+            if at is not None and at > now:  # not ready before its release time
+                key = f"{RELEASE_PREFIX}{i}-{len(self.events)}"
+                self._releases[key] = (i, at)
+                actions.append(StartWait(key, 0, at - now))
+                continue
             self._became_ready(i, now)
             self._held.append(i)
         for fid in start_net or ():
@@ -514,6 +549,25 @@ class Dispatcher:
                 "and nothing is running"
             )
         return actions
+
+    def _job_begins(self, job: str, now: float) -> float:
+        """When ``job``'s items may be ready: at its arrival (now, the first time one would be) the
+        scheduler's ``on_job_arrived`` is asked for a shift."""
+        start = self._job_start.get(job)
+        if start is None:
+            self.view.jobs[job] = now
+            shift = self.scheduler.on_job_arrived(job, part(self.view.job, job), self.view) or 0.0
+            if isinstance(shift, bool) or not isinstance(shift, (int, float)) or not 0 <= shift < float("inf"):
+                who = f"{self.scheduler.name}.on_job_arrived({job})"
+                raise SchedulerError(f"{who} returned {shift!r}, not a shift >= 0")
+            start = self._job_start[job] = now + shift
+        return start
+
+    def _job_item_done(self, job: str, now: float) -> None:
+        self._job_left[job] -= 1
+        if not self._job_left[job]:
+            self.view.jobs_done[job] = now
+            self.scheduler.on_job_finished(job, self.view)
 
     def _offer_held(self, now: float, touched: set) -> list[Action]:
         """Offer every held item (new ones included) in ready order; start what the scheduler lets go."""
@@ -548,6 +602,7 @@ class Dispatcher:
         return (
             bool(self.view.active)
             or bool(self._wakes)
+            or bool(self._releases)
             or any(self._busy.values())
             or any(p in ("src", "dst", "local") for i, p in self._phase.items() if i not in self.view.done)
         )

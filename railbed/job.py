@@ -21,7 +21,15 @@ Items
 Attributes schedulers read
     ``iteration``, ``coflow`` (id), ``coflow_type`` (``DP``/``PP``/``EP``/
     ``TP``/``graph-data``/``gradient``/``parameter`` or any string),
-    ``microbatch``, ``layer`` and free-form ``tags``.
+    ``microbatch``, ``layer`` and free-form ``tags``; ``job``, the job an item belongs to
+    when several share a run (:mod:`railbed.jobs`).
+
+Release times
+    ``at`` (model seconds, optional): the item is not ready before it, even when its
+    dependencies are done (a flow trace's arrival, a job's arrival). Every backend honours
+    it (the Dispatcher's release waits, the compact engine's ready time
+    ``max(deps done, at)``); the analysis counts the wait as ``release``, not as compute.
+    A job's JSON may give a job-level ``at``: added to every item's own.
 
 Online sizes
     A flow with ``reveal="on_ready"`` hides its size from the scheduler
@@ -119,6 +127,8 @@ class Attributes:
     microbatch: int | None = None
     layer: int | None = None
     tags: Mapping[str, Any] = field(default_factory=dict)
+    at: float | None = None  # release time (model s): not ready before it
+    job: str | None = None  # the job it belongs to, in a run of several (railbed.jobs)
 
 
 _ATTRIBUTE_NAMES = tuple(f.name for f in fields(Attributes))
@@ -295,6 +305,8 @@ class Job:
             where = f"items.{i}"
             if "/" in i:
                 raise SpecError(where, "an item id cannot contain '/' (the run uses it to name an item's legs)")
+            if item.at is not None and not _is_time(item.at):
+                raise SpecError(f"{where}.at", f"must be a release time >= 0 (model seconds), got {describe(item.at)}")
             for d in item.deps:
                 if d not in self.items:
                     raise SpecError(f"{where}.deps", f"unknown item {describe(d)}")
@@ -363,8 +375,10 @@ class Job:
         for k, e in enumerate(_list(doc.get("endpoints"), "endpoints")):
             ep = _endpoint(e, f"endpoints[{k}]")
             job.endpoint(ep.name, ep.pin, ep.role, ep.demands)
+        offset = _optional(doc.get("at"), "at", parse_duration) or 0.0
         for k, raw in enumerate(_list(doc.get("items"), "items")):
-            job._add(_item(raw, f"items[{k}]"))
+            item = _item(raw, f"items[{k}]")
+            job._add(replace(item, at=offset + (item.at or 0.0)) if offset else item)
         return job.validate()
 
     def save(self, path: str | Path) -> None:
@@ -408,6 +422,15 @@ def _endpoint_dict(e: Endpoint) -> dict[str, Any]:
     return out
 
 
+def _is_time(value: object) -> bool:
+    return not isinstance(value, bool) and isinstance(value, (int, float)) and 0 <= value < float("inf")
+
+
+def release_of(item: Item) -> float:
+    """An item's release time: its ``at``, 0 without one."""
+    return item.at or 0.0
+
+
 def _check_endpoint(ep: Endpoint, where: str) -> None:
     if ep.role is not None and not isinstance(ep.role, str):
         raise SpecError(f"{where}.role", f"expected a string, got {describe(ep.role)}")
@@ -420,7 +443,7 @@ def _check_endpoint(ep: Endpoint, where: str) -> None:
 
 
 # ------------------------------------------------------------ JSON reading
-_JOB_KEYS = {"name", "capacity", "default_capacity", "endpoints", "items"}
+_JOB_KEYS = {"name", "capacity", "default_capacity", "endpoints", "items", "at"}
 _ENDPOINT_KEYS = {"name", "pin", "role", "demands"}
 _LOCATION_KEYS = {"server", "device", "nic"}
 _ATTRIBUTE_KEYS = set(_ATTRIBUTE_NAMES)
@@ -513,8 +536,9 @@ def _tags(value: object, where: str) -> dict[str, Any]:
 def _attributes(doc: dict, where: str) -> dict[str, Any]:
     """The scheduler-facing attributes of an item (see :class:`Attributes`)."""
     out: dict[str, Any] = {"iteration": _count(doc.get("iteration", 0), f"{where}.iteration")}
-    for key in ("coflow", "coflow_type"):
+    for key in ("coflow", "coflow_type", "job"):
         out[key] = _optional(doc.get(key), f"{where}.{key}", _text)
+    out["at"] = _optional(doc.get("at"), f"{where}.at", parse_duration)
     for key in ("microbatch", "layer"):
         out[key] = _optional(doc.get(key), f"{where}.{key}", _count)
     out["tags"] = _tags(doc.get("tags"), f"{where}.tags")

@@ -29,6 +29,13 @@ RESULTS_DIR``), written to ``RESULTS_DIR/figures/``:
 ``crosscheck-fct.png``   emulated against simulated flow completion times
                          (a crosscheck directory)
 
+A run of several jobs (``RunResult.jobs``, :mod:`railbed.jobmetrics`) also gets:
+
+``timeline-jobs-<run>.png`` the timeline coloured by job
+``slowdown.png``         per-job slowdown (JCT over the job alone), bars per run (``jobs.csv``;
+                         ``interference.csv``: per pair of jobs the port time shared, the excess caused)
+``jct-cdf.png``          CDF of job completion times, one line per run
+
 An offered-load sweep (runs labelled ``<scheduler>@<load>``: a scenario's
 ``loads``, LEO's request streams) gets instead of per-run timelines:
 
@@ -166,6 +173,65 @@ def timeline(result: RunResult, base: Path, name: str = "", color_by: str = "cof
     return draw_timeline(
         rows, base.with_suffix(".png"), f"timeline: {name or result.scheduler}, {result.backend}{more}"
     )
+
+
+def job_timeline(result: RunResult, base: Path, name: str = "") -> Path | None:
+    """The timeline with every task and flow coloured by its job (a run of several jobs), or None."""
+    if not result.jobs:
+        return None
+    rows, nlanes = timeline_rows(result)
+    for row in rows:
+        row[5] = result.items[row[1]].attrs.get("job") or "other"
+    write_csv(base.with_suffix(".csv"), TIMELINE_HEADER, rows)
+    return draw_timeline(
+        rows, base.with_suffix(".png"), f"timeline by job: {name or result.scheduler}, {result.backend}"
+    )
+
+
+# ------------------------------------------------------------ several jobs
+JOBS_HEADER = ["run", "job", "arrival_s", "jct_s", "alone_s", "slowdown", "iterations", "network_free_s",
+               "exposed_comm_fraction"]  # fmt: skip
+
+
+def job_rows(runs: dict[str, RunResult]) -> Rows:
+    """Per run and job its results (``RunResult.jobs``, :mod:`railbed.jobmetrics`)."""
+    return [[n, j, v["arrival"], v["jct"], v.get("alone") or "", v.get("slowdown") or "", len(v["iterations"]),
+             "" if v.get("network_free") is None else v["network_free"],
+             "" if v.get("exposed_comm_fraction") is None else v["exposed_comm_fraction"]]
+            for n, r in runs.items() for j, v in (r.jobs or {}).get("per_job", {}).items()]  # fmt: skip
+
+
+def draw_slowdowns(rows: Rows, png: Path) -> Path:
+    fig, ax = new_figure()
+    runs, jobs = list(dict.fromkeys(r[0] for r in rows)), list(dict.fromkeys(r[1] for r in rows))
+    width = 0.8 / max(1, len(runs))
+    colors = _colors(runs)
+    for k, run in enumerate(runs):
+        got = {r[1]: r[5] for r in rows if r[0] == run and r[5] != ""}
+        xs = [x + k * width for x, j in enumerate(jobs) if j in got]
+        ax.bar(xs, [got[j] for j in jobs if j in got], width, label=run, color=colors[run])
+    ax.axhline(1.0, color="black", linewidth=0.8)
+    ax.set_xticks([x + 0.4 - width / 2 for x in range(len(jobs))], jobs, fontsize=8)
+    ax.set_ylabel("slowdown (JCT / alone on the same placement)")
+    ax.set_title("per-job slowdown", fontsize=10)
+    ax.legend(fontsize=8)
+    return save_figure(fig, png)
+
+
+def job_figures(runs: dict[str, RunResult], out: Path) -> list[Path | None]:
+    """Per-job slowdown bars and the JCT CDF, with ``jobs.csv``; nothing for runs of one job."""
+    rows = job_rows(runs)
+    if not rows:
+        return []
+    write_csv(out / "jobs.csv", JOBS_HEADER, rows)
+    pairs = [[n, a, b, inter["shared_seconds"][a][b], inter["caused"][a][b]]
+             for n, r in runs.items() if r.jobs for inter in [r.jobs["cluster"]["interference"]]
+             for a in inter["jobs"] for b in inter["jobs"] if a != b]  # fmt: skip
+    write_csv(out / "interference.csv", ["run", "job", "other", "shared_port_s", "caused_s"], pairs)
+    cdf = cdf_rows({n: [v["jct"] for v in r.jobs["per_job"].values()] for n, r in runs.items() if r.jobs})
+    write_csv(out / "jct-cdf.csv", ["run", "jct_s", "cdf"], cdf)
+    return [draw_slowdowns(rows, out / "slowdown.png"),
+            draw_cdf(cdf, out / "jct-cdf.png", "job completion time", "job completion times")]  # fmt: skip
 
 
 # ----------------------------------------------------------- critical path
@@ -542,12 +608,14 @@ def plot_results(
         made.append(critical_path(result, out / f"critical-{safe_name(name)}", name))
         made.append(overlap_heatmap(result, out / f"overlap-{safe_name(name)}", name))
         made.append(link_utilisation(result, out / f"links-{safe_name(name)}", name))
+        made.append(job_timeline(result, out / f"timeline-jobs-{safe_name(name)}", name))
     if swept:
         made += load_figures(swept, out)
     if runs:
         made.append(fct_cdf(runs, out / "fct-cdf"))
         made.append(cct_cdf(runs, out / "cct-cdf"))
         made.append(iterations(runs, out / "iterations"))
+        made += job_figures(runs, out)
     if (results_dir / "crosscheck.json").exists():
         made.append(crosscheck_scatter(results_dir / "crosscheck.json", out / "crosscheck-fct"))
     return [p for p in made if p is not None]

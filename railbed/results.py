@@ -110,6 +110,7 @@ class RunResult:
     analysis: dict[str, Any] = field(default_factory=dict)
     packet: dict[str, Any] = field(default_factory=dict)
     tcp: str = ""  # the TCP congestion control a packet-level run used ("": a fluid run, or an old result)
+    jobs: dict[str, Any] = field(default_factory=dict)  # several jobs: per job and cluster (railbed.jobmetrics)
 
     # ----------------------------------------------------------- derived
     def flow_completion_times(self) -> dict[str, float]:
@@ -193,6 +194,10 @@ class RunResult:
         from railbed.analysis import summary_lines
 
         lines += summary_lines(self.analysis)
+        if self.jobs:
+            from railbed.jobmetrics import summary_lines as job_lines
+
+            lines += job_lines(self.jobs)
         if self.fidelity:
             verdict = "ok" if self.fidelity.get("ok", True) else "BROKEN: " + "; ".join(self.fidelity["problems"])
             lines.append(f"  fidelity        {verdict}")

@@ -30,6 +30,16 @@ core they build on.
 ``choose_path(flow, view) -> int``
     For a flow that offers alternative paths (``flow.options``), when it
     becomes ready, before ``on_ready``: the index of the option to use.
+``on_job_arrived(job_name, job, view) -> float | None``
+    In a run of several jobs (:mod:`railbed.jobs`: every item's ``job`` names its job), when
+    job ``job_name`` arrives (its first item is released), before any of its items is offered;
+    ``job`` is its part of the run's job (its items and endpoints, sizes as ``place`` sees them).
+    The answer is a time shift (model seconds, ``None`` or 0: none): none of the job's items
+    is ready before arrival + shift (CASSINI's interleaving of periodic jobs). A per-job
+    priority is ``on_ready``'s DSCP chosen by ``item.job``.
+``on_job_finished(job_name, view)``
+    After the last item of job ``job_name`` ended. ``view.jobs`` maps the jobs that arrived to
+    their arrival times, ``view.jobs_done`` the finished ones to their ends.
 ``rule(flow, placement, cluster) -> Rule | None``
     Only for the compact engine (:mod:`simulator.compact`): ``on_ready``'s
     answer for a flow as a pure function of it (:class:`Rule`), or ``None``.
@@ -319,6 +329,8 @@ class RunView:
     records: Mapping[str, ItemRecord] = field(default_factory=dict)
     ready_at: dict[str, float] = field(default_factory=dict)
     wakes: list[float] = field(default_factory=list)
+    jobs: dict[str, float] = field(default_factory=dict)  # job -> its arrival time, once it arrived
+    jobs_done: dict[str, float] = field(default_factory=dict)  # job -> the end of its last item
 
     def location(self, endpoint: str) -> Location:
         return self.placement[endpoint]
@@ -351,6 +363,12 @@ class Scheduler:
 
     def choose_path(self, flow: Flow, view: RunView) -> int:
         return 0
+
+    def on_job_arrived(self, job_name: str, job: Job, view: RunView) -> float | None:
+        return None
+
+    def on_job_finished(self, job_name: str, view: RunView) -> None:
+        return None
 
     def rule(self, flow: Flow, placement: Placement, cluster: ClusterSpec) -> Rule | None:
         """After ``place``: this scheduler's decisions for ``flow`` as a :class:`Rule`, or
@@ -391,7 +409,7 @@ class Scheduler:
         return []
 
 
-_DECISION_HOOKS = ("on_ready", "on_flows_changed", "on_done", "choose_path")
+_DECISION_HOOKS = ("on_ready", "on_flows_changed", "on_done", "choose_path", "on_job_arrived", "on_job_finished")
 
 
 def default_placement(job: Job, cluster: ClusterSpec) -> Placement:

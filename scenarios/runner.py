@@ -80,7 +80,7 @@ from workloads import generate
 
 KEYS = {
     "name", "cluster", "job", "schedulers", "policy", "scale", "latency", "trace", "strict", "timeout",
-    "flow_progress", "capture", "loads", "backend", "packet", "tcp",
+    "flow_progress", "capture", "loads", "backend", "packet", "tcp", "jobs",
 }  # fmt: skip
 
 
@@ -106,6 +106,7 @@ class Scenario:
     backend: str | None = None  # the backend's canonical name (decoded by railbed.backend), None: not given
     packet: Any = None  # simulator.packet.options.PacketOptions
     tcp: str = "cubic"  # railbed.backend.TCP_CONGESTION
+    multi: Any = None  # scenarios.multijob.MultiJob: the scenario's ``jobs:`` (job is then their merge)
 
     def options(
         self, scale: float | None = None, progress: Callable[[str], None] | None = None, tcp: str | None = None
@@ -156,10 +157,12 @@ class Scenario:
         for key in data:
             if key not in KEYS:
                 raise SpecError(key_name(key), f"unknown key (known: {', '.join(sorted(KEYS))})")
-        for key in ("cluster", "job", "schedulers"):
+        for key in ("cluster", "jobs" if "jobs" in data else "job", "schedulers"):
             if key not in data:
                 raise SpecError(key, "missing")
         cluster = _cluster(data["cluster"], base)
+        if "jobs" in data:
+            return _with_jobs(cls, data, base, cluster)
         loads = _loads(data.get("loads"), data["job"])
         jobs = [_job(_with_load(data["job"], x), base) for x in loads] if loads else None
         big = bool(arrays) and not loads and _array_job(data["job"], always=arrays == "always")
@@ -191,6 +194,22 @@ class Scenario:
             packet=_packet(data.get("packet")),
             tcp=tcp,
         )
+
+
+def _with_jobs(cls, data: dict, base: Path, cluster: ClusterSpec) -> Scenario:
+    """A scenario of several jobs (``jobs:``, scenarios/multijob.py): their merge is its job."""
+    from scenarios.multijob import parse_jobs
+
+    for key in ("job", "loads"):
+        if key in data:
+            raise SpecError(key, "give either job or jobs; loads do not combine with jobs")
+    one = {**data, "job": {"generator": "all_to_all", "args": {"n": 2}}}
+    one.pop("jobs")
+    sc = cls.from_dict(one, base)  # every other key read as for one job
+    if sc.variants:
+        raise SpecError("schedulers", "job overrides (schedulers[i].job) do not combine with jobs")
+    multi = parse_jobs(data["jobs"], base, cluster)
+    return replace(sc, job=multi.job, multi=multi, source=data)
 
 
 def _cluster(value: Any, base: Path) -> ClusterSpec:
@@ -579,6 +598,10 @@ def _run_one(sc: Scenario, session: Session, spec: SchedulerSpec, job: Job | Non
     8 GB at 8192 GPUs), and handed over without a reference kept; its ``result.json`` is a
     RunResult without per-item records, the items in ``<label>/items.npz``
     (``simulator.compact.load_items``). No figures then: they read per-item records."""
+    if job is not None and sc.multi is not None:
+        result = session.run(job, sc.multi.scheduler(spec), options)
+        sc.multi.add_results(result, session, spec, options)
+        return result
     if job is not None:
         return session.run(job, make(spec), options)
     from workloads import generate_arrays

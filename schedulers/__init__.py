@@ -26,6 +26,7 @@ from schedulers.example import SmallFirst
 from schedulers.fifo import Fifo
 from schedulers.hermod import SCHEDULERS as _HERMOD
 from schedulers.leo import SCHEDULERS as _LEO
+from schedulers.multijob import SCHEDULERS as _MULTIJOB
 from schedulers.tagged import TagPriority
 
 REGISTRY: dict[str, type[Scheduler]] = {
@@ -45,6 +46,7 @@ REGISTRY.update({cls.name: cls for cls in _HERMOD})  # seed 004, chapter 5
 REGISTRY.update({cls.name: cls for cls in _LEO})  # seed 004, chapter 6
 REGISTRY.update({cls.name: cls for cls in _DGCL})  # seed 002
 REGISTRY.update({cls.name: cls for cls in _CAGNET})  # seed 001, SANCUS
+REGISTRY.update({cls.name: cls for cls in _MULTIJOB})  # issue 45: several jobs
 
 
 @dataclass(frozen=True)

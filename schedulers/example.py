@@ -10,7 +10,7 @@ from railbed.scheduler import HOLD, Change, Decision, Scheduler, Split, SubFlow,
 class SmallFirst(Scheduler):
     """Smaller flows in higher DSCP classes, demoted to 0 once half delivered; at most ``limit``
     flows per source NIC; flows over ``chunk`` bytes cut into chunks sent in turn; background
-    capped to half a NIC while urgent flows run; the "acc" path if offered; completion times kept."""
+    capped to half a NIC while urgent flows run; the "acc" path if offered; flows' and jobs' completion times."""
 
     name = "small-first"
 
@@ -21,6 +21,7 @@ class SmallFirst(Scheduler):
             raise SpecError("chunk", f"must be at least 1 MiB (1048576 bytes), got {chunk}")
         self.limit, self.chunk = limit, chunk
         self.times: dict[str, float] = {}  # flow id -> completion time, from on_done
+        self.jct: dict[str, float] = {}  # job -> its completion time, in a run of several jobs
 
     def place(self, job, cluster):
         return default_placement(job, cluster)  # pins, then round-robin over servers
@@ -59,6 +60,9 @@ class SmallFirst(Scheduler):
     def choose_path(self, flow, view):
         names = [o.name for o in flow.options]
         return names.index("acc") if "acc" in names else 0
+
+    def on_job_finished(self, job_name, view):  # several jobs: on_job_arrived may also shift a job's start
+        self.jct[job_name] = view.now - view.jobs[job_name]
 
     def rule(self, flow, placement, cluster):
         return None  # on_ready counts busy flows and splits: not a pure function of the flow (no compact engine)

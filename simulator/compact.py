@@ -59,8 +59,10 @@ Dispatcher over the plain-Python network). ``rule`` and ``gate_split`` get each 
 ``on_ready`` would see it (a ``hidden`` size stays ``None``). What it does not do (those
 runs need :func:`simulator.simulate`): splits other than gated ones of sub-flows between the
 original's ends, wake-ups, path options and intra-host models, the per-link time series
-(``link_series``); a scheduler with its own ``on_flows_changed`` (re-rating), ``on_done`` or
-``choose_path`` (:data:`UNCALLED_HOOKS`), or without a rule, is refused before ``place``.
+(``link_series``); a scheduler with its own ``on_flows_changed`` (re-rating), ``on_done``,
+``choose_path`` or job hooks (:data:`UNCALLED_HOOKS`), or without a rule, is refused before ``place``.
+Release times (items' ``at``) are honoured: an item is ready at the later of its dependencies'
+ends and its release (a timer, as the Dispatcher's release wait).
 
 **Jobs as arrays** (issue 14: Mixtral-8x22B at 8192 GPUs is 27 million items,
 about 22 GB as a :class:`Job`): :func:`compact_arrays` makes the same
@@ -152,6 +154,7 @@ class CompactJob:
     types: list[str] = field(default_factory=list)
     coflow: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int32))
     hold_by_class: bool = False  # the scheduler's: Rule holds per (NIC, dscp >> 3), not per NIC
+    release: np.ndarray = field(default_factory=lambda: np.zeros(0))  # float64: an item's `at` (0: none; or empty)
 
     @property
     def items(self) -> int:
@@ -398,6 +401,7 @@ def compact(job: Job, scheduler: Scheduler, cluster: ClusterSpec, policy: str | 
         np.array([getattr(it, "iteration", 0) or 0 for it in items], np.int16),
         *_types_and_coflows(items),
         bool(getattr(scheduler, "hold_by_class", False)),
+        _releases(items),
     )  # fmt: skip
     if gates:  # the sub-flows, items after the job's, as compact_arrays appends them
         nspines, total = len(topology.spines), cj.nics
@@ -408,6 +412,12 @@ def compact(job: Job, scheduler: Scheduler, cluster: ClusterSpec, policy: str | 
         flows = {k: items[k] for k in sorted(k for members in gates.values() for k in members)}
         _add_gates(cj, flows, gates, ids, scheduler, placement, cluster, topology, fabric, classes, route_of)
     return cj
+
+
+def _releases(items: list) -> np.ndarray:
+    """Each item's release time (``at``, 0 without), or an empty array when none has one."""
+    at = np.array([it.at or 0.0 for it in items], np.float64)
+    return at if at.any() else np.zeros(0)
 
 
 def _types_and_coflows(items: list) -> tuple[np.ndarray, list[str], np.ndarray]:
@@ -438,7 +448,8 @@ def _refuse_host_models(cluster: ClusterSpec) -> None:
             raise SpecError("servers", why)
 
 
-UNCALLED_HOOKS = ("on_flows_changed", "on_done", "choose_path")  # hooks the compact engine never calls
+# hooks the compact engine never calls
+UNCALLED_HOOKS = ("on_flows_changed", "on_done", "choose_path", "on_job_arrived", "on_job_finished")
 
 
 def _refuse_without_rules(scheduler: Scheduler, job: Job, cluster: ClusterSpec) -> None:
@@ -1197,12 +1208,13 @@ def run_compact(cj: CompactJob, analysis: bool = False, work: int = 1024) -> Com
     if cj.hold_by_class:
         hold = np.where(cj.nic >= 0, cj.nic.astype(np.int64) * 8 + (cj.dscp.astype(np.int64) >> 3), -1).astype(np.int32)
         nholds = cj.nics * 8
+    release = _padded(cj.release, n) if len(cj.release) else cj.release  # sub-flows have none of their own
     code = _run_kernel(
         cj.kind, cj.device, cj.duration, cj.route, cj.bits, cj.prio, cj.cap, cj.key, cj.bar, cj.queued, hold,
         cj.missing.copy(), cj.dep_ptr, cj.dep_idx, cj.device_cap, cj.route_links, cj.route_hops, cj.route_latency,
         cj.link_cap, nholds, cj.gate, cj.gate_size, cj.gate_sub, cj.parent, cj.children, ready, start, end,
         link_bits, peak_load, stats, analysis, ftype, meter.hit, meter.total, meter.load,
-        meter.mask, meter.top, meter.nhit, meter.ntot, meter.classes, work,
+        meter.mask, meter.top, meter.nhit, meter.ntot, meter.classes, work, release,
     )  # fmt: skip
     if code == 1:
         raise RuntimeError(f"compact engine: {n - stats[2]} items unfinished and nothing pending (a bug)")
@@ -1285,7 +1297,15 @@ def timeline_of_compact(run: CompactResult):
         cj.ids, is_flow, cj.kind == NET, run.ready, run.start, run.end, ctype, types, coflow,
         np.where(is_flow, -1, cj.device).astype(np.int64), np.where(is_flow, cj.nic, -1).astype(np.int64), parent,
         pred_ptr, pred_idx, path_ptr, path_idx, list(cj.link_names), cj.link_cap, cj.bits, cj.cap,
+        _padded(cj.release, n) if len(cj.release) else None,
     )  # fmt: skip
+
+
+def _padded(values: np.ndarray, n: int) -> np.ndarray:
+    """``values`` followed by zeros up to ``n`` (a column of the job's items, for every item)."""
+    out = np.zeros(n, values.dtype)
+    out[: len(values)] = values
+    return out
 
 
 def load_items(path) -> dict:
@@ -1419,10 +1439,12 @@ def _run_kernel(
     kind, device, duration, route, bits, prio, cap, key, bar, queued, nic, missing, dep_ptr, dep_idx, device_cap,
     route_links, route_hops, route_latency, link_cap, nnics, gate, gate_size, gate_sub, parent, children, ready_t,
     start_t, end_t, link_bits, peak_load, stats, metered, ftype, m_hit, m_total, m_load, m_mask, m_top, m_nhit,
-    m_ntot, m_classes, work,
+    m_ntot, m_classes, work, release,
 ):  # fmt: skip  # pragma: no cover - numba
     """The whole run (module docstring). Returns 0, or 1 (nothing pending), 2 (no progress), 3 (stalled).
-    ``metered``: measure contention (simulator.contention.meter_step) by the items' type ids ``ftype``."""
+    ``metered``: measure contention (simulator.contention.meter_step) by the items' type ids ``ftype``.
+    ``release``: items' release times (empty: none); an item whose deps are done before its
+    release gets a timer then (Dispatcher's ``/release/`` wait), and is ready when it pops."""
     n = kind.shape[0]
     ndev = device_cap.shape[0]
     nlinks = link_cap.shape[0]
@@ -1528,7 +1550,13 @@ def _run_kernel(
             i = hi[0]
             hsize = _heap_pop(ht, hs, hi, hsize)
             events += 1
-            if kind[i] != NET:
+            if release.shape[0] > 0 and np.isnan(ready_t[i]):  # its release time came
+                now = max(now, release[i])
+                readyl = _room(readyl, nready + 1)
+                readyl[nready] = i
+                nready += 1
+                report = -1
+            elif kind[i] != NET:
                 report = i
             else:  # a flow's first byte crossed its latency: it joins the network
                 if nfree == 0:
@@ -1639,8 +1667,14 @@ def _run_kernel(
         # flows started in this settling: the held ones, the sub-flows ready, those of gates split
         started = _room(started, nheld + nready + nsub + nsubs)
         local = _room(local, nheld + nready + nsub + nsubs)
+        if release.shape[0] > 0 and hsize + nready > ht.shape[0]:
+            ht, hs, hi = _room(ht, hsize + nready), _room(hs, hsize + nready), _room(hi, hsize + nready)
         for x in range(nready):
             i = readyl[x]
+            if release.shape[0] > 0 and release[i] > now:  # not ready before its release time
+                hsize = _heap_push(ht, hs, hi, hsize, now + (release[i] - now), seq, i)
+                seq += 1
+                continue
             ready_t[i] = now
             if has_gates and gate[i] >= 0:
                 gcount[gate[i]] += 1

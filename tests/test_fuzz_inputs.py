@@ -150,6 +150,8 @@ attributes = {
     "microbatch": field(st.integers(-1, 3)),
     "layer": field(st.integers(-1, 3)),
     "tags": field(tags),
+    "at": field(st.sampled_from([0, 1e-3, "2ms", -1, "soon", math.inf])),
+    "job": field(st.sampled_from(["a", "", 3])),
 }
 endpoint_names = st.sampled_from(["a", "b", "c"])
 ids = st.sampled_from(["t0", "t1", "f0", "f1"])
@@ -242,6 +244,18 @@ packet_doc = maybe_dict(
         "tcp": field(st.sampled_from(["cubic", "newreno", "dctcp", "bbr", 3])),
     }
 )
+job_entry = maybe_dict(
+    {
+        "name": field(st.sampled_from(["a", "b", "a/b", ""])),
+        "generator": field(st.sampled_from(["periodic", "hybrid_parallel", "oes_incast", "nope"])),
+        "file": field(st.sampled_from(["job.json", "nope.json"])),
+        "arrival": field(st.sampled_from([0, "5ms", -1, "x"])),
+        "iterations": field(st.integers(-1, 3)),
+        "placement": field(st.sampled_from(["packed", "spread", "rail", "tight", {"random": 1}, {"random": "x"},
+                                            {"explicit": {"g": 0}}, {"explicit": {"zz": [9, "gpu0", 0]}}])),
+        "scheduler": field(st.sampled_from(["fifo", "delay", "nope", {"name": "delay", "args": {"shift": -1}}])),
+    }
+)  # fmt: skip
 scenario_doc = st.one_of(
     maybe_dict(
         {
@@ -267,6 +281,7 @@ scenario_doc = st.one_of(
             "loads": field(st.sampled_from([[1e6, 2e6], [], [1e6, 1e6], [-1], "1e6", [math.inf]])),
             "backend": field(st.sampled_from(["fluid", "packet", "fluid-rules", "numba", "compact", "ns3", ""])),
             "packet": field(packet_doc),
+            "jobs": field(st.lists(job_entry, max_size=3)),
         }
     ),
     anything,

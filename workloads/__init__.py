@@ -23,7 +23,7 @@ from workloads.gnn_epoch import gnn_epoch
 from workloads.gnn_fullgraph import gnn_fullgraph
 from workloads.gnn_hybrid import gnn_hybrid
 from workloads.llm import hybrid_parallel
-from workloads.mechanisms import leo_toll, oes_incast, pp_chain, relay_allgather
+from workloads.mechanisms import leo_toll, oes_incast, periodic, pp_chain, relay_allgather
 from workloads.moe import item_estimate as _moe_items
 from workloads.moe import moe_arrays, moe_training
 from workloads.requests import presets as _request_presets
@@ -44,6 +44,7 @@ GENERATORS: dict[str, Callable[..., Job]] = {
     "oes_incast": oes_incast,
     "relay_allgather": relay_allgather,
     "leo_toll": leo_toll,
+    "periodic": periodic,  # issue 45: the two-job mechanism
 }
 SIZE_ARGS = {"activation", "gradient", "size"}
 TIME_ARGS = {"fwd", "bwd", "compute", "duration"}

@@ -155,3 +155,25 @@ def ep_shared_nic(size: int) -> Job:
             job.flow(f"e{i}{j}{g}", f"g{i}{g}", f"g{j}{1 - g}", part, reveal="on_ready", coflow="ep",
                      coflow_type="EP", microbatch=0)  # fmt: skip
     return job.validate()
+
+
+def periodic(iterations: int = 4, compute: float = 1e-3, size: int = 956_374) -> Job:
+    """One job of the two-job mechanism (issue 45): endpoint ``g`` computes ``compute`` seconds
+    (task ``c<k>``), then sends ``size`` bytes to ``r`` (flow ``f<k>``), ``iterations`` times, each
+    compute after the previous flow; iteration ``k`` is ``c<k>`` and ``f<k>``. Pinned as ``g`` on
+    server 0 and ``r`` on server 1 (its own layout; a run of several jobs places it). With 956,374
+    bytes (661 segments: 1,000,000 bytes on the wire) a flow alone at 8 Gbit/s takes 1 ms, as long
+    as the compute: communication is half of each iteration."""
+    if isinstance(iterations, bool) or not isinstance(iterations, int) or iterations < 1:
+        raise SpecError("iterations", f"must be a whole number >= 1, got {iterations!r}")
+    _positive("compute", compute)
+    _positive("size", size)
+    job = Job("periodic")
+    job.endpoint("g", Location(0, "gpu0", 0), role="gpu")
+    job.endpoint("r", Location(1, "gpu0", 0), role="gpu")
+    prev: tuple[str, ...] = ()
+    for k in range(iterations):
+        job.task(f"c{k}", "g", compute, deps=prev, iteration=k)
+        job.flow(f"f{k}", "g", "r", size, deps=[f"c{k}"], iteration=k, coflow=f"it{k}", coflow_type="DP")
+        prev = (f"f{k}",)
+    return job.validate()

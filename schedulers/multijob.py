@@ -1,0 +1,67 @@
+"""Multi-job baselines and building blocks (issue 45): per-job strict priority in arrival order,
+and a fixed time shift of a job's start.
+
+``job-priority``
+    The issue's baseline "per-job strict priority in arrival order": the jobs of a run
+    (:mod:`railbed.jobs`), ordered by arrival (ties: their order in the scenario), get DSCP
+    classes 7, 6, ... (DSCP ``class << 3``, the ``dscp-priority`` policy's class selector); the
+    eighth job and later share class 0. Tasks start at once; no caps. Its decisions are a
+    pure function of the flow (``rule``), so the compact engine runs it too.
+``delay``
+    Job ``job``'s start (every job's when ``job`` is empty) shifted by ``shift`` model seconds
+    after its arrival (``on_job_arrived``), otherwise FIFO: it places one job's iterations
+    between another's, the mechanism CASSINI's time shifts use (the two-job mechanism,
+    ``scenarios/mechanisms/two-jobs.yaml``). As a job's own scheduler (``jobs[i].scheduler``) it
+    shifts that job.
+"""
+
+from __future__ import annotations
+
+from railbed.errors import SpecError
+from railbed.job import Flow, Item, Job, Placement
+from railbed.jobs import arrivals
+from railbed.scheduler import Decision, Rule, RunView, Scheduler, default_placement
+from railbed.spec import ClusterSpec
+
+
+class JobPriority(Scheduler):
+    """Per-job strict priority in arrival order (module docstring)."""
+
+    name = "job-priority"
+
+    def __init__(self) -> None:
+        self.rank: dict[str, int] = {}
+
+    def place(self, job: Job, cluster: ClusterSpec) -> Placement:
+        order = sorted(arrivals(job).items(), key=lambda kv: kv[1])  # stable: the scenario's order at ties
+        self.rank = {name: k for k, (name, _) in enumerate(order)}
+        return default_placement(job, cluster)
+
+    def dscp(self, job: str | None) -> int:
+        return max(0, 7 - self.rank.get(job, 7)) << 3
+
+    def on_ready(self, item: Item, view: RunView) -> Decision:
+        return Decision(dscp=self.dscp(item.job)) if isinstance(item, Flow) else Decision()
+
+    def rule(self, flow: Flow, placement: Placement, cluster: ClusterSpec) -> Rule:
+        return Rule(dscp=self.dscp(flow.job))
+
+    def notes(self) -> list[str]:
+        return [f"job-priority: DSCP {self.dscp(j)} for job {j}" for j in self.rank]
+
+
+class Delay(Scheduler):
+    """Job ``job``'s start (every job's if empty) ``shift`` model seconds after its arrival; FIFO."""
+
+    name = "delay"
+
+    def __init__(self, shift: float = 0.0, job: str = "") -> None:
+        if isinstance(shift, bool) or not isinstance(shift, (int, float)) or not 0 <= shift < float("inf"):
+            raise SpecError("shift", f"must be a time shift >= 0 (model seconds), got {shift!r}")
+        self.shift, self.job = float(shift), job
+
+    def on_job_arrived(self, job_name: str, job: Job, view: RunView) -> float:
+        return self.shift if not self.job or job_name == self.job else 0.0
+
+
+SCHEDULERS = (JobPriority, Delay)
