@@ -28,6 +28,9 @@ RUN_ERRORS = (RunFailed, RunStalled, SchedulerError)
 DEFAULT_DEMO_CLUSTER = Path(__file__).resolve().parent.parent / "examples" / "rail-4x4.yaml"
 
 
+STRICT_HELP = "a value that is almost surely a mistake (railbed/doubts.py: warned about) is an error (exit 2)"
+
+
 def _say(msg: str) -> None:
     print(msg, flush=True)
 
@@ -130,10 +133,20 @@ def _scenario_and_out(args: argparse.Namespace, kind: str = "", arrays: bool = F
     return sc, Path(args.out or f"results/{sc.name}{kind}-{time.strftime('%Y%m%d-%H%M%S')}")
 
 
+def _warn_doubts(args: argparse.Namespace, sc) -> None:
+    """Values of the scenario that are almost surely mistakes, one warning each on stderr (railbed/doubts.py);
+    ``--strict``: the first is an error (exit 2), before anything runs."""
+    from railbed.doubts import report
+    from scenarios.doubts import scenario_doubts
+
+    report(scenario_doubts(sc), strict=getattr(args, "strict", False))
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     from scenarios.runner import run_scenario
 
     sc, out = _scenario_and_out(args)
+    _warn_doubts(args, sc)
     run_scenario(sc, out, echo=_say, scale=args.scale, schedulers=args.scheduler, plots=not args.no_plots)
     return 0
 
@@ -169,6 +182,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
 
     be = _simulator(args)
     sc, out = _scenario_and_out(args, "-sim", arrays=be.capabilities.array_jobs)
+    _warn_doubts(args, sc)
     simulate_scenario(sc, out, echo=_say, schedulers=args.scheduler, backend=be, plots=not args.no_plots)
     return 0
 
@@ -186,6 +200,7 @@ def cmd_crosscheck(args: argparse.Namespace) -> int:
 
     sides = _sides(args.backends)
     sc, out = _scenario_and_out(args, "-crosscheck")
+    _warn_doubts(args, sc)
     plots = not args.no_plots
     crosscheck_scenario(sc, out, echo=_say, scale=args.scale, schedulers=args.scheduler, plots=plots, sides=sides)
     return 0
@@ -296,6 +311,7 @@ def build_parser() -> argparse.ArgumentParser:
         tcps = ", ".join(TCP_CONGESTION)
         c.add_argument("--tcp", default=None, help=f"override the scenario's TCP congestion control ({tcps})")
         c.add_argument("--no-plots", action="store_true", help="do not write figures/, trace.json and the CSVs")
+        c.add_argument("--strict", action="store_true", help=STRICT_HELP)
         c.set_defaults(func=func)
         return c
 

@@ -23,7 +23,10 @@ RESULTS_DIR``), written to ``RESULTS_DIR/figures/``:
 ``links-<run>.png``      utilisation over time of the busiest links
                          (``RunResult.link_series``: tc counter samples or
                          the simulator's rates)
-``fct-cdf.png``          CDF of flow completion times, one line per run
+``fct-cdf.png``          CDF of the completion times of the flows between
+                         servers, one line per run (flows inside a server
+                         apart, dashed, when their host model timed them;
+                         left out and counted in the title when 0 s)
 ``cct-cdf.png``          CDF of coflow completion times (if any coflows)
 ``iterations.png``       time of each iteration per run, as bars
 ``crosscheck-fct.png``   emulated against simulated flow completion times
@@ -293,7 +296,8 @@ def draw_cdf(rows: Rows, png: Path, what: str, title: str) -> Path:
     for run in dict.fromkeys(row[0] for row in rows):
         xs = [row[1] * factor for row in rows if row[0] == run]
         ys = [row[2] for row in rows if row[0] == run]
-        ax.step(xs, ys, where="post", label=run)
+        local = any(len(row) > 3 and row[3] == "local" for row in rows if row[0] == run)
+        ax.step(xs, ys, where="post", label=run, linestyle="--" if local else "-")
     positive = [row[1] for row in rows if row[1] > 0]
     if positive and max(positive) / min(positive) > 100:
         ax.set_xscale("log")
@@ -306,10 +310,27 @@ def draw_cdf(rows: Rows, png: Path, what: str, title: str) -> Path:
     return save_figure(fig, png)
 
 
+def fct_rows(runs: dict[str, RunResult]) -> Rows:
+    """:func:`cdf_rows` of the flows between servers (run ``<run>``) and, apart, of those inside
+    one server (run ``<run> (in server)``), each with its scope (``network``, ``local``) last.
+    Same-server flows that all took 0 s (no host model) are left out of the rows: a step at 0
+    would hide the network's flows, and the title counts them instead."""
+    rows = []
+    for n, r in runs.items():
+        rows += [row + ["network"] for row in cdf_rows({n: list(r.flow_completion_times("network").values())})]
+        local = list(r.flow_completion_times("local").values())
+        if any(v > 0 for v in local):
+            rows += [row + ["local"] for row in cdf_rows({f"{n} (in server)": local})]
+    return rows
+
+
 def fct_cdf(runs: dict[str, RunResult], base: Path) -> Path:
-    rows = cdf_rows({n: list(r.flow_completion_times().values()) for n, r in runs.items()})
-    write_csv(base.with_suffix(".csv"), ["run", "fct_s", "cdf"], rows)
-    return draw_cdf(rows, base.with_suffix(".png"), "flow completion time", "flow completion times")
+    rows = fct_rows(runs)
+    write_csv(base.with_suffix(".csv"), ["run", "fct_s", "cdf", "scope"], rows)
+    free = sum(1 for r in runs.values() for v in r.flow_completion_times("local").values() if v == 0)
+    left = f"; {free} same-server flows of 0 s (no host model) left out" if free else ""
+    title = f"flow completion times: flows between servers{left}"
+    return draw_cdf(rows, base.with_suffix(".png"), "flow completion time", title)
 
 
 def cct_cdf(runs: dict[str, RunResult], base: Path) -> Path | None:

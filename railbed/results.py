@@ -90,6 +90,16 @@ def _json_default(value: Any) -> Any:
     raise TypeError(f"{type(value).__name__} is not JSON serialisable")
 
 
+def crosses_network(r: ItemRecord) -> bool:
+    """A flow between two servers (or one not placed): it crosses the network. A flow inside one
+    server crosses none: it takes its host model's time, 0 s without one (``intra_host``)."""
+    return r.server is None or r.dst_server is None or r.server != r.dst_server
+
+
+# which flows a statistic counts: all, those between servers (True), those inside one server (False)
+FLOW_SCOPES: dict[str, bool | None] = {"all": None, "network": True, "local": False}
+
+
 @dataclass
 class RunResult:
     backend: str  # "emulator" | "simulator"
@@ -112,9 +122,16 @@ class RunResult:
     tcp: str = ""  # the TCP congestion control a packet-level run used ("": a fluid run, or an old result)
 
     # ----------------------------------------------------------- derived
-    def flow_completion_times(self) -> dict[str, float]:
-        """Flow id -> end - start (model seconds)."""
-        return {i: r.duration for i, r in self.items.items() if r.kind == "flow" and r.duration is not None}
+    def flow_completion_times(self, scope: str = "all") -> dict[str, float]:
+        """Flow id -> end - start (model seconds) of the finished flows in ``scope`` (:data:`FLOW_SCOPES`):
+        ``all``, ``network`` (between two servers: :func:`crosses_network`) or ``local`` (inside one
+        server: 0 s where the server has no host model)."""
+        want = FLOW_SCOPES[scope]
+        return {
+            i: r.duration
+            for i, r in self.items.items()
+            if r.kind == "flow" and r.duration is not None and (want is None or crosses_network(r) == want)
+        }
 
     def finish_order(self, kind: str | None = None) -> list[str]:
         """Item ids in the order they ended."""
@@ -167,7 +184,6 @@ class RunResult:
 
     def summary(self) -> str:
         """A short human summary: makespan, iterations, flow completion times, fidelity."""
-        fcts = self.flow_completion_times().values()
         tcp = f", TCP {self.tcp}" if self.tcp else ""
         lines = [
             f"{self.backend} run of {self.job!r} under {self.scheduler} on {self.cluster} (k = {self.scale:g}{tcp})",
@@ -178,9 +194,7 @@ class RunResult:
             lines.append(
                 f"  iterations      {len(its)}, mean {fmt_time(sum(its) / len(its))}, max {fmt_time(max(its))}"
             )
-        if fcts:
-            p50, p99 = median_p99(fcts)
-            lines.append(f"  flows           {len(fcts)}: FCT median {fmt_time(p50)}, p99 {fmt_time(p99)}")
+        lines += self._flow_lines()
         tasks = sum(1 for r in self.items.values() if r.kind == "task")
         if tasks:
             lines.append(f"  tasks           {tasks}")
@@ -201,6 +215,21 @@ class RunResult:
         for note in self.notes:
             lines.append(f"  note            {note}")
         return "\n".join(lines)
+
+    def _flow_lines(self) -> list[str]:
+        """The summary's flow lines: FCTs of the flows between servers and, apart, of those inside one."""
+        net, local = self.flow_completion_times("network"), self.flow_completion_times("local")
+        if not net and not local:
+            return []
+        lines = [f"  flows           {len(net) + len(local)}: {len(net)} between servers, {len(local)} inside one"]
+        if net:
+            p50, p99 = median_p99(net.values())
+            lines.append(f"  FCT (network)   median {fmt_time(p50)}, p99 {fmt_time(p99)}")
+        if local:
+            p50, p99 = median_p99(local.values())
+            why = " (0 s: no host model, intra_host)" if p99 == 0 else ""
+            lines.append(f"  FCT (in server) median {fmt_time(p50)}, p99 {fmt_time(p99)}{why}")
+        return lines
 
 
 def percentile(values: Iterable[float], q: float) -> float:
@@ -225,7 +254,8 @@ def fmt_time(seconds: float) -> str:
 
 
 def comparison_table(results: list[RunResult]) -> str:
-    """One line per run: scheduler, makespan, mean iteration, median and p99 FCT, fidelity."""
+    """One line per run: scheduler, makespan, mean iteration, median and p99 FCT of the flows between
+    servers (:func:`crosses_network`; a footnote says so), fidelity."""
     head = f"{'scheduler':<16} {'makespan':>12} {'iteration':>12} {'FCT p50':>12} {'FCT p99':>12}  fidelity"
     out = [head, "-" * len(head)]
     for r in results:
@@ -234,9 +264,11 @@ def comparison_table(results: list[RunResult]) -> str:
             fid = "n/a (simulated)"
         else:
             fid = "ok" if r.fidelity.get("ok", True) else "BROKEN"
-        p50, p99 = median_p99(r.flow_completion_times().values() or [0.0])
-        fct = f"{fmt_time(p50):>12} {fmt_time(p99):>12}"
+        net = r.flow_completion_times("network").values()
+        p50, p99 = median_p99(net)
+        fct = f"{fmt_time(p50):>12} {fmt_time(p99):>12}" if net else f"{'none':>12} {'none':>12}"
         if not r.items:  # a run saved without records (the compact engine's arrays): FCTs are in its notes
             fct = f"{'in notes':>12} {'in notes':>12}"
         out.append(f"{r.scheduler:<16} {fmt_time(r.makespan):>12} {fmt_time(sum(its) / len(its)):>12} {fct}  {fid}")
+    out.append("FCT: flows between servers only (those inside one server: each run's summary.txt)")
     return "\n".join(out)

@@ -1,0 +1,83 @@
+"""A researcher's first hour without root (issue 46): honest statistics, listings, warnings for
+values that are almost surely mistakes, errors that name what the user wrote."""
+
+import math
+from pathlib import Path
+
+import pytest
+
+from railbed import metrics, plots
+from railbed.cli import main
+from railbed.results import ItemRecord, RunResult
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _result() -> RunResult:
+    """Two flows between servers (1 ms, 3 ms) and three inside one (0 s: no host model)."""
+    items = {
+        "n1": ItemRecord("n1", "flow", 0.0, 0.0, 1e-3, server=0, dst_server=1),
+        "n2": ItemRecord("n2", "flow", 0.0, 0.0, 3e-3, server=1, dst_server=0),
+        **{f"l{i}": ItemRecord(f"l{i}", "flow", 0.0, 0.0, 0.0, server=0, dst_server=0) for i in range(3)},
+    }
+    return RunResult("simulator", "j", "fifo", "c", items=items, makespan=3e-3)
+
+
+def test_fct_percentiles_count_only_flows_between_servers():
+    r = _result()
+    assert metrics.metric(r, "fct_p50") == pytest.approx(3e-3)  # all five: 0 s
+    assert metrics.metric(r, "fct_p99") == pytest.approx(3e-3)
+    assert metrics.metric(r, "fct_local_p99") == 0.0
+    assert metrics.metric(r, "fct_all_p99") == pytest.approx(3e-3)
+    assert metrics.metric(r, "flows") == 5
+    text = r.summary()
+    assert "5: 2 between servers, 3 inside one" in text
+    assert "FCT (network)   median 3 ms, p99 3 ms" in text
+    assert "0 s: no host model" in text
+
+
+def test_comparison_table_fct_is_the_networks():
+    from railbed.results import comparison_table
+
+    table = comparison_table([_result()])
+    assert "3 ms" in table.splitlines()[2].split("fifo", 1)[1]
+    assert "flows between servers only" in table
+
+
+def test_fct_cdf_leaves_out_free_flows_and_says_so(tmp_path):
+    r = _result()
+    rows = plots.fct_rows({"fifo": r})
+    assert [row[1] for row in rows] == [1e-3, 3e-3] and {row[3] for row in rows} == {"network"}
+    # timed by a host model, the same-server flows get their own (dashed) line
+    r.items["l0"].end = 2e-3
+    rows = plots.fct_rows({"fifo": r})
+    assert {row[0] for row in rows if row[3] == "local"} == {"fifo (in server)"}
+    assert plots.fct_cdf({"fifo": _result()}, tmp_path / "fct").exists()
+
+
+A2A = """name: a2a3
+cluster:
+  servers: [{count: 1, gpus: 2, nic_rate: 100Gbit}]
+  fabric: {type: single_switch}
+job: {generator: all_to_all, args: {n: 3}}
+schedulers: [fifo]
+"""
+
+
+def test_default_placement_sharing_a_gpu_is_warned_and_strict_refuses(tmp_path, capsys):
+    sc = tmp_path / "a2a.yaml"
+    sc.write_text(A2A)
+    assert main(["simulate", str(sc), "--out", str(tmp_path / "o1"), "--no-plots"]) == 0
+    err = capsys.readouterr().err
+    assert "railbed: warning: job.args: 3 unpinned endpoints on a cluster of 2 GPUs" in err
+    assert "placement: 3 unpinned endpoints" in (tmp_path / "o1" / "fifo" / "summary.txt").read_text()
+    assert main(["simulate", str(sc), "--out", str(tmp_path / "o2"), "--strict"]) == 2
+    assert "job.args:" in capsys.readouterr().err and not (tmp_path / "o2").exists()
+    # enough GPUs: no word
+    sc.write_text(A2A.replace("gpus: 2", "gpus: 3"))
+    assert main(["simulate", str(sc), "--out", str(tmp_path / "o3"), "--no-plots", "--strict"]) == 0
+    assert "warning" not in capsys.readouterr().err
+
+
+def test_percentile_of_nothing_is_nan():
+    assert math.isnan(metrics.metric(RunResult("simulator", "j", "fifo", "c"), "fct_p50"))
