@@ -62,10 +62,19 @@ def _count_arg(value: str) -> int:
 
 
 def cmd_check(args: argparse.Namespace) -> int:
+    from railbed.safeload import load_yaml_file
+
+    doc = load_yaml_file(Path(args.cluster), str(args.cluster))
+    if isinstance(doc, dict) and {"job", "schedulers"} & set(doc):
+        return check_scenario(args)
+    return check_cluster(args, ClusterSpec.load(args.cluster))
+
+
+def check_cluster(args: argparse.Namespace, spec: ClusterSpec) -> int:
+    """``railbed check cluster.yaml``: the cluster's summary, its cost and what this machine can emulate."""
     from railbed.topology import Topology, default_scale
     from railbed.units import RateScale
 
-    spec = ClusterSpec.load(args.cluster)
     topo = Topology(spec)
     _say(spec.summary())
     _say(
@@ -77,6 +86,46 @@ def cmd_check(args: argparse.Namespace) -> int:
     for field, reason in machine.problems(spec, topo, k):
         _say(f"  note: railbed run and up would refuse this cluster here: {field}: {reason}")
     return 0
+
+
+def check_scenario(args: argparse.Namespace) -> int:
+    """``railbed check scenario.yaml``: a dry run. The scenario read (cluster, job built, schedulers
+    made), every pre-flight check of its backend (pins, each scheduler's check and placement), its
+    doubtful values; nothing run, nothing written."""
+    from scenarios.runner import Scenario, preflight
+
+    sc = Scenario.load(args.cluster)
+    be = backend(sc.backend or "fluid", "backend")
+    args.scale = args.scale if args.scale is not None else sc.scale
+    check_cluster(args, sc.cluster)
+    job = f"{sc.job.name}: {len(sc.job.tasks)} tasks, {len(sc.job.flows)} flows" if sc.job else "built as arrays"
+    _say(f"job {job}; schedulers {', '.join(s.run_label for s in sc.schedulers)}; backend {be.name}")
+    if be.capabilities.needs_root and os.geteuid() != 0:
+        _say("  (not root: the checks of this machine's emulation are left to railbed run)")
+        be = None
+    preflight(sc, sc.schedulers, None, args.scale or sc.scale, be)
+    _warn_doubts(args, sc)
+    _say("dry run: every scheduler placed the job; nothing was run or written")
+    return 0
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    """``railbed list [KIND]``: generators, schedulers, backends, host models, with their arguments."""
+    from scenarios.catalog import listing
+
+    for line in listing(args.kind):
+        _say(line)
+    return 0
+
+
+def version() -> str:
+    """``railbed --version``: the package's version and the code's git commit (``dirty``: uncommitted changes)."""
+    from railbed.provenance import code_version
+
+    code = code_version()
+    commit = code.get("commit")
+    where = f" (commit {commit[:12]}{', dirty' if code.get('dirty') else ''})" if commit else ""
+    return f"railbed {code.get('version') or 'unknown'}{where}"
 
 
 def cmd_doctor(_args: argparse.Namespace) -> int:
@@ -281,14 +330,33 @@ def cmd_demo(args: argparse.Namespace) -> int:
     return 0
 
 
+class _Version(argparse.Action):
+    """``--version``, its text made only when asked (it runs git)."""
+
+    def __init__(self, option_strings, dest, **kwargs):
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, **kwargs)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        _say(version())
+        parser.exit()
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="railbed", description="packet-level testbed for ML cluster networks")
+    p.add_argument("--version", action=_Version, help="the version and git commit of this code")
     sub = p.add_subparsers(dest="command", required=True)
 
-    c = sub.add_parser("check", help="validate a cluster YAML and print a summary (no root)")
-    c.add_argument("cluster")
+    c = sub.add_parser(
+        "check", help="validate a cluster or a scenario YAML (a dry run: job, schedulers, placement) (no root)"
+    )
+    c.add_argument("cluster", metavar="FILE", help="a cluster file, or a scenario file (it has job: and schedulers:)")
     c.add_argument("--scale", type=_scale_arg, default=None)
+    c.add_argument("--strict", action="store_true", help=STRICT_HELP)
     c.set_defaults(func=cmd_check)
+
+    ls = sub.add_parser("list", help="generators, schedulers, backends, host models: each with its arguments")
+    ls.add_argument("kind", nargs="?", default=None, choices=["generators", "schedulers", "backends", "hosts"])
+    ls.set_defaults(func=cmd_list)
 
     d = sub.add_parser("doctor", help="what this machine's kernel and tools can do")
     d.set_defaults(func=cmd_doctor)

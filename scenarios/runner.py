@@ -407,7 +407,11 @@ def _check_out(out_dir: Path) -> None:
 
 
 def preflight(
-    sc: Scenario, specs: list[SchedulerSpec], out_dir: Path, scale: float | None = None, backend: Backend | None = None
+    sc: Scenario,
+    specs: list[SchedulerSpec],
+    out_dir: Path | None,
+    scale: float | None = None,
+    backend: Backend | None = None,
 ) -> float | None:
     """Everything a run can know before it starts, checked before anything is built or
     written; each problem is a :class:`SpecError` naming the field (exit 2).
@@ -417,6 +421,7 @@ def preflight(
     ``check_placement``); the results directory; and, given the ``backend``,
     what it models (servers' hardware models) and its own ``check`` of this
     machine at the scale the run will use (the emulator: :mod:`railbed.machine`).
+    ``out_dir`` None: no results directory (``railbed check``'s dry run).
     Returns that scale (None when the backend has none).
     A job built as arrays (``sc.arrays``) is checked when it is built (``compact_arrays``)."""
     if sc.job is not None:
@@ -433,7 +438,8 @@ def preflight(
             check_placement(job, sc.cluster, sched.place(job.public(), sc.cluster))
         except SchedulerError as exc:
             raise SpecError(f"schedulers[{i}]", f"{name} cannot place this job: {exc}") from None
-    _check_out(out_dir)
+    if out_dir is not None:
+        _check_out(out_dir)
     if backend is None:
         return None
     if not backend.capabilities.hooks:

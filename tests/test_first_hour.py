@@ -81,3 +81,40 @@ def test_default_placement_sharing_a_gpu_is_warned_and_strict_refuses(tmp_path, 
 
 def test_percentile_of_nothing_is_nan():
     assert math.isnan(metrics.metric(RunResult("simulator", "j", "fifo", "c"), "fct_p50"))
+
+
+# ------------------------------------------------------------ listings, --version, check
+def test_list_prints_every_registered_name_with_its_defaults(capsys):
+    from railbed.backend import BACKENDS
+    from schedulers import REGISTRY
+    from workloads import GENERATORS
+
+    assert main(["list"]) == 0
+    out = capsys.readouterr().out
+    for name in [*GENERATORS, *REGISTRY, *BACKENDS.names(), "dgx1-v100", "bf-3"]:
+        assert any(line.startswith(f"{name} ") for line in out.splitlines()), name
+    assert main(["list", "generators"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    at = next(i for i, line in enumerate(lines) if line.startswith("all_to_all "))
+    assert "endpoints" in lines[at] and "n=4, size=4MiB, compute=0.0, iterations=1" in lines[at + 1]
+    assert main(["list", "schedulers"]) == 0
+    assert "beta=0.1, mu=1.0" in capsys.readouterr().out  # dgtp's constructor defaults
+
+
+def test_version(capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(["--version"])
+    assert exc.value.code == 0 and capsys.readouterr().out.startswith("railbed ")
+
+
+def test_check_takes_a_scenario_as_a_dry_run(tmp_path, capsys):
+    assert main(["check", str(ROOT / "examples" / "scenarios" / "llm-small.yaml")]) == 0
+    out = capsys.readouterr().out
+    assert "job llm-dp2-pp4-mb4: 128 tasks, 128 flows; schedulers fifo, tag-priority" in out
+    assert "rate scale k = 1000 (given)" in out and "nothing was run or written" in out
+    # a pin off the cluster: refused as a run would refuse it, nothing written
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(A2A.replace("{n: 3}", "{n: 3}").replace("all_to_all", "hybrid_parallel").replace("n: 3", "dp: 4"))
+    before = set(tmp_path.iterdir())
+    assert main(["check", str(bad)]) == 2
+    assert set(tmp_path.iterdir()) == before
