@@ -67,7 +67,12 @@ def cmd_check(args: argparse.Namespace) -> int:
     doc = load_yaml_file(Path(args.cluster), str(args.cluster))
     if isinstance(doc, dict) and {"job", "schedulers"} & set(doc):
         return check_scenario(args)
-    return check_cluster(args, ClusterSpec.load(args.cluster))
+    from railbed.doubts import cluster_doubts, report
+
+    spec = ClusterSpec.load(args.cluster)
+    code = check_cluster(args, spec)
+    report(cluster_doubts(spec), args.strict)
+    return code
 
 
 def check_cluster(args: argparse.Namespace, spec: ClusterSpec) -> int:
@@ -191,12 +196,21 @@ def _warn_doubts(args: argparse.Namespace, sc) -> None:
     report(scenario_doubts(sc), strict=getattr(args, "strict", False))
 
 
+def _warn_results(args: argparse.Namespace, sc, results) -> None:
+    """A makespan far beyond what the job's bytes and tasks imply (railbed/doubts.py), after the run
+    (its results are written); ``--strict``: exit 2."""
+    from railbed.doubts import report, result_doubts
+
+    report([d for r in results for d in result_doubts(r, sc.cluster, f"{r.scheduler}: makespan")], args.strict)
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     from scenarios.runner import run_scenario
 
     sc, out = _scenario_and_out(args)
     _warn_doubts(args, sc)
-    run_scenario(sc, out, echo=_say, scale=args.scale, schedulers=args.scheduler, plots=not args.no_plots)
+    results = run_scenario(sc, out, echo=_say, scale=args.scale, schedulers=args.scheduler, plots=not args.no_plots)
+    _warn_results(args, sc, results)
     return 0
 
 
@@ -232,7 +246,8 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     be = _simulator(args)
     sc, out = _scenario_and_out(args, "-sim", arrays=be.capabilities.array_jobs)
     _warn_doubts(args, sc)
-    simulate_scenario(sc, out, echo=_say, schedulers=args.scheduler, backend=be, plots=not args.no_plots)
+    results = simulate_scenario(sc, out, echo=_say, schedulers=args.scheduler, backend=be, plots=not args.no_plots)
+    _warn_results(args, sc, results)
     return 0
 
 

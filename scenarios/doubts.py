@@ -9,7 +9,8 @@ GPUs ran with a makespan of 0 s and no word).
 
 from __future__ import annotations
 
-from railbed.doubts import Doubt
+from railbed.doubts import MAX_SECONDS, Doubt, cluster_doubts, task_doubts
+from railbed.errors import SpecError
 from railbed.scheduler import Scheduler, crowding_note, default_placement
 from schedulers import SchedulerSpec, make
 
@@ -35,6 +36,35 @@ def placement_doubts(sc, specs: list[SchedulerSpec]) -> list[Doubt]:
     return out
 
 
+COMPUTE_ARGS = ("fwd", "bwd", "compute")  # generator arguments that are one task's compute time
+
+
+def job_doubts(sc) -> list[Doubt]:
+    """A generator's ``fwd``/``bwd``/``compute`` of a second or more (named as written), else any task
+    of the job that computes that long."""
+    from railbed.units import parse_duration
+
+    raw = (sc.source or {}).get("job")
+    args = raw.get("args") if isinstance(raw, dict) else None
+    out = []
+    for key in COMPUTE_ARGS if isinstance(args, dict) else ():
+        try:
+            seconds = parse_duration(args[key], key) if key in args else 0.0
+        except SpecError:
+            continue
+        if seconds >= MAX_SECONDS:
+            out.append(Doubt(f"job.args.{key}", f"{seconds:g} s of compute per task (a bare number is seconds: 1ms)"))
+    if out or sc.job is None:
+        return out
+    return task_doubts(sc.job.tasks, job_field(sc))
+
+
 def scenario_doubts(sc, specs: list[SchedulerSpec] | None = None) -> list[Doubt]:
-    """Every doubt of scenario ``sc`` run under ``specs`` (default: its schedulers)."""
-    return placement_doubts(sc, specs if specs is not None else sc.schedulers)
+    """Every doubt of scenario ``sc`` run under ``specs`` (default: its schedulers): the cluster's
+    rates and latency, the job's compute times, GPUs shared by a default placement."""
+    inline = isinstance((sc.source or {}).get("cluster"), dict)
+    return [
+        *cluster_doubts(sc.cluster, "cluster." if inline else ""),
+        *job_doubts(sc),
+        *placement_doubts(sc, specs if specs is not None else sc.schedulers),
+    ]

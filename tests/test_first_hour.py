@@ -118,3 +118,67 @@ def test_check_takes_a_scenario_as_a_dry_run(tmp_path, capsys):
     before = set(tmp_path.iterdir())
     assert main(["check", str(bad)]) == 2
     assert set(tmp_path.iterdir()) == before
+
+
+# ------------------------------------------------------------ values that are almost surely mistakes
+SLIP = """name: slip
+cluster:
+  servers: [{count: 2, gpus: 1, nic_rate: NIC}]
+  fabric: {type: single_switch, latency: LAT}
+job: {generator: hybrid_parallel, args: {dp: 2, gpus_per_server: 1, fwd: FWD, gradient: 1MB}}
+schedulers: [fifo]
+"""
+
+
+def _slip(tmp_path, nic="100Gbit", lat="1us", fwd="1ms") -> str:
+    path = tmp_path / "slip.yaml"
+    path.write_text(SLIP.replace("NIC", nic).replace("LAT", lat).replace("FWD", fwd))
+    return str(path)
+
+
+@pytest.mark.parametrize(
+    "nic, lat, fwd, field",
+    [
+        ("400", "1us", "1ms", "cluster.servers[0].nic_rate: 400 bit/s, below 1 Mbit/s"),
+        ("100Gbit", "1", "1ms", "cluster.fabric.latency: 1 s per link"),
+        ("100Gbit", "1us", "1", "job.args.fwd: 1 s of compute per task"),
+    ],
+)
+def test_doubtful_values_warn_one_line_each_and_strict_refuses(tmp_path, capsys, nic, lat, fwd, field):
+    sc = _slip(tmp_path, nic, lat, fwd)
+    assert main(["check", sc]) == 0
+    err = capsys.readouterr().err.splitlines()
+    assert [line for line in err if "warning" in line] == [f"railbed: warning: {field}" + err[0].split(field)[1]]
+    assert main(["check", sc, "--strict"]) == 2
+    assert field.split(":")[0] in capsys.readouterr().err
+    assert main(["simulate", sc, "--strict", "--out", str(tmp_path / "o")]) == 2 and not (tmp_path / "o").exists()
+
+
+def test_plausible_values_say_nothing(tmp_path, capsys):
+    assert main(["check", _slip(tmp_path), "--strict"]) == 0
+    assert "warning" not in capsys.readouterr().err
+
+
+def test_a_makespan_a_million_times_its_bound_is_doubted():
+    from railbed.doubts import result_doubts
+    from railbed.spec import ClusterSpec
+
+    cluster = ClusterSpec.rail_optimized(servers=2, rails=1, spines=1, nic_rate=1e9)
+    r = RunResult("simulator", "j", "fifo", "c")
+    r.items["f"] = ItemRecord("f", "flow", 0.0, 0.0, 1.0, server=0, dst_server=1, size=1000)
+    r.makespan = 1.0  # 8000 bits over 2 Gbit/s: 4 us; 1 s is 250,000 times that
+    assert result_doubts(r, cluster, "fifo: makespan") == []
+    r.makespan = 10.0  # 2.5 million times
+    (d,) = result_doubts(r, cluster, "fifo: makespan")
+    assert d.field == "fifo: makespan" and "2.5e+06 times" in d.message
+    r.items["t"] = ItemRecord("t", "task", 0.0, 0.0, 9.0)  # a 9 s task explains it
+    assert result_doubts(r, cluster, "fifo: makespan") == []
+
+
+def test_check_of_a_cluster_file_warns_too(tmp_path, capsys):
+    path = tmp_path / "c.yaml"
+    path.write_text("servers: [{count: 2, gpus: 1, nic_rate: 1e5}, {nic_rate: 1e5}]\nfabric: {type: single_switch}\n")
+    assert main(["check", str(path)]) == 0
+    err = capsys.readouterr().err
+    assert "servers[0].nic_rate: 100 kbit/s" in err and "servers[1].nic_rate" in err and err.count("warning") == 2
+    assert main(["check", str(path), "--strict"]) == 2
