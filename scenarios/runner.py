@@ -76,7 +76,7 @@ from railbed.safeload import describe, key_name, load_yaml_file
 from railbed.spec import ClusterSpec
 from schedulers import SchedulerSpec, by_name, make, scheduler_spec
 from tc_policies.plan import POLICIES
-from workloads import generate
+from workloads import check_fits, generate
 
 KEYS = {
     "name", "cluster", "job", "schedulers", "policy", "scale", "latency", "trace", "strict", "timeout",
@@ -425,6 +425,9 @@ def preflight(
     Returns that scale (None when the backend has none).
     A job built as arrays (``sc.arrays``) is checked when it is built (``compact_arrays``)."""
     if sc.job is not None:
+        raw = (sc.source or {}).get("job")
+        if isinstance(raw, dict) and "generator" in raw:  # in the terms the user wrote: job.args
+            check_fits(raw["generator"], raw.get("args"), sc.job, sc.cluster)
         check_pins(sc.job, sc.cluster)
     for i, spec in enumerate(specs if sc.job is not None else ()):
         sched, name, job = make(spec, f"schedulers[{i}]"), spec.run_label, sc.job_of(spec)

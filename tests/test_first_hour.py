@@ -182,3 +182,36 @@ def test_check_of_a_cluster_file_warns_too(tmp_path, capsys):
     err = capsys.readouterr().err
     assert "servers[0].nic_rate: 100 kbit/s" in err and "servers[1].nic_rate" in err and err.count("warning") == 2
     assert main(["check", str(path), "--strict"]) == 2
+
+
+# ------------------------------------------------------------ errors in the terms the user wrote
+HP = """name: hp
+cluster:
+  servers: [{count: 4, gpus: GPUS, nics: GPUS, nic_rate: 100Gbit}]
+  fabric: {type: rail_optimized, spines: 2}
+job: {generator: GEN, args: ARGS}
+schedulers: [fifo]
+"""
+
+
+@pytest.mark.parametrize(
+    "gpus, gen, args, message",
+    [
+        (8, "hybrid_parallel", "{dp: 4, pp: 16, gpus_per_server: 8}",
+         "job.args: hybrid_parallel {dp: 4, pp: 16, gpus_per_server: 8} needs dp x pp x tp = 64 GPUs on 8 servers"
+         " (8 per server), the cluster has 32 GPUs on 4 servers"),
+        (4, "hybrid_parallel", "{dp: 4, pp: 4, gpus_per_server: 8}",
+         "needs dp x pp x tp = 16 GPUs on 2 servers (8 per server), the cluster has 16 GPUs on 4 servers (up to 4"),
+        (2, "gnn_fullgraph", "{gpus: 16, gpus_per_server: 2, max_edges: 2000}",
+         "job.args: gnn_fullgraph {gpus: 16, gpus_per_server: 2} needs gpus = 16 GPUs on 8 servers"),
+        (2, "moe_training", "{dp: 2, pp: 2, tp: 4, gpus_per_server: 8, layers: 2, experts: 2, topk: 1, "
+         "hidden: 64, ffn: 64, ep: 2, seq: 8, mbs: 1, microbatches: 2}",
+         "job.args: moe_training {dp: 2, pp: 2, tp: 4, gpus_per_server: 8} needs dp x pp x tp = 16 GPUs on 2 servers"),
+    ],
+)  # fmt: skip
+def test_a_job_too_large_for_the_cluster_names_the_args(tmp_path, capsys, gpus, gen, args, message):
+    path = tmp_path / "hp.yaml"
+    path.write_text(HP.replace("GPUS", str(gpus)).replace("GEN", gen).replace("ARGS", args))
+    assert main(["check", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert message in err and "endpoints" not in err
