@@ -215,3 +215,12 @@ def test_a_job_too_large_for_the_cluster_names_the_args(tmp_path, capsys, gpus, 
     assert main(["check", str(path)]) == 2
     err = capsys.readouterr().err
     assert message in err and "endpoints" not in err
+
+
+# ------------------------------------------------------------ the Python API page
+def test_python_api_page_runs_as_written(monkeypatch):
+    import doctest
+
+    monkeypatch.chdir(ROOT)
+    failed, tried = doctest.testfile(str(ROOT / "docs" / "python-api.md"), module_relative=False)
+    assert tried >= 20 and failed == 0
