@@ -20,6 +20,7 @@ from railbed import machine
 from railbed.backend import BACKENDS, TCP_CONGESTION, backend, parse_tcp
 from railbed.dispatch import RunStalled, SchedulerError
 from railbed.errors import EnvironmentProblem, Interrupted, RunFailed, SpecError
+from railbed.results import RESULT_LEVELS
 from railbed.spec import ClusterSpec
 from tc_policies.plan import POLICIES
 
@@ -176,6 +177,14 @@ def cmd_clean(_args: argparse.Namespace) -> int:
     return 0
 
 
+def _output_switches(args: argparse.Namespace, sc) -> None:
+    """``--analysis on|off`` and ``--results summary|flows|all`` over the scenario's ``analysis`` and ``results``."""
+    if getattr(args, "analysis", None) is not None:
+        sc.analysis = args.analysis == "on"
+    if getattr(args, "results", None) is not None:
+        sc.results = args.results
+
+
 def _scenario_and_out(args: argparse.Namespace, kind: str = "", arrays: bool = False):
     """The scenario file (validated) and its results directory (default results/<name>[-kind]-<time>).
     ``arrays``: a job too large for a Python Job is left to be built as arrays (backend fluid-rules)."""
@@ -184,6 +193,7 @@ def _scenario_and_out(args: argparse.Namespace, kind: str = "", arrays: bool = F
     sc = Scenario.load(args.scenario, arrays=arrays)
     if args.tcp is not None:
         sc.tcp = parse_tcp(args.tcp, "--tcp")
+    _output_switches(args, sc)
     return sc, Path(args.out or f"results/{sc.name}{kind}-{time.strftime('%Y%m%d-%H%M%S')}")
 
 
@@ -395,6 +405,14 @@ def build_parser() -> argparse.ArgumentParser:
         c.add_argument("--tcp", default=None, help=f"override the scenario's TCP congestion control ({tcps})")
         c.add_argument("--no-plots", action="store_true", help="do not write figures/, trace.json and the CSVs")
         c.add_argument("--strict", action="store_true", help=STRICT_HELP)
+        c.add_argument("--analysis", choices=["on", "off"], default=None, help="each run's analysis (default on)")
+        c.add_argument(
+            "--results",
+            choices=list(RESULT_LEVELS),
+            default=None,
+            help="summary: result.json without per-item records; flows: with them and the CSVs; all: also trace.json "
+            "and figures (default, or the scenario's); the size is said before large results are written",
+        )
         c.set_defaults(func=func)
         return c
 

@@ -159,17 +159,18 @@ def write_trace(result: RunResult, path: Path) -> Path:
     return Path(path)
 
 
-def export_run(result: RunResult, run_dir: Path) -> list[Path]:
-    """``trace.json``, ``flows.csv``, ``tasks.csv`` and ``links.csv`` in ``run_dir``."""
-    return [write_trace(result, Path(run_dir) / "trace.json"), *write_csvs(result, run_dir)]
+def export_run(result: RunResult, run_dir: Path, trace: bool = True) -> list[Path]:
+    """``trace.json`` (unless not ``trace``), ``flows.csv``, ``tasks.csv`` and ``links.csv`` in ``run_dir``."""
+    traced = [write_trace(result, Path(run_dir) / "trace.json")] if trace else []
+    return [*traced, *write_csvs(result, run_dir)]
 
 
-def export_results(results_dir: Path, have: dict[str, RunResult] | None = None) -> list[Path]:
+def export_results(results_dir: Path, have: dict[str, RunResult] | None = None, trace: bool = True) -> list[Path]:
     """:func:`export_run` for every run of a results directory (``have``: results in memory,
     as :func:`railbed.plots.load_runs`)."""
     from railbed.plots import load_runs
 
     out = []
     for name, result in load_runs(Path(results_dir), have).items():
-        out += export_run(result, Path(results_dir) / name)
+        out += export_run(result, Path(results_dir) / name, trace)
     return out

@@ -170,11 +170,16 @@ class RunResult:
         d["link_series"] = {k: [tuple(x) for x in v] for k, v in d.get("link_series", {}).items()}
         return cls(**d)
 
-    def save(self, path: str | Path) -> None:
+    def save(self, path: str | Path, records: bool = True) -> None:
         """Write :meth:`to_dict` as JSON (``indent=1``), a record's dict made as it is written
-        (:func:`railbed.jsonout.write_json`: ``json.dumps`` of the whole took 7.7 KB per record)."""
+        (:func:`railbed.jsonout.write_json`: ``json.dumps`` of the whole took 7.7 KB per record).
+        ``records`` False (``--results summary``): without the per-item records, the event log,
+        the flow traces and the link series (a note says so); everything else is kept."""
         d = {f.name: getattr(self, f.name) for f in fields(self)}
         d["items"] = Pairs((i, _record_dict(r)) for i, r in self.items.items())
+        if not records:
+            d |= {"items": {}, "events": [], "traces": {}, "link_series": {}}
+            d["notes"] = [*self.notes, f"{len(self.items)} item records left out (results: summary)"]
         d["iterations"] = {str(k): v for k, v in self.iterations.items()}
         write_json(path, d, default=_json_default)
 
@@ -230,6 +235,32 @@ class RunResult:
             why = " (0 s: no host model, intra_host)" if p99 == 0 else ""
             lines.append(f"  FCT (in server) median {fmt_time(p50)}, p99 {fmt_time(p99)}{why}")
         return lines
+
+
+# how much of a run is written (a scenario's ``results``, ``--results``): ``summary`` result.json
+# without per-item records and summary.txt; ``flows`` result.json whole and the CSVs
+# (flows, tasks, links); ``all`` also trace.json and the figures (the default)
+RESULT_LEVELS = ("summary", "flows", "all")
+# bytes written per item record, event and link-series point, measured: a replay of 706,397 flows
+# (issue 46: result.json 487 MB, trace.json 164 MB, flows.csv 80 MB) and llm-small's simulated run
+_BYTES = {
+    "result.json": (690, 45, 60),
+    "trace.json": (232, 0, 100),
+    "csv": (115, 0, 70),
+}
+
+
+def estimated_bytes(result: RunResult, level: str = "all") -> dict[str, int]:
+    """The files a run of ``level`` (:data:`RESULT_LEVELS`) will write and about how many bytes each
+    (figures not counted: under 1 MB each), from the run's counts of records, events and link-series
+    points and the sizes per record in :data:`_BYTES`."""
+    points = sum(len(v) for v in result.link_series.values())
+    counts = (len(result.items), len(result.events), points)
+    size = {name: sum(a * b for a, b in zip(per, counts)) for name, per in _BYTES.items()}
+    if level == "summary":
+        return {"result.json": 20_000}
+    files = {"result.json": size["result.json"], "csv": size["csv"]}
+    return files | ({"trace.json": size["trace.json"]} if level == "all" else {})
 
 
 def percentile(values: Iterable[float], q: float) -> float:

@@ -27,6 +27,8 @@ A scenario is YAML (``railbed run scenario.yaml``)::
     packet: {buffer: 100, ecn: 20}     # the packet backend's settings (simulator/packet/options.py)
     loads: [1e6, 2e6, 4e6]             # an offered-load sweep: the generator's ``load`` argument takes each
                                        # value; every scheduler runs at every load, as ``<label>@<load>``
+    analysis: true                     # each run's analysis (railbed/analysis.py); false: faster (--analysis)
+    results: all                       # summary | flows | all: how much is written (--results; RESULT_LEVELS)
 
 ``railbed run`` runs each scheduler on the same emulated cluster (built
 once), one after the other; ``railbed simulate`` runs them on a simulator
@@ -71,7 +73,7 @@ from railbed.backend import backend as get_backend
 from railbed.dispatch import SchedulerError, check_placement
 from railbed.errors import SpecError
 from railbed.job import Job
-from railbed.results import RunResult, comparison_table
+from railbed.results import RESULT_LEVELS, RunResult, comparison_table, estimated_bytes
 from railbed.safeload import describe, key_name, load_yaml_file
 from railbed.spec import ClusterSpec
 from schedulers import SchedulerSpec, by_name, make, scheduler_spec
@@ -80,7 +82,7 @@ from workloads import check_fits, generate
 
 KEYS = {
     "name", "cluster", "job", "schedulers", "policy", "scale", "latency", "trace", "strict", "timeout",
-    "flow_progress", "capture", "loads", "backend", "packet", "tcp",
+    "flow_progress", "capture", "loads", "backend", "packet", "tcp", "analysis", "results",
 }  # fmt: skip
 
 
@@ -106,6 +108,8 @@ class Scenario:
     backend: str | None = None  # the backend's canonical name (decoded by railbed.backend), None: not given
     packet: Any = None  # simulator.packet.options.PacketOptions
     tcp: str = "cubic"  # railbed.backend.TCP_CONGESTION
+    analysis: bool = True  # each run's analysis (railbed.analysis)
+    results: str = "all"  # how much of each run is written: railbed.results.RESULT_LEVELS
 
     def options(
         self, scale: float | None = None, progress: Callable[[str], None] | None = None, tcp: str | None = None
@@ -124,6 +128,7 @@ class Scenario:
             capture=self.capture,
             packet=self.packet,
             tcp=tcp or self.tcp,
+            analysis=self.analysis,
         )
 
     def points(self, specs: list[SchedulerSpec]) -> list[tuple[SchedulerSpec, Job]]:
@@ -190,6 +195,8 @@ class Scenario:
             backend=scenario_backend(data),
             packet=_packet(data.get("packet")),
             tcp=tcp,
+            analysis=_bool(data.get("analysis", True), "analysis"),
+            results=_choice(data.get("results", "all"), "results", RESULT_LEVELS),
         )
 
 
@@ -495,10 +502,17 @@ def results_dir(sc: Scenario, out_dir: Path, write_inputs: bool = True):
     marker.unlink(missing_ok=True)
 
 
-def _save_run(result: RunResult, out_dir: Path, name: str, echo: Callable[[str], None]) -> None:
+LARGE_RESULTS = 50e6  # bytes of a run's files from which their size is said before they are written
+
+
+def _save_run(result: RunResult, out_dir: Path, name: str, echo: Callable[[str], None], level: str = "all") -> None:
     run_dir = out_dir / name
     run_dir.mkdir(exist_ok=True)
-    result.save(run_dir / "result.json")
+    size = estimated_bytes(result, level)
+    if sum(size.values()) > LARGE_RESULTS:
+        files = ", ".join(f"{f} {b / 1e6:.0f} MB" for f, b in size.items())
+        echo(f"writing {name}'s results: about {sum(size.values()) / 1e6:.0f} MB ({files}; --results summary: 0.02 MB)")
+    result.save(run_dir / "result.json", records=level != "summary")
     (run_dir / "summary.txt").write_text(result.summary() + "\n")
     echo(result.summary())
 
@@ -539,8 +553,12 @@ def _finish(
     sc: Scenario, out_dir: Path, scale: dict, plots: bool, echo: Callable[[str], None], have: dict | None = None
 ) -> None:
     provenance.write(out_dir, scale=scale, scenario=sc.source)
-    if plots:
+    if plots and sc.results == "all":
         write_figures(out_dir, echo, have)
+    elif plots and sc.results == "flows":
+        from railbed.export import export_results
+
+        export_results(out_dir, have, trace=False)
 
 
 def run_on(
@@ -572,7 +590,7 @@ def run_on(
             echo(f"running {spec.run_label} on {be.name}{' (job built as arrays)' if job is None else ''} ...")
             result = _run_one(sc, session, spec, job, replace(options, run_dir=out_dir / spec.run_label))
             results.append(result)
-            _save_run(result, out_dir, spec.run_label, echo)
+            _save_run(result, out_dir, spec.run_label, echo, sc.results)
             saved[spec.run_label] = result
         _write_comparison(sc, results, out_dir, echo)
         k = session.scale

@@ -224,3 +224,52 @@ def test_python_api_page_runs_as_written(monkeypatch):
     monkeypatch.chdir(ROOT)
     failed, tried = doctest.testfile(str(ROOT / "docs" / "python-api.md"), module_relative=False)
     assert tried >= 20 and failed == 0
+
+
+# ------------------------------------------------------------ the analysis switch and the results level
+SMALL = ROOT / "examples" / "scenarios" / "crosscheck-small.yaml"
+
+
+def test_results_levels_and_the_analysis_switch(tmp_path):
+    out = str(tmp_path / "s")
+    assert main(["simulate", str(SMALL), "--out", out, "--results", "summary", "--analysis", "off"]) == 0
+    saved = RunResult.load(tmp_path / "s" / "fifo" / "result.json")
+    assert saved.items == {} and saved.events == [] and saved.analysis == {} and saved.makespan > 0
+    assert "item records left out (results: summary)" in saved.notes[-1]
+    assert not (tmp_path / "s" / "figures").exists() and not (tmp_path / "s" / "fifo" / "flows.csv").exists()
+    assert main(["simulate", str(SMALL), "--out", str(tmp_path / "f"), "--results", "flows"]) == 0
+    run = tmp_path / "f" / "fifo"
+    assert (run / "flows.csv").exists() and not (run / "trace.json").exists()
+    assert not (tmp_path / "f" / "figures").exists()
+    full = RunResult.load(run / "result.json")
+    assert full.items and full.analysis.get("max_speedup")
+
+
+def test_a_scenario_sets_analysis_and_results(tmp_path):
+    import yaml
+
+    from scenarios.runner import Scenario, simulate_scenario
+
+    data = yaml.safe_load(SMALL.read_text()) | {"analysis": False, "results": "summary"}
+    data["cluster"] = str(ROOT / "examples" / "rail-4x4.yaml")
+    sc = Scenario.from_dict(data)
+    said = []
+    import scenarios.runner as runner
+
+    old, runner.LARGE_RESULTS = runner.LARGE_RESULTS, 0
+    try:
+        (r, _) = simulate_scenario(sc, tmp_path / "o", echo=said.append)
+    finally:
+        runner.LARGE_RESULTS = old
+    assert r.analysis == {} and any(line.startswith("writing fifo's results: about") for line in said)
+    with pytest.raises(Exception, match="results"):
+        Scenario.from_dict(data | {"results": "everything"})
+
+
+def test_estimated_sizes_grow_with_records():
+    from railbed.results import estimated_bytes
+
+    r = _result()
+    small, big = estimated_bytes(r, "all"), estimated_bytes(r, "summary")
+    assert set(small) == {"result.json", "csv", "trace.json"} and small["result.json"] == 5 * 690
+    assert set(big) == {"result.json"} and set(estimated_bytes(r, "flows")) == {"result.json", "csv"}

@@ -267,6 +267,8 @@ scenario_doc = st.one_of(
             "loads": field(st.sampled_from([[1e6, 2e6], [], [1e6, 1e6], [-1], "1e6", [math.inf]])),
             "backend": field(st.sampled_from(["fluid", "packet", "fluid-rules", "numba", "compact", "ns3", ""])),
             "packet": field(packet_doc),
+            "analysis": field(st.sampled_from([True, False, "off", 0])),
+            "results": field(st.sampled_from(["summary", "flows", "all", "everything", None])),
         }
     ),
     anything,
