@@ -28,7 +28,11 @@ RESULTS_DIR``), written to ``RESULTS_DIR/figures/``:
                          apart, dashed, when their host model timed them;
                          left out and counted in the title when 0 s)
 ``cct-cdf.png``          CDF of coflow completion times (if any coflows)
-``iterations.png``       time of each iteration per run, as bars
+``iterations.png``       time of each iteration per run, points on an axis
+                         that fills with the values (1-3 % differences show)
+``speedup.png``          each run's makespan against the first run's, and
+``packet-<run>.png``     a packet-level run's drops and queue peaks per port
+                         (both in ``railbed/compare_plots.py``)
 ``crosscheck-fct.png``   emulated against simulated flow completion times
                          (a crosscheck directory)
 
@@ -90,10 +94,29 @@ def save_figure(fig, png: Path) -> Path:
     return png
 
 
-def _colors(keys: Sequence[str]) -> dict[str, str]:
-    """Tasks grey; flow classes the tab10 colours in order."""
-    flows = [k for k in keys if k != "task"]
-    return {"task": "0.65"} | {k: f"C{i % 10}" for i, k in enumerate(flows)}
+# One colour per coflow type in every figure of every run (the timeline, the critical path, ...):
+# the types the generators write, fixed; any other type (or a DSCP class, ``--color-by dscp``) a
+# tab20b colour chosen by its name's CRC-32, so it too keeps its colour from figure to figure.
+COFLOW_COLORS = {
+    "DP": "C0", "PP": "C1", "EP": "C2", "TP": "C3", "graph-data": "C4", "gradient": "C5",
+    "parameter": "C6", "mini-batch": "C8", "probability": "C9",
+}  # fmt: skip
+GREYS = {"task": "0.5", "compute": "0.5", "other": "0.3"}  # compute (a timeline's tasks), untyped flows
+
+
+def category_color(key: str):
+    """The colour of a coflow type, compute, or a DSCP class (``DSCP 46``) in every figure."""
+    if key in GREYS or key in COFLOW_COLORS:
+        return GREYS.get(key) or COFLOW_COLORS[key]
+    import zlib
+
+    from matplotlib import colormaps
+
+    return colormaps["tab20b"](zlib.crc32(key.encode()) % 20)
+
+
+def _colors(keys: Sequence[str]) -> dict:
+    return {k: category_color(k) for k in keys}
 
 
 def safe_name(name: str) -> str:
@@ -165,10 +188,32 @@ def timeline(result: RunResult, base: Path, name: str = "", color_by: str = "cof
     rows, nlanes = timeline_rows(result, color_by)
     write_csv(base.with_suffix(".csv"), TIMELINE_HEADER, rows)
     shown = len({row[0] for row in rows})
-    more = f" (first {shown} of {nlanes} lanes)" if shown < nlanes else ""
+    more = ""
+    if shown < nlanes:
+        more = f" (first {shown} of {nlanes} lanes; {_missing(result, {row[0] for row in rows})} not shown)"
     return draw_timeline(
         rows, base.with_suffix(".png"), f"timeline: {name or result.scheduler}, {result.backend}{more}"
     )
+
+
+def _missing(result: RunResult, shown: set[str]) -> str:
+    """The lanes a cut timeline leaves out, by server: ``h12-h15`` (or ``h3 nic2, ...`` within one)."""
+    gone = {}
+    for r in result.items.values():
+        if r.start is not None and r.end is not None and r.server is not None:
+            key, name = _lane(r)
+            if name not in shown:
+                gone[key] = name
+    servers = sorted({k[0] for k in gone})
+    if len(servers) == 1:
+        names = [gone[k] for k in sorted(gone)]
+        return ", ".join(names[:4]) + (f" and {len(names) - 4} more" if len(names) > 4 else "")
+    runs, start = [], servers[0]
+    for a, b in zip(servers, servers[1:] + [None]):
+        if b != a + 1:
+            runs.append(f"h{start}" if start == a else f"h{start}-h{a}")
+            start = b
+    return f"{len(gone)} lanes of " + ", ".join(runs[:4]) + (" ..." if len(runs) > 4 else "")
 
 
 # ----------------------------------------------------------- critical path
@@ -207,7 +252,7 @@ def draw_critical(rows: Rows, png: Path, title: str) -> Path:
         if not row[5]:
             ax.broken_barh([(row[3] * factor, (row[4] - row[3]) * factor)], (y[row[0]] - 0.4, 0.8), facecolors="0.88")
     cats = list(dict.fromkeys(row[6] for row in rows if row[5]))
-    colors = {"compute": "0.45"} | {c: f"C{i % 10}" for i, c in enumerate(x for x in cats if x != "compute")}
+    colors = _colors(cats)
     path = [row for row in rows if row[5]]
     for row in path:
         ax.broken_barh([(row[3] * factor, (row[4] - row[3]) * factor)], (y[row[0]] - 0.4, 0.8),
@@ -347,16 +392,32 @@ def iteration_rows(runs: dict[str, RunResult]) -> Rows:
     return [[n, it, t] for n, r in runs.items() for it, t in sorted(iteration_times(r).items())]
 
 
+def iteration_limits(rows: Rows) -> tuple[float, float]:
+    """The y range of ``iterations.png`` (s): the values with 15 % of their spread around them
+    (at least 0.5 % of the largest), so differences of 1-3 % between runs fill the axis; from 0
+    only when the spread is over half the largest (then a range from 0 hides nothing)."""
+    values = [row[2] for row in rows] or [1.0]
+    lo, hi = min(values), max(values)
+    if hi - lo > 0.5 * hi:
+        return 0.0, 1.05 * hi
+    pad = max(0.15 * (hi - lo), 0.005 * hi)
+    return lo - pad, hi + pad
+
+
 def draw_iterations(rows: Rows, png: Path) -> Path:
+    """Points joined per run (bars from a cut axis would lie about their ratios), the first run the
+    baseline: the legend gives each other run's mean against it."""
     fig, ax = new_figure()
     runs = list(dict.fromkeys(row[0] for row in rows))
     its = sorted({row[1] for row in rows})
     unit, factor = time_unit(max((row[2] for row in rows), default=1.0))
-    width = 0.8 / max(1, len(runs))
+    mean = {run: sum(r[2] for r in rows if r[0] == run) / max(1, sum(1 for r in rows if r[0] == run)) for run in runs}
     for i, run in enumerate(runs):
-        got = {row[1]: row[2] for row in rows if row[0] == run}
-        xs = [j + (i - (len(runs) - 1) / 2) * width for j, it in enumerate(its) if it in got]
-        ax.bar(xs, [got[it] * factor for it in its if it in got], width, label=run)
+        got = sorted((its.index(row[1]), row[2] * factor) for row in rows if row[0] == run)
+        vs = f" ({100 * (mean[run] / mean[runs[0]] - 1):+.1f} % vs {runs[0]})" if i and mean[runs[0]] > 0 else ""
+        ax.plot([x for x, _ in got], [y for _, y in got], "o-", color=f"C{i % 10}", label=f"{run}{vs}")
+    lo, hi = iteration_limits(rows)
+    ax.set_ylim(lo * factor, hi * factor)
     ax.set_xticks(range(len(its)), [str(it) for it in its])
     ax.set_xlabel("iteration")
     ax.set_ylabel(f"iteration time ({unit}, model)")
@@ -550,6 +611,8 @@ def plot_results(
 ) -> list[Path]:
     """Write the standard figures (module docstring) of a results directory; return the PNGs.
     ``have``: results in memory, as :func:`load_runs`."""
+    from railbed.compare_plots import packet_ports, speedup
+
     results_dir = Path(results_dir)
     runs = load_runs(results_dir, have)
     out = results_dir / "figures"
@@ -563,12 +626,14 @@ def plot_results(
         made.append(critical_path(result, out / f"critical-{safe_name(name)}", name))
         made.append(overlap_heatmap(result, out / f"overlap-{safe_name(name)}", name))
         made.append(link_utilisation(result, out / f"links-{safe_name(name)}", name))
+        made.append(packet_ports(result, out / f"packet-{safe_name(name)}", name))
     if swept:
         made += load_figures(swept, out)
     if runs:
         made.append(fct_cdf(runs, out / "fct-cdf"))
         made.append(cct_cdf(runs, out / "cct-cdf"))
         made.append(iterations(runs, out / "iterations"))
+        made.append(speedup({n: r for n, r in runs.items() if n not in swept}, out / "speedup"))
     if (results_dir / "crosscheck.json").exists():
         made.append(crosscheck_scatter(results_dir / "crosscheck.json", out / "crosscheck-fct"))
     return [p for p in made if p is not None]

@@ -285,9 +285,13 @@ def fmt_time(seconds: float) -> str:
 
 
 def comparison_table(results: list[RunResult]) -> str:
-    """One line per run: scheduler, makespan, mean iteration, median and p99 FCT of the flows between
-    servers (:func:`crosses_network`; a footnote says so), fidelity."""
-    head = f"{'scheduler':<16} {'makespan':>12} {'iteration':>12} {'FCT p50':>12} {'FCT p99':>12}  fidelity"
+    """One line per run: scheduler, makespan, makespan against the first run's (``vs first``, in %),
+    mean iteration, median and p99 FCT of the flows between servers (:func:`crosses_network`; a
+    footnote says so), fidelity."""
+    head = (
+        f"{'scheduler':<16} {'makespan':>12} {'vs first':>9} {'iteration':>12} {'FCT p50':>12} {'FCT p99':>12}"
+        "  fidelity"
+    )
     out = [head, "-" * len(head)]
     for r in results:
         its = list(r.iterations.values()) or [r.makespan]
@@ -300,6 +304,11 @@ def comparison_table(results: list[RunResult]) -> str:
         fct = f"{fmt_time(p50):>12} {fmt_time(p99):>12}" if net else f"{'none':>12} {'none':>12}"
         if not r.items:  # a run saved without records (the compact engine's arrays): FCTs are in its notes
             fct = f"{'in notes':>12} {'in notes':>12}"
-        out.append(f"{r.scheduler:<16} {fmt_time(r.makespan):>12} {fmt_time(sum(its) / len(its)):>12} {fct}  {fid}")
+        base = results[0].makespan
+        vs = "baseline" if r is results[0] else f"{100 * (r.makespan / base - 1):+.1f} %" if base > 0 else "n/a"
+        mean = fmt_time(sum(its) / len(its))
+        out.append(f"{r.scheduler:<16} {fmt_time(r.makespan):>12} {vs:>9} {mean:>12} {fct}  {fid}")
+    if len(results) > 1:
+        out.append(f"vs first: makespan against {results[0].scheduler}'s (negative: shorter)")
     out.append("FCT: flows between servers only (those inside one server: each run's summary.txt)")
     return "\n".join(out)

@@ -273,3 +273,55 @@ def test_estimated_sizes_grow_with_records():
     small, big = estimated_bytes(r, "all"), estimated_bytes(r, "summary")
     assert set(small) == {"result.json", "csv", "trace.json"} and small["result.json"] == 5 * 690
     assert set(big) == {"result.json"} and set(estimated_bytes(r, "flows")) == {"result.json", "csv"}
+
+
+# ------------------------------------------------------------ figures
+def test_a_coflow_type_has_one_colour_whatever_else_is_drawn():
+    assert plots._colors(["task", "PP"])["PP"] == plots._colors(["DP", "EP", "PP", "task"])["PP"]
+    assert plots.category_color("compute") == plots.category_color("task")  # critical path and timeline
+    odd = plots.category_color("my-type")
+    assert odd == plots.category_color("my-type") and odd != plots.category_color("other-type")
+
+
+def test_iteration_axis_shows_small_differences():
+    rows = [["fifo", 0, 1.00], ["fifo", 1, 1.00], ["mine", 0, 0.98], ["mine", 1, 0.98]]
+    lo, hi = plots.iteration_limits(rows)
+    assert 0.9 < lo < 0.98 and 1.0 < hi < 1.02  # the 2 % difference fills most of the axis
+    assert plots.iteration_limits([["a", 0, 1.0], ["b", 0, 0.3]])[0] == 0.0  # a large spread: from 0
+
+
+def test_comparison_has_a_relative_column():
+    from railbed.results import comparison_table
+
+    a, b = _result(), _result()
+    b.scheduler, b.makespan = "mine", 2.94e-3
+    lines = comparison_table([a, b]).splitlines()
+    assert "vs first" in lines[0] and "baseline" in lines[2] and "-2.0 %" in lines[3]
+    assert "makespan against fifo's" in lines[4]
+
+
+def test_speedup_and_packet_figures(tmp_path):
+    from railbed.compare_plots import packet_ports, packet_rows, speedup, speedup_rows
+
+    a, b = _result(), _result()
+    b.makespan = 2e-3
+    assert speedup_rows({"fifo": a, "mine": b}) == [["fifo", 3e-3, 1.0], ["mine", 2e-3, pytest.approx(1.5)]]
+    assert (
+        speedup({"fifo": a, "mine": b}, tmp_path / "speedup").exists() and speedup({"fifo": a}, tmp_path / "x") is None
+    )
+    assert packet_ports(a, tmp_path / "p") is None  # a fluid run: no ports
+    a.packet = {"drops": 7, "ports": {
+        "rail0:rail0-eth1": {"packets": 10, "drops": 0, "marks": 0, "queue_peak_packets": 3, "queue_peak_bytes": 4500},
+        "h0:h0-eth0": {"packets": 20, "drops": 7, "marks": 1, "queue_peak_packets": 9, "queue_peak_bytes": 13500},
+    }}  # fmt: skip
+    assert [row[0] for row in packet_rows(a)] == ["h0:h0-eth0", "rail0:rail0-eth1"]
+    assert packet_ports(a, tmp_path / "p").exists()
+
+
+def test_a_cut_timeline_names_the_lanes_it_leaves_out(tmp_path):
+    r = RunResult("simulator", "j", "fifo", "c", makespan=1.0)
+    for s in range(60):
+        r.items[f"t{s}"] = ItemRecord(f"t{s}", "task", 0.0, 0.0, 1.0, server=s, device="gpu0")
+    rows, lanes = plots.timeline_rows(r)
+    assert lanes == 60 and plots._missing(r, {row[0] for row in rows}) == "12 lanes of h48-h59"
+    plots.timeline(r, tmp_path / "timeline")
