@@ -14,7 +14,9 @@ machine that produced it:
 ``packages``  versions of numba, numpy, pyroute2, mininet (and matplotlib,
               scapy, ray where installed)
 ``seeds``     every ``seed`` key of the scenario (railbed's generators and
-              the simulator are deterministic; a sweep adds its point's seed)
+              the simulator are deterministic; a sweep adds its point's seed),
+              and the defaults of the generator's and schedulers' ``seed``
+              arguments the scenario leaves out (``scenarios.catalog.default_seeds``)
 ``created``   UTC time
 """
 

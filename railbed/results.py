@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from railbed.jsonout import Pairs, write_json
+from railbed.topology import port_label
 from railbed.units import format_rate
 
 
@@ -190,8 +191,9 @@ class RunResult:
     def summary(self) -> str:
         """A short human summary: makespan, iterations, flow completion times, fidelity."""
         tcp = f", TCP {self.tcp}" if self.tcp else ""
+        scale = f"k = {self.scale:g}" if self.fidelity else "model time"  # only the emulator has k (and fidelity)
         lines = [
-            f"{self.backend} run of {self.job!r} under {self.scheduler} on {self.cluster} (k = {self.scale:g}{tcp})",
+            f"{self.backend} run of {self.job!r} under {self.scheduler} on {self.cluster} ({scale}{tcp})",
             f"  makespan        {fmt_time(self.makespan)}",
         ]
         if len(self.iterations) > 1:
@@ -206,8 +208,8 @@ class RunResult:
         if self.links:
             busiest = max(self.links.items(), key=lambda kv: kv[1].get("peak_util", 0.0))
             lines.append(
-                f"  busiest link    {busiest[0]}: peak {100 * busiest[1].get('peak_util', 0):.0f}% of "
-                f"{format_rate(busiest[1].get('rate', 0))}"
+                f"  peak link       {busiest[0]} ({port_label(busiest[0])}): highest peak, "
+                f"{100 * busiest[1].get('peak_util', 0):.0f}% of {format_rate(busiest[1].get('rate', 0))}"
             )
         from railbed.analysis import summary_lines
 

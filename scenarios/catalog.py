@@ -57,6 +57,32 @@ def _value(value) -> str:
     return repr(value)
 
 
+def default_seeds(scenario) -> dict[str, object]:
+    """The seeds a scenario's job generator and schedulers use without its naming them (their
+    ``seed`` argument's default), by the dotted path the file would give them (``job.args.seed``,
+    ``schedulers[1].args.seed``): provenance records them beside the seeds the file gives."""
+    from schedulers import REGISTRY
+    from workloads import GENERATORS
+
+    if not isinstance(scenario, dict):
+        return {}
+    out: dict[str, object] = {}
+    job = scenario.get("job")
+    pairs = []
+    if isinstance(job, dict) and job.get("generator") in GENERATORS:
+        pairs.append(("job.args", GENERATORS[job["generator"]], job.get("args")))
+    entries = scenario.get("schedulers")
+    for i, entry in enumerate(entries if isinstance(entries, list) else [entries]):
+        name, args = (entry, {}) if isinstance(entry, str) else (entry.get("name"), entry.get("args"))
+        if name in REGISTRY:
+            pairs.append((f"schedulers[{i}].args", REGISTRY[name].__init__, args))
+    for where, func, args in pairs:
+        seed = inspect.signature(func).parameters.get("seed")
+        if seed is not None and seed.default is not seed.empty and "seed" not in (args or {}):
+            out[f"{where}.seed"] = seed.default
+    return out
+
+
 def generators() -> list[Entry]:
     from workloads import GENERATORS
 

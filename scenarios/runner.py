@@ -552,7 +552,9 @@ def write_figures(out_dir: Path, echo: Callable[[str], None] = print, have: dict
 def _finish(
     sc: Scenario, out_dir: Path, scale: dict, plots: bool, echo: Callable[[str], None], have: dict | None = None
 ) -> None:
-    provenance.write(out_dir, scale=scale, scenario=sc.source)
+    from scenarios.catalog import default_seeds
+
+    provenance.write(out_dir, scale=scale, scenario=sc.source, extra_seeds=default_seeds(sc.source))
     if plots and sc.results == "all":
         write_figures(out_dir, echo, have)
     elif plots and sc.results == "flows":
