@@ -183,6 +183,22 @@ def _output_switches(args: argparse.Namespace, sc) -> None:
         sc.analysis = args.analysis == "on"
     if getattr(args, "results", None) is not None:
         sc.results = args.results
+    if getattr(args, "load", None):
+        _narrow_loads(args.load, sc)
+
+
+def _narrow_loads(wanted: list[float], sc) -> None:
+    """``--load X`` (repeatable): only these of an offered-load scenario's ``loads``."""
+    if not sc.loads:
+        raise SpecError("--load", "the scenario has no loads: (an offered-load sweep) to choose from")
+    for x in wanted:
+        if x not in sc.loads:
+            raise SpecError(
+                "--load", f"{x:g} is not one of the scenario's loads ({', '.join(f'{v:g}' for v in sc.loads)})"
+            )
+    kept = [(x, job) for x, job in zip(sc.loads, sc.jobs or []) if x in wanted]
+    sc.loads, sc.jobs = [x for x, _ in kept], [job for _, job in kept]
+    sc.job = sc.jobs[0]
 
 
 def _scenario_and_out(args: argparse.Namespace, kind: str = "", arrays: bool = False):
@@ -310,7 +326,9 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     sweep = Sweep.load(args.sweep)
     out = Path(args.out or f"results/sweep-{sweep.name}")
     limit = args.max_points or MAX_POINTS
-    rows = run_sweep(sweep, out, echo=_say, address=args.address, cpus=args.cpus, max_points=limit)
+    rows = run_sweep(
+        sweep, out, echo=_say, address=args.address, cpus=args.cpus, max_points=limit, use_ray=args.ray, only=args.only
+    )
     return 0 if all(r["status"] == "ok" for r in rows) else 1
 
 
@@ -405,6 +423,7 @@ def build_parser() -> argparse.ArgumentParser:
         c.add_argument("--tcp", default=None, help=f"override the scenario's TCP congestion control ({tcps})")
         c.add_argument("--no-plots", action="store_true", help="do not write figures/, trace.json and the CSVs")
         c.add_argument("--strict", action="store_true", help=STRICT_HELP)
+        c.add_argument("--load", type=float, action="append", default=None, help="only this of the scenario's loads")
         c.add_argument("--analysis", choices=["on", "off"], default=None, help="each run's analysis (default on)")
         c.add_argument(
             "--results",
@@ -451,12 +470,18 @@ def build_parser() -> argparse.ArgumentParser:
     ex.add_argument("results_dir")
     ex.set_defaults(func=cmd_export)
 
-    sw = sub.add_parser("sweep", help="a scenario over a grid of settings, on Ray (resumes; see scenarios/sweep.py)")
+    sw = sub.add_parser(
+        "sweep", help="a scenario over a grid of settings, here or on Ray (resumes; see scenarios/sweep.py)"
+    )
     sw.add_argument("sweep", help="sweep YAML")
     sw.add_argument("--out", default=None, help="results directory (default results/sweep-<name>); re-run resumes")
     sw.add_argument("--address", default=None, help="Ray cluster address (default: RAY_ADDRESS, else local)")
-    sw.add_argument("--cpus", type=int, default=None, help="CPUs of the local Ray instance (default: all)")
+    sw.add_argument("--cpus", type=int, default=None, help="points at once on this machine (default: all CPUs)")
     sw.add_argument("--max-points", type=_count_arg, default=None, help="allow grids of up to N points (default 1000)")
+    sw.add_argument("--ray", action="store_true", help="run the points on a local Ray instance (default: processes)")
+    sw.add_argument(
+        "--only", action="append", default=None, metavar="TEXT", help="only the points whose id has TEXT (repeatable)"
+    )
     sw.set_defaults(func=cmd_sweep)
 
     from scenarios.reproduce import PAPERS

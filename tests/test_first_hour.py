@@ -8,6 +8,7 @@ import pytest
 
 from railbed import metrics, plots
 from railbed.cli import main
+from railbed.errors import SpecError
 from railbed.results import ItemRecord, RunResult
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -391,3 +392,40 @@ def test_readme_lists_every_scheduler_and_standard_figure():
     doc = plots.__doc__ + compare_plots.__doc__
     figures = {w.strip("`") for w in doc.split() if w.startswith("``") and w.endswith(".png``")}
     assert len(figures) >= 12 and [f for f in figures if f"`{f}`" not in text] == []
+
+
+# ------------------------------------------------------------ local sweeps
+def test_a_local_sweep_runs_without_ray_and_only_narrows_it(tmp_path, monkeypatch):
+    from scenarios import sweep as sweep_module
+    from scenarios.sweep import Sweep, run_sweep
+
+    monkeypatch.setattr(sweep_module, "start_ray", lambda *a, **k: pytest.fail("Ray started for a local sweep"))
+    data = {
+        "name": "t",
+        "scenario": str(ROOT / "examples" / "scenarios" / "crosscheck-small.yaml"),
+        "axes": {"rate": ["50Gbit", "100Gbit"], "job.args.gradient": ["1MB", "2MB"]},
+        "metrics": ["makespan"],
+    }
+    sw = Sweep.from_dict(data, ROOT)
+    lines = []
+    rows = run_sweep(sw, tmp_path / "a", echo=lines.append, cpus=2, only=["rate=50Gbit"])
+    assert {r["rate"] for r in rows} == {"50Gbit"} and len(rows) == 2 * 2  # 2 points x 2 schedulers
+    assert all(r["status"] == "ok" for r in rows) and "on this machine" in lines[0]
+    rows1 = run_sweep(sw, tmp_path / "b", echo=lines.append, cpus=1, only=["rate=50Gbit", "gradient=1MB"])
+    assert len(rows1) == 2 and rows1[0]["makespan"] in [r["makespan"] for r in rows]  # in-process: the same
+    with pytest.raises(SpecError, match="--only"):
+        run_sweep(sw, tmp_path / "c", echo=lines.append, only=["rate=7Gbit"])
+
+
+def test_load_narrows_an_offered_load_scenario(tmp_path, capsys):
+    path = tmp_path / "loads.yaml"
+    cluster = ROOT / "scenarios" / "leo" / "cluster-f-nic-off-path.yaml"
+    path.write_text(
+        f"name: kv\ncluster: {cluster}\njob: {{generator: requests, args: {{preset: kvs-c, requests: 30}}}}\n"
+        "loads: [1e5, 2e5, 4e5]\nschedulers: [fifo]\n"
+    )
+    out = tmp_path / "o"
+    assert main(["simulate", str(path), "--out", str(out), "--load", "2e5", "--results", "summary"]) == 0
+    assert sorted(p.name for p in out.iterdir() if p.is_dir()) == ["fifo@200000"]
+    assert main(["simulate", str(path), "--out", str(tmp_path / "x"), "--load", "3e5"]) == 2
+    assert "--load: 300000 is not one of the scenario's loads (100000, 200000, 400000)" in capsys.readouterr().err
