@@ -126,12 +126,14 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 def version() -> str:
     """``railbed --version``: the package's version and the code's git commit (``dirty``: uncommitted changes)."""
-    from railbed.provenance import code_version
+    from railbed.provenance import code_version, shadowed_packages
 
     code = code_version()
     commit = code.get("commit")
     where = f" (commit {commit[:12]}{', dirty' if code.get('dirty') else ''})" if commit else ""
-    return f"railbed {code.get('version') or 'unknown'}{where}"
+    lines = [f"railbed {code.get('version') or 'unknown'}{where}"]
+    lines += [f"warning: {n} imports from {at}, not railbed's (rename yours)" for n, at in shadowed_packages().items()]
+    return "\n".join(lines)
 
 
 def cmd_doctor(_args: argparse.Namespace) -> int:

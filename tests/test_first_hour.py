@@ -429,3 +429,18 @@ def test_load_narrows_an_offered_load_scenario(tmp_path, capsys):
     assert sorted(p.name for p in out.iterdir() if p.is_dir()) == ["fifo@200000"]
     assert main(["simulate", str(path), "--out", str(tmp_path / "x"), "--load", "3e5"]) == 2
     assert "--load: 300000 is not one of the scenario's loads (100000, 200000, 400000)" in capsys.readouterr().err
+
+
+def test_a_users_module_shadowing_a_railbed_package_is_named(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    (tmp_path / "workloads.py").write_text("x = 1\n")  # a notebook's own workloads.py
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    code = "from railbed.cli import version; print(version())"
+    out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True)
+    lines = out.stdout.splitlines()
+    assert lines[0].startswith("railbed ") and lines[1:] == [
+        f"warning: workloads imports from {tmp_path / 'workloads.py'}, not railbed's (rename yours)"
+    ], out
