@@ -416,7 +416,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     def scenario_command(name: str, help_: str, func, kind: str = "", scale: bool = True):
         c = sub.add_parser(name, help=help_)
-        c.add_argument("scenario", help="scenario YAML (see scenarios/runner.py)")
+        c.add_argument(
+            "scenario",
+            help="scenario YAML: cluster, job {generator, args}, schedulers (README 'Scenario files'; "
+            "railbed list: the generators and schedulers with their arguments; railbed check: a dry run)",
+        )
         c.add_argument("--out", default=None, help=f"results directory (default results/<name>{kind}-<time>)")
         if scale:
             c.add_argument("--scale", type=_scale_arg, default=None, help="override the scenario's k")

@@ -4,6 +4,9 @@ each with its CSV, drawn from the rows of the CSV:
 ``speedup.png``         each run's makespan against the first run's (the baseline): bars from
                         1x to the run's speedup (baseline makespan / the run's), labelled with
                         the makespan; written when a directory has two runs or more
+``sweep-<metric>.png``  a sweep's first metric against its first axis with several values, one
+                        line per run and per value of the other varying axes (``railbed sweep``
+                        writes it beside ``sweep.csv``)
 ``packet-<run>.png``    a packet-level run's ports (``RunResult.packet``, ``simulator/packet``):
                         drops and queue peaks of the :data:`PORTS` ports with the most drops
                         (then the highest peaks); written when the result has them
@@ -91,3 +94,52 @@ def packet_ports(result: RunResult, base: Path, name: str = "") -> Path | None:
     total = (result.packet or {}).get("drops", sum(row[2] for row in rows))
     title = f"ports: {name or result.scheduler}, {result.backend} ({total} drops in all; top {len(rows)} ports)"
     return draw_packet(rows, base.with_suffix(".png"), title)
+
+
+SWEEP_LINES = 12
+
+
+def sweep_rows(table: list[dict], axes: list[str], metric: str) -> Rows:
+    """From a sweep's table (``scenarios.sweep.table_rows``: a dict per point and run): ``[series, x
+    label, x position, value]`` of the points that ran, x the first axis with several values (in
+    the order the sweep lists them), a series per run and per value of the other varying axes."""
+    ok = [r for r in table if r.get("status") == "ok" and r.get(metric) is not None]
+    varying = [a for a in axes if len({str(r.get(a)) for r in ok}) > 1]
+    if not varying:
+        return []
+    x, rest = varying[0], varying[1:]
+    order = list(dict.fromkeys(str(r.get(x)) for r in table))
+    rows = []
+    for r in ok:
+        series = ", ".join([str(r.get("run"))] + [f"{a.split('.')[-1]}={r.get(a)}" for a in rest])
+        rows.append([series, str(r.get(x)), order.index(str(r.get(x))), float(r[metric])])
+    return sorted(rows, key=lambda row: (row[0], row[2]))
+
+
+def draw_sweep(rows: Rows, png: Path, axis: str, metric: str) -> Path:
+    fig, ax = new_figure()
+    timed = metric not in ("flows", "bytes", "remote_bytes", "fidelity_ok") and not metric.endswith("throughput")
+    unit, factor = time_unit(max((row[3] for row in rows), default=1.0)) if timed else ("", 1.0)
+    series = list(dict.fromkeys(row[0] for row in rows))
+    for i, name in enumerate(series[:SWEEP_LINES]):
+        mine = [row for row in rows if row[0] == name]
+        ax.plot([row[2] for row in mine], [row[3] * factor for row in mine], "o-", color=f"C{i % 10}", label=name)
+    ticks = sorted({(row[2], row[1]) for row in rows})
+    ax.set_xticks([t for t, _ in ticks], [label for _, label in ticks], fontsize=8)
+    ax.set_xlabel(axis)
+    ax.set_ylabel(f"{metric} ({unit}, model)" if timed else metric)
+    more = f" (first {SWEEP_LINES} of {len(series)} lines)" if len(series) > SWEEP_LINES else ""
+    ax.set_title(f"{metric} against {axis}{more}", fontsize=10)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7)
+    return save_figure(fig, png)
+
+
+def sweep_figure(table: list[dict], axes: list[str], metric: str, base: Path) -> Path | None:
+    """``sweep-<metric>.png`` and its CSV, or None when no axis varies among the points that ran."""
+    rows = sweep_rows(table, axes, metric)
+    if not rows:
+        return None
+    axis = next(a for a in axes if len({str(r.get(a)) for r in table if r.get("status") == "ok"}) > 1)
+    write_csv(base.with_suffix(".csv"), ["series", axis, "position", metric], rows)
+    return draw_sweep(rows, base.with_suffix(".png"), axis, metric)

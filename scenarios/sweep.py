@@ -501,6 +501,7 @@ def run_sweep(
         if ray is not None:
             ray.shutdown()
     rows = write_table(sweep, out, [r for r in records.values() if r is not None])
+    _sweep_figure(sweep, out, rows, echo)
     failed = [pid for pid, r in records.items() if r is not None and r["status"] != "ok"]
     echo(f"{n - len(failed)} of {n} points ok; table in {out / 'sweep.csv'}")
     for pid in failed:
@@ -560,6 +561,21 @@ def run_local(sweep, out, todo, records, echo, cpus: int | None) -> None:
 def _interrupted(records: dict, echo) -> None:
     echo(f"sweep interrupted: {sum(1 for r in records.values() if r)} of {len(records)} points saved; "
          "run the same command again to resume")  # fmt: skip
+
+
+def _sweep_figure(sweep: Sweep, out: Path, rows: list[dict], echo) -> None:
+    """``sweep-<metric>.png`` of the first metric (``railbed.compare_plots.sweep_figure``); a failure
+    is said, not raised: the table is written."""
+    from railbed.compare_plots import sweep_figure
+
+    metric = sweep.metrics[0] if sweep.metrics else "makespan"
+    try:
+        png = sweep_figure(rows, list(sweep.axes), metric, out / f"sweep-{metric}")
+    except Exception as exc:  # noqa: BLE001 - the sweep's results are saved
+        echo(f"the sweep's figure failed ({type(exc).__name__}: {exc})")
+        return
+    if png is not None:
+        echo(f"figure: {png}")
 
 
 def run_points(ray, sweep, out, todo, records, echo) -> None:

@@ -444,3 +444,21 @@ def test_a_users_module_shadowing_a_railbed_package_is_named(tmp_path):
     assert lines[0].startswith("railbed ") and lines[1:] == [
         f"warning: workloads imports from {tmp_path / 'workloads.py'}, not railbed's (rename yours)"
     ], out
+
+
+def test_a_sweep_figure_per_run_and_other_axes(tmp_path):
+    from railbed.compare_plots import sweep_figure, sweep_rows
+
+    table = [
+        {"point": f"p{r}{g}", "status": "ok", "rate": r, "job.args.gradient": g, "seed": 1, "run": run, "makespan": m}
+        for (r, g, run, m) in [("50Gbit", "1MB", "fifo", 2.0), ("100Gbit", "1MB", "fifo", 1.0),
+                               ("50Gbit", "2MB", "fifo", 4.0), ("100Gbit", "2MB", "fifo", 2.0)]
+    ]  # fmt: skip
+    table.append({"point": "bad", "status": "error", "rate": "25Gbit", "job.args.gradient": "1MB", "makespan": None})
+    rows = sweep_rows(table, ["rate", "job.args.gradient", "seed"], "makespan")
+    assert rows == [
+        ["fifo, gradient=1MB", "50Gbit", 0, 2.0], ["fifo, gradient=1MB", "100Gbit", 1, 1.0],
+        ["fifo, gradient=2MB", "50Gbit", 0, 4.0], ["fifo, gradient=2MB", "100Gbit", 1, 2.0],
+    ]  # fmt: skip
+    assert sweep_figure(table, ["rate", "job.args.gradient", "seed"], "makespan", tmp_path / "s").exists()
+    assert sweep_rows(table[:1], ["rate"], "makespan") == []  # nothing varies
