@@ -58,6 +58,7 @@ from railbed.results import RunResult
 
 Rows = list[list]
 MAX_LANES = 48
+TIMELINE_EDGES = 2000  # bars up to which a timeline's bars get white edges
 BUSIEST_LINKS = 6
 DPI = 100
 
@@ -169,11 +170,19 @@ def draw_timeline(rows: Rows, png: Path, title: str) -> Path:
     fig, ax = new_figure(9.0, 1.2 + 0.28 * max(1, len(lanes)))
     keys = sorted({row[5] for row in rows}, key=lambda k: (k != "task", k))
     colors = _colors(keys)
+    bars: dict[tuple[str, str], list] = {}
+    for row in rows:
+        bars.setdefault((row[5], row[0]), []).append((row[3] * factor, (row[4] - row[3]) * factor))
+    count = {k: sum(len(v) for (key, _), v in bars.items() if key == k) for k in keys}
+    # the most numerous class first, the rarer on top (EP's 20,000 flows hid DP and PP); white edges
+    # only while bars are few (at thousands a lane's edges painted it white)
+    edge = {"edgecolor": "white", "linewidth": 0.4} if len(rows) <= TIMELINE_EDGES else {"edgecolor": "none"}
+    y = {lane: i for i, lane in enumerate(lanes)}
+    for key in sorted(keys, key=lambda k: (k != "task", -count[k], k)):
+        for (k, lane), spans in bars.items():
+            if k == key:
+                ax.broken_barh(spans, (y[lane] - 0.4, 0.8), facecolors=colors[key], **edge)
     for key in keys:
-        for y, lane in enumerate(lanes):
-            bars = [(row[3] * factor, (row[4] - row[3]) * factor) for row in rows if row[0] == lane and row[5] == key]
-            if bars:
-                ax.broken_barh(bars, (y - 0.4, 0.8), facecolors=colors[key], edgecolor="white", linewidth=0.4)
         ax.bar(0, 0, color=colors[key], label=key)  # legend entry
     ax.set_yticks(range(len(lanes)), lanes, fontsize=7)
     ax.set_ylim(len(lanes) - 0.5, -0.5)

@@ -462,3 +462,17 @@ def test_a_sweep_figure_per_run_and_other_axes(tmp_path):
     ]  # fmt: skip
     assert sweep_figure(table, ["rate", "job.args.gradient", "seed"], "makespan", tmp_path / "s").exists()
     assert sweep_rows(table[:1], ["rate"], "makespan") == []  # nothing varies
+
+
+def test_timeline_draws_rare_classes_on_top(tmp_path, monkeypatch):
+    from matplotlib.axes import Axes
+
+    drawn = []
+    real = Axes.broken_barh
+    monkeypatch.setattr(Axes, "broken_barh", lambda ax, spans, y, **kw: drawn.append(kw) or real(ax, spans, y, **kw))
+    rows = [["h0 nic0", f"e{i}", "flow", i, i + 1, "EP", "", "EP", 1] for i in range(2500)]
+    rows += [["h0 nic0", "d", "flow", 3, 9, "DP", "", "DP", 1], ["h0 gpu0", "t", "task", 0, 1, "task", "", "", ""]]
+    plots.draw_timeline(rows, tmp_path / "t.png", "t")
+    order = [plots.category_color("EP") == kw["facecolors"] for kw in drawn]
+    assert drawn[0]["facecolors"] == plots.category_color("task") and order[1] and not order[2]  # EP under DP
+    assert all(kw["edgecolor"] == "none" for kw in drawn)  # no white edges over 2,500 bars
