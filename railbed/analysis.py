@@ -52,7 +52,7 @@ from railbed.job import Item, Job, Placement
 from railbed.results import ItemRecord, RunResult
 from railbed.scheduler import Scheduler
 from railbed.spec import ClusterSpec
-from railbed.topology import Topology
+from railbed.topology import Topology, port_label
 from railbed.units import wire_bytes
 
 STANDARD_TYPES = ("PP", "DP", "EP", "TP")
@@ -683,7 +683,8 @@ def summary_lines(analysis: Mapping) -> list[str]:
     if port:
         share = f" ({100 * port['share']:.1f}% of the makespan)" if port.get("share") is not None else ""
         tail = f": room {rm:.4g}x for a scheduler keeping placement, routes and bytes" if rm is not None else ""
-        lines.append(f"  busiest port    {port['port']} {fmt_time(port['seconds'])}{share}{tail}")
+        label = port_label(str(port["port"]))
+        lines.append(f"  busiest port    {port['port']} ({label}): busy {fmt_time(port['seconds'])}{share}{tail}")
     exposed = analysis.get("exposed_comm_fraction")
     cp = analysis.get("critical_path")
     if exposed is not None and cp:

@@ -20,12 +20,16 @@ from railbed import machine
 from railbed.backend import BACKENDS, TCP_CONGESTION, backend, parse_tcp
 from railbed.dispatch import RunStalled, SchedulerError
 from railbed.errors import EnvironmentProblem, Interrupted, RunFailed, SpecError
+from railbed.results import RESULT_LEVELS
 from railbed.spec import ClusterSpec
 from tc_policies.plan import POLICIES
 
 RUN_ERRORS = (RunFailed, RunStalled, SchedulerError)
 
 DEFAULT_DEMO_CLUSTER = Path(__file__).resolve().parent.parent / "examples" / "rail-4x4.yaml"
+
+
+STRICT_HELP = "a value that is almost surely a mistake (railbed/doubts.py: warned about) is an error (exit 2)"
 
 
 def _say(msg: str) -> None:
@@ -59,10 +63,24 @@ def _count_arg(value: str) -> int:
 
 
 def cmd_check(args: argparse.Namespace) -> int:
+    from railbed.safeload import load_yaml_file
+
+    doc = load_yaml_file(Path(args.cluster), str(args.cluster))
+    if isinstance(doc, dict) and {"job", "schedulers"} & set(doc):
+        return check_scenario(args)
+    from railbed.doubts import cluster_doubts, report
+
+    spec = ClusterSpec.load(args.cluster)
+    code = check_cluster(args, spec)
+    report(cluster_doubts(spec), args.strict)
+    return code
+
+
+def check_cluster(args: argparse.Namespace, spec: ClusterSpec) -> int:
+    """``railbed check cluster.yaml``: the cluster's summary, its cost and what this machine can emulate."""
     from railbed.topology import Topology, default_scale
     from railbed.units import RateScale
 
-    spec = ClusterSpec.load(args.cluster)
     topo = Topology(spec)
     _say(spec.summary())
     _say(
@@ -74,6 +92,48 @@ def cmd_check(args: argparse.Namespace) -> int:
     for field, reason in machine.problems(spec, topo, k):
         _say(f"  note: railbed run and up would refuse this cluster here: {field}: {reason}")
     return 0
+
+
+def check_scenario(args: argparse.Namespace) -> int:
+    """``railbed check scenario.yaml``: a dry run. The scenario read (cluster, job built, schedulers
+    made), every pre-flight check of its backend (pins, each scheduler's check and placement), its
+    doubtful values; nothing run, nothing written."""
+    from scenarios.runner import Scenario, preflight
+
+    sc = Scenario.load(args.cluster)
+    be = backend(sc.backend or "fluid", "backend")
+    args.scale = args.scale if args.scale is not None else sc.scale
+    check_cluster(args, sc.cluster)
+    job = f"{sc.job.name}: {len(sc.job.tasks)} tasks, {len(sc.job.flows)} flows" if sc.job else "built as arrays"
+    _say(f"job {job}; schedulers {', '.join(s.run_label for s in sc.schedulers)}; backend {be.name}")
+    if be.capabilities.needs_root and os.geteuid() != 0:
+        _say("  (not root: the checks of this machine's emulation are left to railbed run)")
+        be = None
+    preflight(sc, sc.schedulers, None, args.scale or sc.scale, be)
+    _warn_doubts(args, sc)
+    _say("dry run: every scheduler placed the job; nothing was run or written")
+    return 0
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    """``railbed list [KIND]``: generators, schedulers, backends, host models, with their arguments."""
+    from scenarios.catalog import listing
+
+    for line in listing(args.kind):
+        _say(line)
+    return 0
+
+
+def version() -> str:
+    """``railbed --version``: the package's version and the code's git commit (``dirty``: uncommitted changes)."""
+    from railbed.provenance import code_version, shadowed_packages
+
+    code = code_version()
+    commit = code.get("commit")
+    where = f" (commit {commit[:12]}{', dirty' if code.get('dirty') else ''})" if commit else ""
+    lines = [f"railbed {code.get('version') or 'unknown'}{where}"]
+    lines += [f"warning: {n} imports from {at}, not railbed's (rename yours)" for n, at in shadowed_packages().items()]
+    return "\n".join(lines)
 
 
 def cmd_doctor(_args: argparse.Namespace) -> int:
@@ -119,6 +179,30 @@ def cmd_clean(_args: argparse.Namespace) -> int:
     return 0
 
 
+def _output_switches(args: argparse.Namespace, sc) -> None:
+    """``--analysis on|off`` and ``--results summary|flows|all`` over the scenario's ``analysis`` and ``results``."""
+    if getattr(args, "analysis", None) is not None:
+        sc.analysis = args.analysis == "on"
+    if getattr(args, "results", None) is not None:
+        sc.results = args.results
+    if getattr(args, "load", None):
+        _narrow_loads(args.load, sc)
+
+
+def _narrow_loads(wanted: list[float], sc) -> None:
+    """``--load X`` (repeatable): only these of an offered-load scenario's ``loads``."""
+    if not sc.loads:
+        raise SpecError("--load", "the scenario has no loads: (an offered-load sweep) to choose from")
+    for x in wanted:
+        if x not in sc.loads:
+            raise SpecError(
+                "--load", f"{x:g} is not one of the scenario's loads ({', '.join(f'{v:g}' for v in sc.loads)})"
+            )
+    kept = [(x, job) for x, job in zip(sc.loads, sc.jobs or []) if x in wanted]
+    sc.loads, sc.jobs = [x for x, _ in kept], [job for _, job in kept]
+    sc.job = sc.jobs[0]
+
+
 def _scenario_and_out(args: argparse.Namespace, kind: str = "", arrays: bool = False):
     """The scenario file (validated) and its results directory (default results/<name>[-kind]-<time>).
     ``arrays``: a job too large for a Python Job is left to be built as arrays (backend fluid-rules)."""
@@ -127,14 +211,34 @@ def _scenario_and_out(args: argparse.Namespace, kind: str = "", arrays: bool = F
     sc = Scenario.load(args.scenario, arrays=arrays)
     if args.tcp is not None:
         sc.tcp = parse_tcp(args.tcp, "--tcp")
+    _output_switches(args, sc)
     return sc, Path(args.out or f"results/{sc.name}{kind}-{time.strftime('%Y%m%d-%H%M%S')}")
+
+
+def _warn_doubts(args: argparse.Namespace, sc) -> None:
+    """Values of the scenario that are almost surely mistakes, one warning each on stderr (railbed/doubts.py);
+    ``--strict``: the first is an error (exit 2), before anything runs."""
+    from railbed.doubts import report
+    from scenarios.doubts import scenario_doubts
+
+    report(scenario_doubts(sc), strict=getattr(args, "strict", False))
+
+
+def _warn_results(args: argparse.Namespace, sc, results) -> None:
+    """A makespan far beyond what the job's bytes and tasks imply (railbed/doubts.py), after the run
+    (its results are written); ``--strict``: exit 2."""
+    from railbed.doubts import report, result_doubts
+
+    report([d for r in results for d in result_doubts(r, sc.cluster, f"{r.scheduler}: makespan")], args.strict)
 
 
 def cmd_run(args: argparse.Namespace) -> int:
     from scenarios.runner import run_scenario
 
     sc, out = _scenario_and_out(args)
-    run_scenario(sc, out, echo=_say, scale=args.scale, schedulers=args.scheduler, plots=not args.no_plots)
+    _warn_doubts(args, sc)
+    results = run_scenario(sc, out, echo=_say, scale=args.scale, schedulers=args.scheduler, plots=not args.no_plots)
+    _warn_results(args, sc, results)
     return 0
 
 
@@ -169,7 +273,9 @@ def cmd_simulate(args: argparse.Namespace) -> int:
 
     be = _simulator(args)
     sc, out = _scenario_and_out(args, "-sim", arrays=be.capabilities.array_jobs)
-    simulate_scenario(sc, out, echo=_say, schedulers=args.scheduler, backend=be, plots=not args.no_plots)
+    _warn_doubts(args, sc)
+    results = simulate_scenario(sc, out, echo=_say, schedulers=args.scheduler, backend=be, plots=not args.no_plots)
+    _warn_results(args, sc, results)
     return 0
 
 
@@ -186,6 +292,7 @@ def cmd_crosscheck(args: argparse.Namespace) -> int:
 
     sides = _sides(args.backends)
     sc, out = _scenario_and_out(args, "-crosscheck")
+    _warn_doubts(args, sc)
     plots = not args.no_plots
     crosscheck_scenario(sc, out, echo=_say, scale=args.scale, schedulers=args.scheduler, plots=plots, sides=sides)
     return 0
@@ -221,7 +328,9 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     sweep = Sweep.load(args.sweep)
     out = Path(args.out or f"results/sweep-{sweep.name}")
     limit = args.max_points or MAX_POINTS
-    rows = run_sweep(sweep, out, echo=_say, address=args.address, cpus=args.cpus, max_points=limit)
+    rows = run_sweep(
+        sweep, out, echo=_say, address=args.address, cpus=args.cpus, max_points=limit, use_ray=args.ray, only=args.only
+    )
     return 0 if all(r["status"] == "ok" for r in rows) else 1
 
 
@@ -266,14 +375,33 @@ def cmd_demo(args: argparse.Namespace) -> int:
     return 0
 
 
+class _Version(argparse.Action):
+    """``--version``, its text made only when asked (it runs git)."""
+
+    def __init__(self, option_strings, dest, **kwargs):
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, **kwargs)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        _say(version())
+        parser.exit()
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="railbed", description="packet-level testbed for ML cluster networks")
+    p.add_argument("--version", action=_Version, help="the version and git commit of this code")
     sub = p.add_subparsers(dest="command", required=True)
 
-    c = sub.add_parser("check", help="validate a cluster YAML and print a summary (no root)")
-    c.add_argument("cluster")
+    c = sub.add_parser(
+        "check", help="validate a cluster or a scenario YAML (a dry run: job, schedulers, placement) (no root)"
+    )
+    c.add_argument("cluster", metavar="FILE", help="a cluster file, or a scenario file (it has job: and schedulers:)")
     c.add_argument("--scale", type=_scale_arg, default=None)
+    c.add_argument("--strict", action="store_true", help=STRICT_HELP)
     c.set_defaults(func=cmd_check)
+
+    ls = sub.add_parser("list", help="generators, schedulers, backends, host models: each with its arguments")
+    ls.add_argument("kind", nargs="?", default=None, choices=["generators", "schedulers", "backends", "hosts"])
+    ls.set_defaults(func=cmd_list)
 
     d = sub.add_parser("doctor", help="what this machine's kernel and tools can do")
     d.set_defaults(func=cmd_doctor)
@@ -288,7 +416,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     def scenario_command(name: str, help_: str, func, kind: str = "", scale: bool = True):
         c = sub.add_parser(name, help=help_)
-        c.add_argument("scenario", help="scenario YAML (see scenarios/runner.py)")
+        c.add_argument(
+            "scenario",
+            help="scenario YAML: cluster, job {generator, args}, schedulers (README 'Scenario files'; "
+            "railbed list: the generators and schedulers with their arguments; railbed check: a dry run)",
+        )
         c.add_argument("--out", default=None, help=f"results directory (default results/<name>{kind}-<time>)")
         if scale:
             c.add_argument("--scale", type=_scale_arg, default=None, help="override the scenario's k")
@@ -296,6 +428,16 @@ def build_parser() -> argparse.ArgumentParser:
         tcps = ", ".join(TCP_CONGESTION)
         c.add_argument("--tcp", default=None, help=f"override the scenario's TCP congestion control ({tcps})")
         c.add_argument("--no-plots", action="store_true", help="do not write figures/, trace.json and the CSVs")
+        c.add_argument("--strict", action="store_true", help=STRICT_HELP)
+        c.add_argument("--load", type=float, action="append", default=None, help="only this of the scenario's loads")
+        c.add_argument("--analysis", choices=["on", "off"], default=None, help="each run's analysis (default on)")
+        c.add_argument(
+            "--results",
+            choices=list(RESULT_LEVELS),
+            default=None,
+            help="summary: result.json without per-item records; flows: with them and the CSVs; all: also trace.json "
+            "and figures (default, or the scenario's); the size is said before large results are written",
+        )
         c.set_defaults(func=func)
         return c
 
@@ -334,12 +476,18 @@ def build_parser() -> argparse.ArgumentParser:
     ex.add_argument("results_dir")
     ex.set_defaults(func=cmd_export)
 
-    sw = sub.add_parser("sweep", help="a scenario over a grid of settings, on Ray (resumes; see scenarios/sweep.py)")
+    sw = sub.add_parser(
+        "sweep", help="a scenario over a grid of settings, here or on Ray (resumes; see scenarios/sweep.py)"
+    )
     sw.add_argument("sweep", help="sweep YAML")
     sw.add_argument("--out", default=None, help="results directory (default results/sweep-<name>); re-run resumes")
     sw.add_argument("--address", default=None, help="Ray cluster address (default: RAY_ADDRESS, else local)")
-    sw.add_argument("--cpus", type=int, default=None, help="CPUs of the local Ray instance (default: all)")
+    sw.add_argument("--cpus", type=int, default=None, help="points at once on this machine (default: all CPUs)")
     sw.add_argument("--max-points", type=_count_arg, default=None, help="allow grids of up to N points (default 1000)")
+    sw.add_argument("--ray", action="store_true", help="run the points on a local Ray instance (default: processes)")
+    sw.add_argument(
+        "--only", action="append", default=None, metavar="TEXT", help="only the points whose id has TEXT (repeatable)"
+    )
     sw.set_defaults(func=cmd_sweep)
 
     from scenarios.reproduce import PAPERS

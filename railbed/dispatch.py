@@ -88,6 +88,7 @@ from railbed.scheduler import (
     Scheduler,
     Split,
     SubFlow,
+    crowding_note,
 )
 from railbed.spec import ClusterSpec, Server
 from railbed.topology import Topology
@@ -236,6 +237,7 @@ class Dispatcher:
             placement = scheduler.place(public, cluster)
         check_placement(job, cluster, placement)
         self.placement = placement
+        crowding = crowding_note(job, placement, cluster)
         self.placed_scheduler: Scheduler | None = None
         self.snapshot_problem: str | None = None  # why there is no copy, when one was asked for
         if snapshot:
@@ -250,7 +252,7 @@ class Dispatcher:
         self.records = {i: self._record(it) for i, it in job.items.items()}
         self.view.records = DoneRecords(self.records, self.view.done)
         self.events: list[tuple[float, str, str]] = []
-        self.notes: list[str] = []
+        self.notes: list[str] = [f"placement: {crowding}"] if crowding else []
         self.progress_source: ProgressSource | None = None
         self._held: list[str] = []
         self._queues: dict[tuple[int, str], deque[str]] = {}

@@ -12,7 +12,11 @@
                 (utilisation in %) under a ``links`` process. Timestamps
                 are **model** microseconds (the trace format's unit).
 ``flows.csv``   one row per flow: ids, endpoints, size, DSCP, rate cap,
-                ready/start/end (model s), FCT, coflow attributes.
+                ready/start/end (model s), FCT, coflow attributes, the path
+                option and spine it took and its parent (a sub-flow). Columns
+                are named as ``result.json``'s fields (``server``: the
+                source server), times rounded to :data:`DIGITS` significant
+                digits (1 ns on a 1 s run), rates to whole bit/s.
 ``tasks.csv``   one row per task: server, device, ready/start/end, duration.
 ``links.csv``   per link and interval: t_start, t_end (model s), utilisation
                 (share of the configured rate), and the link's rate.
@@ -32,15 +36,24 @@ NIC_TID = 1000  # thread ids: devices count from 1, NICs from here
 LINKS_PID = 1_000_000
 
 FLOW_COLUMNS = [
-    "id", "src_server", "src_nic", "dst_server", "dst_nic", "size_bytes", "received_bytes", "dscp", "rate_bps",
+    "id", "server", "src_nic", "dst_server", "dst_nic", "size_bytes", "received_bytes", "dscp", "rate_bps",
     "ready_s", "start_s", "end_s", "fct_s", "iteration", "coflow", "coflow_type", "microbatch", "layer", "option",
+    "spine", "parent",
 ]  # fmt: skip
+DIGITS = 9  # significant digits of a time or a share in the CSVs (a float's repr has 17): 1 ns at 1 s
 TASK_COLUMNS = ["id", "server", "device", "ready_s", "start_s", "end_s", "duration_s", "iteration", "microbatch"]
 LINK_COLUMNS = ["link", "t_start_s", "t_end_s", "utilisation", "rate_bps"]
 
 
 def _blank(x: Any) -> Any:
-    return "" if x is None else x
+    """A cell: None empty, a float rounded to :data:`DIGITS` significant digits."""
+    if x is None:
+        return ""
+    return float(f"{x:.{DIGITS}g}") if isinstance(x, float) else x
+
+
+def _rate(x: Any) -> Any:
+    return "" if x is None else round(x) if isinstance(x, float) and x == x and abs(x) != float("inf") else x
 
 
 def flow_rows(result: RunResult) -> list[list]:
@@ -51,9 +64,10 @@ def flow_rows(result: RunResult) -> list[list]:
         a = r.attrs
         rows.append(
             [_blank(x) for x in (r.id, r.server, r.src_nic, r.dst_server, r.dst_nic, r.size, r.received, r.dscp)]
-            + [_blank(x) for x in (r.rate, r.ready, r.start, r.end, r.duration)]
+            + [_rate(r.rate)]
+            + [_blank(x) for x in (r.ready, r.start, r.end, r.duration)]
             + [_blank(a.get(k)) for k in ("iteration", "coflow", "coflow_type", "microbatch", "layer")]
-            + [_blank(r.option)]
+            + [_blank(x) for x in (r.option, r.spine, r.parent)]
         )
     return rows
 
@@ -69,7 +83,7 @@ def task_rows(result: RunResult) -> list[list]:
 
 def link_rows(result: RunResult) -> list[list]:
     return [
-        [name, a, b, u, result.links.get(name, {}).get("rate", "")]
+        [name, _blank(a), _blank(b), _blank(u), _rate(result.links.get(name, {}).get("rate"))]
         for name, series in sorted(result.link_series.items())
         for a, b, u in series
     ]
@@ -159,17 +173,18 @@ def write_trace(result: RunResult, path: Path) -> Path:
     return Path(path)
 
 
-def export_run(result: RunResult, run_dir: Path) -> list[Path]:
-    """``trace.json``, ``flows.csv``, ``tasks.csv`` and ``links.csv`` in ``run_dir``."""
-    return [write_trace(result, Path(run_dir) / "trace.json"), *write_csvs(result, run_dir)]
+def export_run(result: RunResult, run_dir: Path, trace: bool = True) -> list[Path]:
+    """``trace.json`` (unless not ``trace``), ``flows.csv``, ``tasks.csv`` and ``links.csv`` in ``run_dir``."""
+    traced = [write_trace(result, Path(run_dir) / "trace.json")] if trace else []
+    return [*traced, *write_csvs(result, run_dir)]
 
 
-def export_results(results_dir: Path, have: dict[str, RunResult] | None = None) -> list[Path]:
+def export_results(results_dir: Path, have: dict[str, RunResult] | None = None, trace: bool = True) -> list[Path]:
     """:func:`export_run` for every run of a results directory (``have``: results in memory,
     as :func:`railbed.plots.load_runs`)."""
     from railbed.plots import load_runs
 
     out = []
     for name, result in load_runs(Path(results_dir), have).items():
-        out += export_run(result, Path(results_dir) / name)
+        out += export_run(result, Path(results_dir) / name, trace)
     return out

@@ -130,7 +130,7 @@ def rate_problems(topo: Topology, scale: RateScale) -> list[tuple[str, str]]:
         out.append(
             (
                 "scale",
-                f"scale {scale.k:g} makes the slowest link {format_rate(slowest)} "
+                f"scale {scale.k:g} makes the slowest link (model {format_rate(slowest)}) "
                 f"{format_rate(scale.real_rate(slowest))} real, below "
                 f"{format_rate(MIN_REAL_LINK_RATE)}; use a smaller --scale",
             )
@@ -139,7 +139,7 @@ def rate_problems(topo: Topology, scale: RateScale) -> list[tuple[str, str]]:
         out.append(
             (
                 "scale",
-                f"scale {scale.k:g} makes the fastest link {format_rate(fastest)} "
+                f"scale {scale.k:g} makes the fastest link (model {format_rate(fastest)}) "
                 f"{format_rate(scale.real_rate(fastest))} real, above the "
                 f"{format_rate(MAX_REAL_LINK_RATE_SHAPED)} a shaper here can hold; use a larger --scale",
             )

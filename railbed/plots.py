@@ -23,9 +23,16 @@ RESULTS_DIR``), written to ``RESULTS_DIR/figures/``:
 ``links-<run>.png``      utilisation over time of the busiest links
                          (``RunResult.link_series``: tc counter samples or
                          the simulator's rates)
-``fct-cdf.png``          CDF of flow completion times, one line per run
+``fct-cdf.png``          CDF of the completion times of the flows between
+                         servers, one line per run (flows inside a server
+                         apart, dashed, when their host model timed them;
+                         left out and counted in the title when 0 s)
 ``cct-cdf.png``          CDF of coflow completion times (if any coflows)
-``iterations.png``       time of each iteration per run, as bars
+``iterations.png``       time of each iteration per run, points on an axis
+                         that fills with the values (1-3 % differences show)
+``speedup.png``          each run's makespan against the first run's, and
+``packet-<run>.png``     a packet-level run's drops and queue peaks per port
+                         (both in ``railbed/compare_plots.py``)
 ``crosscheck-fct.png``   emulated against simulated flow completion times
                          (a crosscheck directory)
 
@@ -58,6 +65,7 @@ from railbed.results import RunResult
 
 Rows = list[list]
 MAX_LANES = 48
+TIMELINE_EDGES = 2000  # bars up to which a timeline's bars get white edges
 BUSIEST_LINKS = 6
 DPI = 100
 
@@ -94,10 +102,29 @@ def save_figure(fig, png: Path) -> Path:
     return png
 
 
-def _colors(keys: Sequence[str]) -> dict[str, str]:
-    """Tasks grey; flow classes the tab10 colours in order."""
-    flows = [k for k in keys if k != "task"]
-    return {"task": "0.65"} | {k: f"C{i % 10}" for i, k in enumerate(flows)}
+# One colour per coflow type in every figure of every run (the timeline, the critical path, ...):
+# the types the generators write, fixed; any other type (or a DSCP class, ``--color-by dscp``) a
+# tab20b colour chosen by its name's CRC-32, so it too keeps its colour from figure to figure.
+COFLOW_COLORS = {
+    "DP": "C0", "PP": "C1", "EP": "C2", "TP": "C3", "graph-data": "C4", "gradient": "C5",
+    "parameter": "C6", "mini-batch": "C8", "probability": "C9",
+}  # fmt: skip
+GREYS = {"task": "0.5", "compute": "0.5", "other": "0.3"}  # compute (a timeline's tasks), untyped flows
+
+
+def category_color(key: str):
+    """The colour of a coflow type, compute, or a DSCP class (``DSCP 46``) in every figure."""
+    if key in GREYS or key in COFLOW_COLORS:
+        return GREYS.get(key) or COFLOW_COLORS[key]
+    import zlib
+
+    from matplotlib import colormaps
+
+    return colormaps["tab20b"](zlib.crc32(key.encode()) % 20)
+
+
+def _colors(keys: Sequence[str]) -> dict:
+    return {k: category_color(k) for k in keys}
 
 
 def safe_name(name: str) -> str:
@@ -150,11 +177,19 @@ def draw_timeline(rows: Rows, png: Path, title: str) -> Path:
     fig, ax = new_figure(9.0, 1.2 + 0.28 * max(1, len(lanes)))
     keys = sorted({row[5] for row in rows}, key=lambda k: (k != "task", k))
     colors = _colors(keys)
+    bars: dict[tuple[str, str], list] = {}
+    for row in rows:
+        bars.setdefault((row[5], row[0]), []).append((row[3] * factor, (row[4] - row[3]) * factor))
+    count = {k: sum(len(v) for (key, _), v in bars.items() if key == k) for k in keys}
+    # the most numerous class first, the rarer on top (EP's 20,000 flows hid DP and PP); white edges
+    # only while bars are few (at thousands a lane's edges painted it white)
+    edge = {"edgecolor": "white", "linewidth": 0.4} if len(rows) <= TIMELINE_EDGES else {"edgecolor": "none"}
+    y = {lane: i for i, lane in enumerate(lanes)}
+    for key in sorted(keys, key=lambda k: (k != "task", -count[k], k)):
+        for (k, lane), spans in bars.items():
+            if k == key:
+                ax.broken_barh(spans, (y[lane] - 0.4, 0.8), facecolors=colors[key], **edge)
     for key in keys:
-        for y, lane in enumerate(lanes):
-            bars = [(row[3] * factor, (row[4] - row[3]) * factor) for row in rows if row[0] == lane and row[5] == key]
-            if bars:
-                ax.broken_barh(bars, (y - 0.4, 0.8), facecolors=colors[key], edgecolor="white", linewidth=0.4)
         ax.bar(0, 0, color=colors[key], label=key)  # legend entry
     ax.set_yticks(range(len(lanes)), lanes, fontsize=7)
     ax.set_ylim(len(lanes) - 0.5, -0.5)
@@ -169,7 +204,9 @@ def timeline(result: RunResult, base: Path, name: str = "", color_by: str = "cof
     rows, nlanes = timeline_rows(result, color_by)
     write_csv(base.with_suffix(".csv"), TIMELINE_HEADER, rows)
     shown = len({row[0] for row in rows})
-    more = f" (first {shown} of {nlanes} lanes)" if shown < nlanes else ""
+    more = ""
+    if shown < nlanes:
+        more = f" (first {shown} of {nlanes} lanes; {_missing(result, {row[0] for row in rows})} not shown)"
     return draw_timeline(
         rows, base.with_suffix(".png"), f"timeline: {name or result.scheduler}, {result.backend}{more}"
     )
@@ -234,6 +271,26 @@ def job_figures(runs: dict[str, RunResult], out: Path) -> list[Path | None]:
             draw_cdf(cdf, out / "jct-cdf.png", "job completion time", "job completion times")]  # fmt: skip
 
 
+def _missing(result: RunResult, shown: set[str]) -> str:
+    """The lanes a cut timeline leaves out, by server: ``h12-h15`` (or ``h3 nic2, ...`` within one)."""
+    gone = {}
+    for r in result.items.values():
+        if r.start is not None and r.end is not None and r.server is not None:
+            key, name = _lane(r)
+            if name not in shown:
+                gone[key] = name
+    servers = sorted({k[0] for k in gone})
+    if len(servers) == 1:
+        names = [gone[k] for k in sorted(gone)]
+        return ", ".join(names[:4]) + (f" and {len(names) - 4} more" if len(names) > 4 else "")
+    runs, start = [], servers[0]
+    for a, b in zip(servers, servers[1:] + [None]):
+        if b != a + 1:
+            runs.append(f"h{start}" if start == a else f"h{start}-h{a}")
+            start = b
+    return f"{len(gone)} lanes of " + ", ".join(runs[:4]) + (" ..." if len(runs) > 4 else "")
+
+
 # ----------------------------------------------------------- critical path
 CRITICAL_HEADER = ["lane", "id", "kind", "start_s", "end_s", "on_path", "category"]
 
@@ -270,7 +327,7 @@ def draw_critical(rows: Rows, png: Path, title: str) -> Path:
         if not row[5]:
             ax.broken_barh([(row[3] * factor, (row[4] - row[3]) * factor)], (y[row[0]] - 0.4, 0.8), facecolors="0.88")
     cats = list(dict.fromkeys(row[6] for row in rows if row[5]))
-    colors = {"compute": "0.45"} | {c: f"C{i % 10}" for i, c in enumerate(x for x in cats if x != "compute")}
+    colors = _colors(cats)
     path = [row for row in rows if row[5]]
     for row in path:
         ax.broken_barh([(row[3] * factor, (row[4] - row[3]) * factor)], (y[row[0]] - 0.4, 0.8),
@@ -359,7 +416,8 @@ def draw_cdf(rows: Rows, png: Path, what: str, title: str) -> Path:
     for run in dict.fromkeys(row[0] for row in rows):
         xs = [row[1] * factor for row in rows if row[0] == run]
         ys = [row[2] for row in rows if row[0] == run]
-        ax.step(xs, ys, where="post", label=run)
+        local = any(len(row) > 3 and row[3] == "local" for row in rows if row[0] == run)
+        ax.step(xs, ys, where="post", label=run, linestyle="--" if local else "-")
     positive = [row[1] for row in rows if row[1] > 0]
     if positive and max(positive) / min(positive) > 100:
         ax.set_xscale("log")
@@ -372,10 +430,27 @@ def draw_cdf(rows: Rows, png: Path, what: str, title: str) -> Path:
     return save_figure(fig, png)
 
 
+def fct_rows(runs: dict[str, RunResult]) -> Rows:
+    """:func:`cdf_rows` of the flows between servers (run ``<run>``) and, apart, of those inside
+    one server (run ``<run> (in server)``), each with its scope (``network``, ``local``) last.
+    Same-server flows that all took 0 s (no host model) are left out of the rows: a step at 0
+    would hide the network's flows, and the title counts them instead."""
+    rows = []
+    for n, r in runs.items():
+        rows += [row + ["network"] for row in cdf_rows({n: list(r.flow_completion_times("network").values())})]
+        local = list(r.flow_completion_times("local").values())
+        if any(v > 0 for v in local):
+            rows += [row + ["local"] for row in cdf_rows({f"{n} (in server)": local})]
+    return rows
+
+
 def fct_cdf(runs: dict[str, RunResult], base: Path) -> Path:
-    rows = cdf_rows({n: list(r.flow_completion_times().values()) for n, r in runs.items()})
-    write_csv(base.with_suffix(".csv"), ["run", "fct_s", "cdf"], rows)
-    return draw_cdf(rows, base.with_suffix(".png"), "flow completion time", "flow completion times")
+    rows = fct_rows(runs)
+    write_csv(base.with_suffix(".csv"), ["run", "fct_s", "cdf", "scope"], rows)
+    free = sum(1 for r in runs.values() for v in r.flow_completion_times("local").values() if v == 0)
+    left = f"; {free} same-server flows of 0 s (no host model) left out" if free else ""
+    title = f"flow completion times: flows between servers{left}"
+    return draw_cdf(rows, base.with_suffix(".png"), "flow completion time", title)
 
 
 def cct_cdf(runs: dict[str, RunResult], base: Path) -> Path | None:
@@ -392,16 +467,32 @@ def iteration_rows(runs: dict[str, RunResult]) -> Rows:
     return [[n, it, t] for n, r in runs.items() for it, t in sorted(iteration_times(r).items())]
 
 
+def iteration_limits(rows: Rows) -> tuple[float, float]:
+    """The y range of ``iterations.png`` (s): the values with 15 % of their spread around them
+    (at least 0.5 % of the largest), so differences of 1-3 % between runs fill the axis; from 0
+    only when the spread is over half the largest (then a range from 0 hides nothing)."""
+    values = [row[2] for row in rows] or [1.0]
+    lo, hi = min(values), max(values)
+    if hi - lo > 0.5 * hi:
+        return 0.0, 1.05 * hi
+    pad = max(0.15 * (hi - lo), 0.005 * hi)
+    return lo - pad, hi + pad
+
+
 def draw_iterations(rows: Rows, png: Path) -> Path:
+    """Points joined per run (bars from a cut axis would lie about their ratios), the first run the
+    baseline: the legend gives each other run's mean against it."""
     fig, ax = new_figure()
     runs = list(dict.fromkeys(row[0] for row in rows))
     its = sorted({row[1] for row in rows})
     unit, factor = time_unit(max((row[2] for row in rows), default=1.0))
-    width = 0.8 / max(1, len(runs))
+    mean = {run: sum(r[2] for r in rows if r[0] == run) / max(1, sum(1 for r in rows if r[0] == run)) for run in runs}
     for i, run in enumerate(runs):
-        got = {row[1]: row[2] for row in rows if row[0] == run}
-        xs = [j + (i - (len(runs) - 1) / 2) * width for j, it in enumerate(its) if it in got]
-        ax.bar(xs, [got[it] * factor for it in its if it in got], width, label=run)
+        got = sorted((its.index(row[1]), row[2] * factor) for row in rows if row[0] == run)
+        vs = f" ({100 * (mean[run] / mean[runs[0]] - 1):+.1f} % vs {runs[0]})" if i and mean[runs[0]] > 0 else ""
+        ax.plot([x for x, _ in got], [y for _, y in got], "o-", color=f"C{i % 10}", label=f"{run}{vs}")
+    lo, hi = iteration_limits(rows)
+    ax.set_ylim(lo * factor, hi * factor)
     ax.set_xticks(range(len(its)), [str(it) for it in its])
     ax.set_xlabel("iteration")
     ax.set_ylabel(f"iteration time ({unit}, model)")
@@ -595,6 +686,8 @@ def plot_results(
 ) -> list[Path]:
     """Write the standard figures (module docstring) of a results directory; return the PNGs.
     ``have``: results in memory, as :func:`load_runs`."""
+    from railbed.compare_plots import packet_ports, speedup
+
     results_dir = Path(results_dir)
     runs = load_runs(results_dir, have)
     out = results_dir / "figures"
@@ -609,6 +702,7 @@ def plot_results(
         made.append(overlap_heatmap(result, out / f"overlap-{safe_name(name)}", name))
         made.append(link_utilisation(result, out / f"links-{safe_name(name)}", name))
         made.append(job_timeline(result, out / f"timeline-jobs-{safe_name(name)}", name))
+        made.append(packet_ports(result, out / f"packet-{safe_name(name)}", name))
     if swept:
         made += load_figures(swept, out)
     if runs:
@@ -616,6 +710,7 @@ def plot_results(
         made.append(cct_cdf(runs, out / "cct-cdf"))
         made.append(iterations(runs, out / "iterations"))
         made += job_figures(runs, out)
+        made.append(speedup({n: r for n, r in runs.items() if n not in swept}, out / "speedup"))
     if (results_dir / "crosscheck.json").exists():
         made.append(crosscheck_scatter(results_dir / "crosscheck.json", out / "crosscheck-fct"))
     return [p for p in made if p is not None]

@@ -14,7 +14,9 @@ machine that produced it:
 ``packages``  versions of numba, numpy, pyroute2, mininet (and matplotlib,
               scapy, ray where installed)
 ``seeds``     every ``seed`` key of the scenario (railbed's generators and
-              the simulator are deterministic; a sweep adds its point's seed)
+              the simulator are deterministic; a sweep adds its point's seed),
+              and the defaults of the generator's and schedulers' ``seed``
+              arguments the scenario leaves out (``scenarios.catalog.default_seeds``)
 ``created``   UTC time
 """
 
@@ -55,6 +57,26 @@ def code_version() -> dict[str, Any]:
         "dirty": bool(status) if status is not None else None,
         "path": str(REPO),
     }
+
+
+# railbed's other top-level import names (setup.cfg's packages): generic enough that a user's own
+# module of the same name, earlier on sys.path (a notebook's folder), would be imported instead
+TOP_LEVEL = ("emulator", "hwmodels", "scenarios", "schedulers", "simulator", "tc_policies", "workloads")
+
+
+def shadowed_packages() -> dict[str, str]:
+    """Name -> where Python would import it from, for each of :data:`TOP_LEVEL` found outside this
+    code's tree (``importlib.util.find_spec``: nothing is imported)."""
+    from importlib.util import find_spec
+
+    out = {}
+    for name in TOP_LEVEL:
+        spec = find_spec(name)
+        origin = spec.origin if spec is not None else None
+        where = Path(origin).resolve() if origin else None
+        if where is None or REPO not in where.parents:
+            out[name] = str(where) if where else "nowhere (not found)"
+    return out
 
 
 def package_versions() -> dict[str, str | None]:

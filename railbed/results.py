@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from railbed.jsonout import Pairs, write_json
+from railbed.topology import port_label
 from railbed.units import format_rate
 
 
@@ -90,6 +91,16 @@ def _json_default(value: Any) -> Any:
     raise TypeError(f"{type(value).__name__} is not JSON serialisable")
 
 
+def crosses_network(r: ItemRecord) -> bool:
+    """A flow between two servers (or one not placed): it crosses the network. A flow inside one
+    server crosses none: it takes its host model's time, 0 s without one (``intra_host``)."""
+    return r.server is None or r.dst_server is None or r.server != r.dst_server
+
+
+# which flows a statistic counts: all, those between servers (True), those inside one server (False)
+FLOW_SCOPES: dict[str, bool | None] = {"all": None, "network": True, "local": False}
+
+
 @dataclass
 class RunResult:
     backend: str  # "emulator" | "simulator"
@@ -113,9 +124,16 @@ class RunResult:
     jobs: dict[str, Any] = field(default_factory=dict)  # several jobs: per job and cluster (railbed.jobmetrics)
 
     # ----------------------------------------------------------- derived
-    def flow_completion_times(self) -> dict[str, float]:
-        """Flow id -> end - start (model seconds)."""
-        return {i: r.duration for i, r in self.items.items() if r.kind == "flow" and r.duration is not None}
+    def flow_completion_times(self, scope: str = "all") -> dict[str, float]:
+        """Flow id -> end - start (model seconds) of the finished flows in ``scope`` (:data:`FLOW_SCOPES`):
+        ``all``, ``network`` (between two servers: :func:`crosses_network`) or ``local`` (inside one
+        server: 0 s where the server has no host model)."""
+        want = FLOW_SCOPES[scope]
+        return {
+            i: r.duration
+            for i, r in self.items.items()
+            if r.kind == "flow" and r.duration is not None and (want is None or crosses_network(r) == want)
+        }
 
     def finish_order(self, kind: str | None = None) -> list[str]:
         """Item ids in the order they ended."""
@@ -154,11 +172,16 @@ class RunResult:
         d["link_series"] = {k: [tuple(x) for x in v] for k, v in d.get("link_series", {}).items()}
         return cls(**d)
 
-    def save(self, path: str | Path) -> None:
+    def save(self, path: str | Path, records: bool = True) -> None:
         """Write :meth:`to_dict` as JSON (``indent=1``), a record's dict made as it is written
-        (:func:`railbed.jsonout.write_json`: ``json.dumps`` of the whole took 7.7 KB per record)."""
+        (:func:`railbed.jsonout.write_json`: ``json.dumps`` of the whole took 7.7 KB per record).
+        ``records`` False (``--results summary``): without the per-item records, the event log,
+        the flow traces and the link series (a note says so); everything else is kept."""
         d = {f.name: getattr(self, f.name) for f in fields(self)}
         d["items"] = Pairs((i, _record_dict(r)) for i, r in self.items.items())
+        if not records:
+            d |= {"items": {}, "events": [], "traces": {}, "link_series": {}}
+            d["notes"] = [*self.notes, f"{len(self.items)} item records left out (results: summary)"]
         d["iterations"] = {str(k): v for k, v in self.iterations.items()}
         write_json(path, d, default=_json_default)
 
@@ -168,10 +191,10 @@ class RunResult:
 
     def summary(self) -> str:
         """A short human summary: makespan, iterations, flow completion times, fidelity."""
-        fcts = self.flow_completion_times().values()
         tcp = f", TCP {self.tcp}" if self.tcp else ""
+        scale = f"k = {self.scale:g}" if self.fidelity else "model time"  # only the emulator has k (and fidelity)
         lines = [
-            f"{self.backend} run of {self.job!r} under {self.scheduler} on {self.cluster} (k = {self.scale:g}{tcp})",
+            f"{self.backend} run of {self.job!r} under {self.scheduler} on {self.cluster} ({scale}{tcp})",
             f"  makespan        {fmt_time(self.makespan)}",
         ]
         if len(self.iterations) > 1:
@@ -179,17 +202,15 @@ class RunResult:
             lines.append(
                 f"  iterations      {len(its)}, mean {fmt_time(sum(its) / len(its))}, max {fmt_time(max(its))}"
             )
-        if fcts:
-            p50, p99 = median_p99(fcts)
-            lines.append(f"  flows           {len(fcts)}: FCT median {fmt_time(p50)}, p99 {fmt_time(p99)}")
+        lines += self._flow_lines()
         tasks = sum(1 for r in self.items.values() if r.kind == "task")
         if tasks:
             lines.append(f"  tasks           {tasks}")
         if self.links:
             busiest = max(self.links.items(), key=lambda kv: kv[1].get("peak_util", 0.0))
             lines.append(
-                f"  busiest link    {busiest[0]}: peak {100 * busiest[1].get('peak_util', 0):.0f}% of "
-                f"{format_rate(busiest[1].get('rate', 0))}"
+                f"  peak link       {busiest[0]} ({port_label(busiest[0])}): highest peak, "
+                f"{100 * busiest[1].get('peak_util', 0):.0f}% of {format_rate(busiest[1].get('rate', 0))}"
             )
         from railbed.analysis import summary_lines
 
@@ -206,6 +227,47 @@ class RunResult:
         for note in self.notes:
             lines.append(f"  note            {note}")
         return "\n".join(lines)
+
+    def _flow_lines(self) -> list[str]:
+        """The summary's flow lines: FCTs of the flows between servers and, apart, of those inside one."""
+        net, local = self.flow_completion_times("network"), self.flow_completion_times("local")
+        if not net and not local:
+            return []
+        lines = [f"  flows           {len(net) + len(local)}: {len(net)} between servers, {len(local)} inside one"]
+        if net:
+            p50, p99 = median_p99(net.values())
+            lines.append(f"  FCT (network)   median {fmt_time(p50)}, p99 {fmt_time(p99)}")
+        if local:
+            p50, p99 = median_p99(local.values())
+            why = " (0 s: no host model, intra_host)" if p99 == 0 else ""
+            lines.append(f"  FCT (in server) median {fmt_time(p50)}, p99 {fmt_time(p99)}{why}")
+        return lines
+
+
+# how much of a run is written (a scenario's ``results``, ``--results``): ``summary`` result.json
+# without per-item records and summary.txt; ``flows`` result.json whole and the CSVs
+# (flows, tasks, links); ``all`` also trace.json and the figures (the default)
+RESULT_LEVELS = ("summary", "flows", "all")
+# bytes written per item record, event and link-series point, measured: a replay of 706,397 flows
+# (issue 46: result.json 487 MB, trace.json 164 MB, flows.csv 80 MB) and llm-small's simulated run
+_BYTES = {
+    "result.json": (690, 45, 60),
+    "trace.json": (232, 0, 100),
+    "csv": (115, 0, 70),
+}
+
+
+def estimated_bytes(result: RunResult, level: str = "all") -> dict[str, int]:
+    """The files a run of ``level`` (:data:`RESULT_LEVELS`) will write and about how many bytes each
+    (figures not counted: under 1 MB each), from the run's counts of records, events and link-series
+    points and the sizes per record in :data:`_BYTES`."""
+    points = sum(len(v) for v in result.link_series.values())
+    counts = (len(result.items), len(result.events), points)
+    size = {name: sum(a * b for a, b in zip(per, counts)) for name, per in _BYTES.items()}
+    if level == "summary":
+        return {"result.json": 20_000}
+    files = {"result.json": size["result.json"], "csv": size["csv"]}
+    return files | ({"trace.json": size["trace.json"]} if level == "all" else {})
 
 
 def percentile(values: Iterable[float], q: float) -> float:
@@ -230,8 +292,13 @@ def fmt_time(seconds: float) -> str:
 
 
 def comparison_table(results: list[RunResult]) -> str:
-    """One line per run: scheduler, makespan, mean iteration, median and p99 FCT, fidelity."""
-    head = f"{'scheduler':<16} {'makespan':>12} {'iteration':>12} {'FCT p50':>12} {'FCT p99':>12}  fidelity"
+    """One line per run: scheduler, makespan, makespan against the first run's (``vs first``, in %),
+    mean iteration, median and p99 FCT of the flows between servers (:func:`crosses_network`; a
+    footnote says so), fidelity."""
+    head = (
+        f"{'scheduler':<16} {'makespan':>12} {'vs first':>9} {'iteration':>12} {'FCT p50':>12} {'FCT p99':>12}"
+        "  fidelity"
+    )
     out = [head, "-" * len(head)]
     for r in results:
         its = list(r.iterations.values()) or [r.makespan]
@@ -239,9 +306,16 @@ def comparison_table(results: list[RunResult]) -> str:
             fid = "n/a (simulated)"
         else:
             fid = "ok" if r.fidelity.get("ok", True) else "BROKEN"
-        p50, p99 = median_p99(r.flow_completion_times().values() or [0.0])
-        fct = f"{fmt_time(p50):>12} {fmt_time(p99):>12}"
+        net = r.flow_completion_times("network").values()
+        p50, p99 = median_p99(net)
+        fct = f"{fmt_time(p50):>12} {fmt_time(p99):>12}" if net else f"{'none':>12} {'none':>12}"
         if not r.items:  # a run saved without records (the compact engine's arrays): FCTs are in its notes
             fct = f"{'in notes':>12} {'in notes':>12}"
-        out.append(f"{r.scheduler:<16} {fmt_time(r.makespan):>12} {fmt_time(sum(its) / len(its)):>12} {fct}  {fid}")
+        base = results[0].makespan
+        vs = "baseline" if r is results[0] else f"{100 * (r.makespan / base - 1):+.1f} %" if base > 0 else "n/a"
+        mean = fmt_time(sum(its) / len(its))
+        out.append(f"{r.scheduler:<16} {fmt_time(r.makespan):>12} {vs:>9} {mean:>12} {fct}  {fid}")
+    if len(results) > 1:
+        out.append(f"vs first: makespan against {results[0].scheduler}'s (negative: shorter)")
+    out.append("FCT: flows between servers only (those inside one server: each run's summary.txt)")
     return "\n".join(out)

@@ -433,3 +433,35 @@ def default_placement(job: Job, cluster: ClusterSpec) -> Placement:
         out[name] = Location(s, f"gpu{g}", g % servers[s].nics)
         i += 1
     return Placement(out)
+
+
+def crowded_gpus(job: Job, placement: Placement) -> list[tuple[int, str, list[str]]]:
+    """(server, GPU, endpoints) of every GPU that ``placement`` gives two endpoints or more, at least
+    one of them unpinned (a placement's choice, not the job's): the default placement goes round
+    the GPUs again when a job has more unpinned endpoints than the cluster has GPUs, and the
+    endpoints then share a GPU (and its NIC) without a word. Pinned endpoints that share a GPU are
+    the job's own layout and are not reported."""
+    groups: dict[tuple[int, str], list[str]] = {}
+    for name, loc in placement.locations.items():
+        if loc.device.startswith("gpu"):
+            groups.setdefault((loc.server, loc.device), []).append(name)
+    endpoints = job.endpoints
+    return [
+        (server, device, names)
+        for (server, device), names in groups.items()
+        if len(names) > 1 and any(n in endpoints and endpoints[n].pin is None for n in names)
+    ]
+
+
+def crowding_note(job: Job, placement: Placement, cluster: ClusterSpec) -> str | None:
+    """One line on :func:`crowded_gpus`, or None when no GPU is shared."""
+    crowded = crowded_gpus(job, placement)
+    if not crowded:
+        return None
+    server, device, names = crowded[0]
+    unpinned = sum(1 for ep in job.endpoints.values() if ep.pin is None)
+    others = f" and {len(crowded) - 1} more GPUs" if len(crowded) > 1 else ""
+    return (
+        f"{unpinned} unpinned endpoints on a cluster of {cluster.gpus} GPUs: {', '.join(names[:3])} share "
+        f"server {server} {device}{others}"
+    )

@@ -69,6 +69,7 @@ class Server:
     nic_rates: tuple[float, ...]
     resources: Mapping[str, float] = field(default_factory=dict)
     host: HostSpec | None = None  # its hardware model, of a kind registered in railbed.hosts.KINDS
+    group: int = field(default=0, compare=False)  # its group in the file (``servers[group]``), for messages
 
     @property
     def nics(self) -> int:
@@ -275,7 +276,7 @@ def _servers(value: object) -> tuple[Server, ...]:
         resources = _resources(group.get("resources", {}), f"{where}.resources")
         host = _host(group, gpus, where)
         for _ in range(count):
-            servers.append(Server(f"h{len(servers)}", gpus, rates, resources, host))
+            servers.append(Server(f"h{len(servers)}", gpus, rates, resources, host, group=g))
         if len(servers) > 65000:
             raise SpecError("servers", f"at most 65000 servers, got more (group {g} reaches {len(servers)})")
     return tuple(servers)

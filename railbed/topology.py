@@ -88,6 +88,24 @@ class Hop:
     ifname: str
 
 
+def port_label(port: str) -> str:
+    """What a port name (``node:ifname``, as :class:`Topology` names them) is, in words: the
+    egress queue of ``h0:h0-eth1`` is "server 0, NIC 1, egress"; ``rail0:rail0-eth2`` "rail0's
+    port 2, towards a server"; ``rail0:rail0-sp1`` "rail0 to spine 1"; ``spine1:spine1-eth0``
+    "spine 1 to switch 0". A name of another form is returned as it is."""
+    node, _, ifname = port.partition(":")
+    tail = ifname.removeprefix(f"{node}-")
+    if node.startswith("h") and node[1:].isdigit() and tail.startswith("eth") and tail[3:].isdigit():
+        return f"server {node[1:]}, NIC {tail[3:]}, egress"
+    if node.startswith("spine") and tail.startswith("eth") and tail[3:].isdigit():
+        return f"spine {node[5:]} to switch {tail[3:]}"
+    if tail.startswith("sp") and tail[2:].isdigit():
+        return f"{node} to spine {tail[2:]}"
+    if tail.startswith("eth") and tail[3:].isdigit():
+        return f"{node}'s port {tail[3:]}, towards a server"
+    return port
+
+
 def leaf_subnet(leaf: int) -> str:
     return f"10.{leaf}.0.0/16"
 

@@ -94,13 +94,16 @@ def _split(value: object, field: str, what: str) -> tuple[float, str]:
     return number, unit
 
 
+TC_NOTE = " (tc reads bps as bytes/s)"  # said of rates only: a size has no tc reading
+
+
 def _scaled(value: object, field: str, what: str, hint: str) -> tuple[float, str]:
     """(number x unit prefix, kind of unit: "bit", "byte" or "bare")."""
     number, unit = _split(value, field, what)
     if unit in _AMBIGUOUS:
         raise SpecError(
             field,
-            f"{describe(value)} is ambiguous: {unit!r} could be bits or bytes (tc reads bps as bytes/s); "
+            f"{describe(value)} is ambiguous: {unit!r} could be bits or bytes{TC_NOTE if what == 'rate' else ''}; "
             f"write b or bit for bits, B for bytes ({hint})",
         )
     if unit not in _UNITS:

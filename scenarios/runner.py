@@ -27,6 +27,8 @@ A scenario is YAML (``railbed run scenario.yaml``)::
     packet: {buffer: 100, ecn: 20}     # the packet backend's settings (simulator/packet/options.py)
     loads: [1e6, 2e6, 4e6]             # an offered-load sweep: the generator's ``load`` argument takes each
                                        # value; every scheduler runs at every load, as ``<label>@<load>``
+    analysis: true                     # each run's analysis (railbed/analysis.py); false: faster (--analysis)
+    results: all                       # summary | flows | all: how much is written (--results; RESULT_LEVELS)
 
 ``railbed run`` runs each scheduler on the same emulated cluster (built
 once), one after the other; ``railbed simulate`` runs them on a simulator
@@ -71,16 +73,16 @@ from railbed.backend import backend as get_backend
 from railbed.dispatch import SchedulerError, check_placement
 from railbed.errors import SpecError
 from railbed.job import Job
-from railbed.results import RunResult, comparison_table
+from railbed.results import RESULT_LEVELS, RunResult, comparison_table, estimated_bytes
 from railbed.safeload import describe, key_name, load_yaml_file
 from railbed.spec import ClusterSpec
 from schedulers import SchedulerSpec, by_name, make, scheduler_spec
 from tc_policies.plan import POLICIES
-from workloads import generate
+from workloads import check_fits, generate
 
 KEYS = {
     "name", "cluster", "job", "schedulers", "policy", "scale", "latency", "trace", "strict", "timeout",
-    "flow_progress", "capture", "loads", "backend", "packet", "tcp", "jobs",
+    "flow_progress", "capture", "loads", "backend", "packet", "tcp", "jobs", "analysis", "results",
 }  # fmt: skip
 
 
@@ -107,6 +109,8 @@ class Scenario:
     packet: Any = None  # simulator.packet.options.PacketOptions
     tcp: str = "cubic"  # railbed.backend.TCP_CONGESTION
     multi: Any = None  # scenarios.multijob.MultiJob: the scenario's ``jobs:`` (job is then their merge)
+    analysis: bool = True  # each run's analysis (railbed.analysis)
+    results: str = "all"  # how much of each run is written: railbed.results.RESULT_LEVELS
 
     def options(
         self, scale: float | None = None, progress: Callable[[str], None] | None = None, tcp: str | None = None
@@ -125,6 +129,7 @@ class Scenario:
             capture=self.capture,
             packet=self.packet,
             tcp=tcp or self.tcp,
+            analysis=self.analysis,
         )
 
     def points(self, specs: list[SchedulerSpec]) -> list[tuple[SchedulerSpec, Job]]:
@@ -193,6 +198,8 @@ class Scenario:
             backend=scenario_backend(data),
             packet=_packet(data.get("packet")),
             tcp=tcp,
+            analysis=_bool(data.get("analysis", True), "analysis"),
+            results=_choice(data.get("results", "all"), "results", RESULT_LEVELS),
         )
 
 
@@ -426,7 +433,11 @@ def _check_out(out_dir: Path) -> None:
 
 
 def preflight(
-    sc: Scenario, specs: list[SchedulerSpec], out_dir: Path, scale: float | None = None, backend: Backend | None = None
+    sc: Scenario,
+    specs: list[SchedulerSpec],
+    out_dir: Path | None,
+    scale: float | None = None,
+    backend: Backend | None = None,
 ) -> float | None:
     """Everything a run can know before it starts, checked before anything is built or
     written; each problem is a :class:`SpecError` naming the field (exit 2).
@@ -436,9 +447,13 @@ def preflight(
     ``check_placement``); the results directory; and, given the ``backend``,
     what it models (servers' hardware models) and its own ``check`` of this
     machine at the scale the run will use (the emulator: :mod:`railbed.machine`).
+    ``out_dir`` None: no results directory (``railbed check``'s dry run).
     Returns that scale (None when the backend has none).
     A job built as arrays (``sc.arrays``) is checked when it is built (``compact_arrays``)."""
     if sc.job is not None:
+        raw = (sc.source or {}).get("job")
+        if isinstance(raw, dict) and "generator" in raw:  # in the terms the user wrote: job.args
+            check_fits(raw["generator"], raw.get("args"), sc.job, sc.cluster)
         check_pins(sc.job, sc.cluster)
     for i, spec in enumerate(specs if sc.job is not None else ()):
         sched, name, job = make(spec, f"schedulers[{i}]"), spec.run_label, sc.job_of(spec)
@@ -452,7 +467,8 @@ def preflight(
             check_placement(job, sc.cluster, sched.place(job.public(), sc.cluster))
         except SchedulerError as exc:
             raise SpecError(f"schedulers[{i}]", f"{name} cannot place this job: {exc}") from None
-    _check_out(out_dir)
+    if out_dir is not None:
+        _check_out(out_dir)
     if backend is None:
         return None
     if not backend.capabilities.hooks:
@@ -505,10 +521,17 @@ def results_dir(sc: Scenario, out_dir: Path, write_inputs: bool = True):
     marker.unlink(missing_ok=True)
 
 
-def _save_run(result: RunResult, out_dir: Path, name: str, echo: Callable[[str], None]) -> None:
+LARGE_RESULTS = 50e6  # bytes of a run's files from which their size is said before they are written
+
+
+def _save_run(result: RunResult, out_dir: Path, name: str, echo: Callable[[str], None], level: str = "all") -> None:
     run_dir = out_dir / name
     run_dir.mkdir(exist_ok=True)
-    result.save(run_dir / "result.json")
+    size = estimated_bytes(result, level)
+    if sum(size.values()) > LARGE_RESULTS:
+        files = ", ".join(f"{f} {b / 1e6:.0f} MB" for f, b in size.items())
+        echo(f"writing {name}'s results: about {sum(size.values()) / 1e6:.0f} MB ({files}; --results summary: 0.02 MB)")
+    result.save(run_dir / "result.json", records=level != "summary")
     (run_dir / "summary.txt").write_text(result.summary() + "\n")
     echo(result.summary())
 
@@ -548,9 +571,15 @@ def write_figures(out_dir: Path, echo: Callable[[str], None] = print, have: dict
 def _finish(
     sc: Scenario, out_dir: Path, scale: dict, plots: bool, echo: Callable[[str], None], have: dict | None = None
 ) -> None:
-    provenance.write(out_dir, scale=scale, scenario=sc.source)
-    if plots:
+    from scenarios.catalog import default_seeds
+
+    provenance.write(out_dir, scale=scale, scenario=sc.source, extra_seeds=default_seeds(sc.source))
+    if plots and sc.results == "all":
         write_figures(out_dir, echo, have)
+    elif plots and sc.results == "flows":
+        from railbed.export import export_results
+
+        export_results(out_dir, have, trace=False)
 
 
 def run_on(
@@ -582,7 +611,7 @@ def run_on(
             echo(f"running {spec.run_label} on {be.name}{' (job built as arrays)' if job is None else ''} ...")
             result = _run_one(sc, session, spec, job, replace(options, run_dir=out_dir / spec.run_label))
             results.append(result)
-            _save_run(result, out_dir, spec.run_label, echo)
+            _save_run(result, out_dir, spec.run_label, echo, sc.results)
             saved[spec.run_label] = result
         _write_comparison(sc, results, out_dir, echo)
         k = session.scale

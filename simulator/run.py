@@ -225,5 +225,8 @@ def simulate(
     ``policy`` is the tc policy the emulator would install (``dscp-priority``
     or ``fifo``): it decides which DSCPs are strict-priority classes.
     ``analysis``: fill ``result.analysis`` (:mod:`railbed.analysis`: the network-free run,
-    the critical path, coflow overlap, and contention measured on the max-min rates)."""
+    the critical path, coflow overlap, and contention measured on the max-min rates). Off by
+    default here, on by default on the command line and in :func:`scenarios.runner.run_on`
+    (``RunOptions.analysis``; a scenario's ``analysis: false`` or ``--analysis off``): schedulers
+    and the emulator's verdicts call this function in inner loops (docs/python-api.md)."""
     return Simulation(job, scheduler, cluster, policy, network, progress, analysis=analysis).run()

@@ -282,6 +282,8 @@ scenario_doc = st.one_of(
             "backend": field(st.sampled_from(["fluid", "packet", "fluid-rules", "numba", "compact", "ns3", ""])),
             "packet": field(packet_doc),
             "jobs": field(st.lists(job_entry, max_size=3)),
+            "analysis": field(st.sampled_from([True, False, "off", 0])),
+            "results": field(st.sampled_from(["summary", "flows", "all", "everything", None])),
         }
     ),
     anything,

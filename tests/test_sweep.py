@@ -83,7 +83,7 @@ def test_a_sweep_as_the_scenario_is_refused_naming_the_field(tmp_path, capsys):
     [
         ({"job.args.colour": ["red"]}, "job.args", "colour"),  # an unknown job argument
         ({"rate": ["100Gbit", "-5Gbit"]}, "cluster.servers[0].nic_rate", "-5Gbit"),  # a negative rate
-        ({"job.args.dp": [2, 8]}, "job.endpoints.", "the cluster has 4"),  # only the run's preflight sees it
+        ({"job.args.dp": [2, 8]}, "job.args", "hybrid_parallel {dp: 8, pp: 4"),  # only the run's preflight sees it
         ({"schedulers": [["fifo"], ["fifo", {"name": "small-first", "args": {"limit": 0}}]]}, "schedulers[1]", ""),
     ],
 )
@@ -138,9 +138,9 @@ def test_small_simulated_sweep_on_local_ray_resumes_and_records_failures(tmp_pat
     )
     sw = sweep(axes={"rate": ["50Gbit", "100Gbit"], "job.args.dp": [2, 8], "job.args.gradient": ["1MB"]})
     lines = []
-    rows = run_sweep(sw, tmp_path, echo=lines.append, cpus=2)
+    rows = run_sweep(sw, tmp_path, echo=lines.append, cpus=2, use_ray=True)
     bad = [r for r in rows if r["status"] != "ok"]
-    assert len(bad) == 2 and all(r["job.args.dp"] == 8 and "cluster has 4" in r["error"] for r in bad)
+    assert len(bad) == 2 and all(r["job.args.dp"] == 8 and "on 4 servers" in r["error"] for r in bad)
     good = [r for r in rows if r["status"] == "ok"]
     assert len(good) == 2 * 2  # two points x two schedulers
     for r in good:
@@ -160,7 +160,7 @@ def test_small_simulated_sweep_on_local_ray_resumes_and_records_failures(tmp_pat
     # resume: the finished points are skipped, the failed ones run again (and fail again)
     before = {p.name: (p / "point.json").stat().st_mtime_ns for p in (tmp_path / "points").iterdir()}
     lines.clear()
-    assert run_sweep(sw, tmp_path, echo=lines.append, cpus=2) == rows
+    assert run_sweep(sw, tmp_path, echo=lines.append, cpus=2, use_ray=True) == rows
     assert any("2 done already, 2 to run" in line for line in lines)
     after = {p.name: (p / "point.json").stat().st_mtime_ns for p in (tmp_path / "points").iterdir()}
     assert sorted(n for n in before if before[n] != after[n]) == sorted({r["point"] for r in bad})

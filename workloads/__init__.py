@@ -115,6 +115,44 @@ MAX_ARRAY_ITEMS = 70_000_000  # by item_estimate (an upper bound): Mixtral-8x22B
 ARRAY_FORMS: dict[str, Callable[..., Any]] = {"moe_training": moe_arrays}  # generators with an ArrayJob form
 
 
+# the arguments whose product is the GPUs a generator pins (messages of check_fits name them)
+GPU_FACTORS: dict[str, tuple[str, ...]] = {
+    "hybrid_parallel": ("dp", "pp", "tp"),
+    "moe_training": ("dp", "pp", "tp"),
+    "gnn_fullgraph": ("gpus",),
+    "gnn_cagnet": ("gpus",),
+    "gnn_hybrid": ("workers",),
+    "gnn_epoch": ("servers",),
+}
+SHAPE_ARGS = ("gpus_per_server", "nics_per_server", "layout", "machines", "model")
+
+
+def check_fits(name: str, args: Mapping[str, Any] | None, job: Job, cluster, field: str = "job") -> None:
+    """A generated job whose pins leave ``cluster`` (a server, GPU or NIC it does not have) is refused
+    in the terms the user wrote: ``hybrid_parallel {dp: 4, pp: 16, gpus_per_server: 8} needs dp x pp
+    x tp = 64 GPUs on 8 servers (8 per server), the cluster has 32 GPUs on 4 servers (8 per server)``,
+    naming ``job.args`` (not the generated endpoint that first falls off the cluster)."""
+    pins = [ep.pin for ep in job.endpoints.values() if ep.pin is not None]
+    servers = cluster.servers
+    gpu = [(p.server, int(p.device[3:])) for p in pins if p.device.startswith("gpu") and p.device[3:].isdigit()]
+    off = any(
+        p.server >= len(servers) or p.nic >= servers[p.server].nics for p in pins
+    ) or any(s >= len(servers) or g >= servers[s].gpus for s, g in gpu)  # fmt: skip
+    if not off:
+        return
+    args = dict(args or {})
+    factors = GPU_FACTORS.get(name, ())
+    wrote = ", ".join(f"{k}: {args[k]}" for k in (*factors, *SHAPE_ARGS) if k in args)
+    formula = f"{' x '.join(factors)} = " if factors else ""
+    per = max((g for _, g in gpu), default=-1) + 1
+    need = f"{max(p.server for p in pins) + 1} servers"
+    if gpu:
+        need = f"{formula}{len(set(gpu))} GPUs on {need} ({per} per server)"
+    widest = max(s.gpus for s in servers)
+    has = f"the cluster has {cluster.gpus} GPUs on {len(servers)} servers (up to {widest} per server)"
+    raise SpecError(f"{field}.args", f"{name} {{{wrote}}} needs {need}, {has}")
+
+
 def generate(name: str, args: Mapping[str, Any] | None = None, field: str = "job") -> Job:
     """Run generator ``name`` with ``args`` (from YAML); errors name ``field.args.<arg>``.
 

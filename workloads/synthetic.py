@@ -13,6 +13,10 @@ from railbed.job import Job
 
 
 def all_to_all(n: int = 4, size: int = 4 << 20, compute: float = 0.0, iterations: int = 1) -> Job:
+    """``n`` endpoints (unpinned: the scheduler places them), each sending ``size`` bytes to every other.
+
+    Per round, endpoint *i* computes ``compute`` s, then sends to the others (an EP coflow
+    ``i<round>.a2a``); ``iterations`` rounds, a round's compute waiting for the flows into it."""
     if isinstance(n, bool) or not isinstance(n, int) or n < 2:
         raise SpecError("n", f"must be an integer >= 2, got {n!r}")
     if isinstance(iterations, bool) or not isinstance(iterations, int) or iterations < 1:
