@@ -209,7 +209,12 @@ def _cluster(value: Any, base: Path) -> ClusterSpec:
 
 
 def _job(value: Any, base: Path) -> Job:
-    """``job:``: ``{generator: NAME, args: {...}}`` or ``{file: PATH}`` (a saved job)."""
+    """``job:``: ``{generator: NAME, args: {...}}``, ``{file: PATH}`` (a saved job) or ``{chakra: PREFIX, ...}``
+    (a Chakra execution trace, :func:`workloads.chakra.scenario_job`)."""
+    if isinstance(value, dict) and "chakra" in value:
+        from workloads.chakra import scenario_job
+
+        return scenario_job(value, base)
     if not isinstance(value, dict) or not ({"file", "generator"} & set(value)):
         raise SpecError("job", f"expected {{generator: NAME, args: {{...}}}} or {{file: PATH}}, got {describe(value)}")
     allowed = {"file"} if "file" in value else {"generator", "args"}

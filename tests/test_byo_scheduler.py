@@ -210,5 +210,5 @@ def test_a_sweep_on_local_ray(tmp_path):
 def test_the_readme_shows_a_scheduler_in_the_users_own_folder():
     text = (ROOT / "README.md").read_text()
     section = text.split("### Adding a scheduler", 1)[1].split("\n## ", 1)[0]
-    assert "mysched.py:Mine" in section and "railbed.schedulers" in section
+    assert "mysched.py:Mine" in section and "railbed.schedulers" in section and "class Mine(Scheduler)" in section
     assert textwrap.dedent("Register it in `REGISTRY`") not in section.split("Inside railbed")[0]

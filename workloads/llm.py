@@ -44,6 +44,7 @@ from __future__ import annotations
 
 from railbed.errors import SpecError
 from railbed.job import Job, Location
+from workloads.collectives import add_collective
 
 
 def _check(name: str, value: int, low: int = 1) -> int:
@@ -62,23 +63,12 @@ def ring_allreduce(
 ) -> dict[str, str]:
     """Add a ring all-reduce of ``nbytes`` over ``ranks``; ``after[rank]`` are the items
     each rank waits for before its first send. Returns rank -> the item after which
-    the rank holds the reduced result."""
-    n = len(ranks)
-    if n == 1:
+    the rank holds the reduced result. The ring of :mod:`workloads.collectives` (same ids and
+    dependencies as this function had before it moved there)."""
+    if len(ranks) == 1:
         return {ranks[0]: after[ranks[0]][-1]} if after[ranks[0]] else {}
-    chunk = -(-nbytes // n)
-    prev: dict[int, str] = {}
-    for step in range(2 * (n - 1)):
-        cur = {}
-        for i, src in enumerate(ranks):
-            deps = list(after[src]) if step == 0 else [prev[(i - 1) % n]]
-            if step > 0:
-                deps.append(prev[i])  # its own previous send (one NIC queue per step)
-            fid = f"{prefix}.s{step}.r{i}"
-            job.flow(fid, src, ranks[(i + 1) % n], chunk, deps=deps, **attrs)
-            cur[i] = fid
-        prev = cur
-    return {ranks[(i + 1) % n]: prev[i] for i in range(n)}
+    ends = add_collective(job, "all-reduce", ranks, nbytes, "ring", after=after, prefix=prefix, **attrs)
+    return {r: items[-1] for r, items in ends.items()}
 
 
 def hybrid_parallel(
