@@ -181,6 +181,7 @@ class RunResult:
         if fcts:
             p50, p99 = median_p99(fcts)
             lines.append(f"  flows           {len(fcts)}: FCT median {fmt_time(p50)}, p99 {fmt_time(p99)}")
+        lines += _collective_lines(self)
         tasks = sum(1 for r in self.items.values() if r.kind == "task")
         if tasks:
             lines.append(f"  tasks           {tasks}")
@@ -240,3 +241,21 @@ def comparison_table(results: list[RunResult]) -> str:
             fct = f"{'in notes':>12} {'in notes':>12}"
         out.append(f"{r.scheduler:<16} {fmt_time(r.makespan):>12} {fmt_time(sum(its) / len(its)):>12} {fct}  {fid}")
     return "\n".join(out)
+
+
+def _collective_lines(result: RunResult, most: int = 4) -> list[str]:
+    """algbw and busbw of the run's collectives (``railbed.metrics.collective_bandwidths``), in GB/s
+    as nccl-tests prints them; the first ``most`` of them and a count of the rest."""
+    from railbed.metrics import collective_bandwidths
+
+    rows = collective_bandwidths(result)
+    lines = [
+        f"  collective      {c['operation']} by {c['algorithm']}, {c['ranks']} ranks, {c['bytes']} bytes: "
+        f"{fmt_time(c['time'])}, algbw {c['algbw'] / 1e9:.3f} GB/s, busbw {c['busbw'] / 1e9:.3f} GB/s"
+        for c in rows[:most]
+    ]
+    return lines + (
+        [f"  collectives     {len(rows) - most} more (railbed.metrics.collective_bandwidths)"]
+        if len(rows) > most
+        else []
+    )

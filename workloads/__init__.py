@@ -17,6 +17,8 @@ from railbed.errors import SpecError
 from railbed.job import Job
 from railbed.safeload import describe, key_name
 from railbed.units import parse_duration, parse_size
+from workloads.collectives import collective
+from workloads.collectives import item_estimate as _collective_items
 from workloads.gnn import gnn_training
 from workloads.gnn_cagnet import gnn_cagnet
 from workloads.gnn_epoch import gnn_epoch
@@ -44,6 +46,7 @@ GENERATORS: dict[str, Callable[..., Job]] = {
     "oes_incast": oes_incast,
     "relay_allgather": relay_allgather,
     "leo_toll": leo_toll,
+    "collective": collective,  # one collective over n ranks, nccl-tests style (workloads/collectives.py)
 }
 SIZE_ARGS = {"activation", "gradient", "size"}
 TIME_ARGS = {"fwd", "bwd", "compute", "duration"}
@@ -107,6 +110,7 @@ SIZE_HINTS: dict[str, Callable[..., int]] = {
     "gnn_training": _gnn_items,
     "moe_training": _moe_items,
     "requests": _request_items,
+    "collective": _collective_items,
 }
 
 

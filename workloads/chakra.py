@@ -22,7 +22,8 @@ message then ``Node`` messages, length-delimited (read and written with the ``ml
   group; BARRIER: no flows, every member waits for all members' dependencies); ``comm_size`` is the
   nccl-tests size of the collective (the source is silent on whether it is per rank or in all; this
   reading is nccl-tests' and ASTRA-sim's system layer's). Its flows form one coflow named after the
-  node (``<name>#<k>``), with tags ``collective`` and ``algorithm``.
+  node (``<name>#<rank>.<node id>``), tagged by :func:`workloads.collectives.collective_tags` (so a run
+  reports its algbw and busbw).
 * ``ctrl_deps`` and ``data_deps`` -> dependencies (both alike); ``comm_priority`` -> the flows'
   ``dscp`` tag (0..63; ``tag-priority`` reads it).
 * ``METADATA_NODE``, ``MEM_LOAD_NODE``, ``MEM_STORE_NODE`` are not modelled: they take no time, what
@@ -337,10 +338,10 @@ def _collective(st: _State, members: list[_Node]) -> None:
     if algorithm != opts.algorithm:
         st.notes[f"{op} by direct ({opts.algorithm} has none)"] += 1
     local = opts.gpus_per_server if algorithm == "hierarchical" else 1
-    tags = {"collective": op, "algorithm": algorithm, **_priority(st, first).get("tags", {})}
+    tags = _priority(st, first).get("tags", {})
     ends = add_collective(
         st.job, op, ranks, _size(st, first), algorithm, after=after, prefix=name, chunks=_chunks(opts, algorithm, op),
-        local=local, coflow=name, coflow_type="COLL", tags=tags,
+        local=local, tag=True, coflow=name, coflow_type="COLL", tags=tags,
     )  # fmt: skip
     for m in members:
         st.done[(m.rank, m.id)] = ends[st.names[m.rank]]

@@ -49,7 +49,9 @@ Every combination not listed is refused with a :class:`~railbed.errors.SpecError
 returns for it (the flows it received in its last step that received anything; its ``after``
 items if it receives nothing).
 
-The bus bandwidth factors of nccl-tests (``doc/PERFORMANCE.md``) are :data:`BUS_FACTOR`.
+The bus bandwidth factors of nccl-tests (``doc/PERFORMANCE.md``) are :func:`bus_factor`.
+:func:`collective` is the generator of one collective over ``ranks`` endpoints (microbenchmarks, as
+nccl-tests runs them); a run of it reports algbw and busbw (``railbed.metrics``).
 """
 
 from __future__ import annotations
@@ -58,6 +60,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from railbed.errors import SpecError
+from railbed.job import Job, Location
 
 OPERATIONS = ("all-reduce", "all-gather", "reduce-scatter", "all-to-all", "broadcast")
 ALGORITHMS = ("ring", "tree", "halving-doubling", "direct", "hierarchical")
@@ -79,7 +82,11 @@ def bus_factor(operation: str, n: int) -> float:
     return 1.0 if operation == "broadcast" else (n - 1) / n
 
 
-BUS_FACTOR: dict[str, Callable[[int], float]] = {op: (lambda n, op=op: bus_factor(op, n)) for op in OPERATIONS}
+def collective_tags(operation: str, algorithm: str, n: int, nbytes: int) -> dict[str, Any]:
+    """The tags a collective's flows carry: what it is, its nccl-tests size and its bus factor."""
+    return {"collective": operation, "algorithm": algorithm, "bytes": int(nbytes), "ranks": n,
+            "bus_factor": bus_factor(operation, n)}  # fmt: skip
+
 
 Transfer = tuple[int, int, int, str]  # (src index, dst index, bytes, id suffix)
 
@@ -121,14 +128,19 @@ def add_collective(
     local: int = 1,
     across: str = "ring",
     root: int = 0,
+    tag: bool = False,
     **attrs: Any,
 ) -> dict[str, list[str]]:
     """Add the flows of one collective (module docstring) to ``job``; ``after[rank]``: the items a
     rank waits for before its first send; ``attrs``: the flows' attributes (coflow, tags, ...).
-    Flow ids start with ``prefix``. Returns rank -> the items after which it holds its result."""
+    Flow ids start with ``prefix``. ``tag``: the flows' tags also say what the collective is
+    (:func:`collective_tags`, read for its algbw and busbw by ``railbed.metrics``). Returns rank ->
+    the items after which it holds its result."""
     ranks = list(ranks)
     n = len(ranks)
     check(operation, algorithm, n, chunks, local, across)
+    if tag:
+        attrs["tags"] = {**attrs.get("tags", {}), **collective_tags(operation, algorithm, n, nbytes)}
     state = {r: list((after or {}).get(r, ())) for r in ranks}
     if n == 1 or nbytes <= 0:
         return state
@@ -270,13 +282,60 @@ def describe(operation: str, algorithm: str) -> str:
     return f"{operation} by {algorithm}"
 
 
+def collective(
+    operation: str = "all-reduce",
+    size: int = 64 << 20,
+    ranks: int = 8,
+    algorithm: str = "ring",
+    chunks: int = 1,
+    gpus_per_server: int = 1,
+    across: str = "ring",
+    root: int = 0,
+    dscp: int | None = None,
+) -> Job:
+    """One ``operation`` of ``size`` bytes (nccl-tests' size) over ``ranks`` endpoints ``r<i>``, rank
+    *i* on server ``i // gpus_per_server``, GPU and NIC ``i % gpus_per_server`` (the rail-optimized
+    order); ``across``: the algorithm over servers of ``hierarchical`` (its ``local`` is
+    ``gpus_per_server``); ``dscp``: the flows' ``dscp`` tag. One coflow, ``coll``."""
+    for name, value, low in (("ranks", ranks, 1), ("gpus_per_server", gpus_per_server, 1), ("root", root, 0)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < low:
+            raise SpecError(name, f"expected a whole number >= {low}, got {value!r}")
+    if root >= ranks:
+        raise SpecError("root", f"rank {root}, but there are {ranks} (0..{ranks - 1})")
+    if dscp is not None and not 0 <= dscp <= 63:
+        raise SpecError("dscp", f"expected a DSCP in 0..63, got {dscp}")
+    if size < 1:
+        raise SpecError("size", f"expected at least one byte, got {size}")
+    local = gpus_per_server if algorithm == "hierarchical" else 1
+    try:
+        check(operation, algorithm, ranks, chunks, local, across)
+    except SpecError as exc:
+        raise SpecError("gpus_per_server" if exc.field == "local" else exc.field, exc.message) from None
+    job = Job(f"{operation}-{algorithm}-{ranks}")
+    g = gpus_per_server
+    names = [job.endpoint(f"r{i}", Location(i // g, f"gpu{i % g}", i % g)) for i in range(ranks)]
+    tags = {} if dscp is None else {"dscp": dscp}
+    add_collective(job, operation, names, size, algorithm, prefix="coll", chunks=chunks, local=local, across=across,
+                   root=root, tag=True, coflow="coll", coflow_type="COLL", tags=tags)  # fmt: skip
+    return job.validate()
+
+
+def item_estimate(operation: str = "all-reduce", ranks: int = 8, algorithm: str = "ring", chunks: int = 1, **_) -> int:
+    """An upper bound of :func:`collective`'s flows: the direct all-reduce's 2 n (n - 1), or per chunk
+    the ring's 2 n (n - 1) and the tree's 4 n."""
+    n = ranks if isinstance(ranks, int) else 0
+    c = chunks if isinstance(chunks, int) else 1
+    return 2 * n * max(n - 1, 1) * max(c, 1)
+
+
 __all__ = [
     "ALGORITHMS",
-    "BUS_FACTOR",
     "DEFINED",
     "OPERATIONS",
     "add_collective",
     "bus_factor",
     "check",
+    "collective",
+    "collective_tags",
     "run_steps",
 ]
