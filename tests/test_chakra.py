@@ -209,3 +209,38 @@ def test_a_bad_trace_is_one_line_naming_the_node(tmp_path, edit, says):
     lines = got.stderr.strip().splitlines()
     assert got.returncode == 2 and len(lines) == 1 and says in lines[0], got.stderr
     assert not (tmp_path / "job.json").exists()
+
+
+def test_process_groups_a_placement_file_and_the_roofline(tmp_path):
+    """Ranks 0, 1 all-reduce in group ``a`` and ranks 2, 3 in ``b`` (both at once, on their own
+    ports) after a compute node with no duration: 989e9 operations at the H100's 989 TFLOP/s = 1 ms
+    (its tensor_size would take less: 1 GB at 3.35 TB/s). Ranks placed in reverse by a file."""
+    folder = tmp_path / "g"
+    folder.mkdir()
+    for r in range(N):
+        with open(folder / f"pg.{r}.et", "wb") as f:
+            encodeMessage(f, pb.GlobalMetadata(version="0.0.4"))
+            encodeMessage(f, pb.Node(id=0, name=f"mm{r}", type=pb.COMP_NODE, attr=[
+                attr("num_ops", int64_val=989 * 10**9), attr("tensor_size", uint64_val=10**9)]))  # fmt: skip
+            encodeMessage(f, pb.Node(id=1, name="ar", type=pb.COMM_COLL_NODE, data_deps=[0], attr=[
+                attr("comm_type", int64_val=pb.ALL_REDUCE), attr("comm_size", int64_val=COLL),
+                attr("pg_name", string_val="a" if r < 2 else "b")]))  # fmt: skip
+    (tmp_path / "place.yaml").write_text("[[3, 0, 0], [2, 0, 0], [1, 0, 0], [0, 0, 0]]\n")
+    (tmp_path / "groups.yaml").write_text("{a: [0, 1], b: [2, 3]}\n")
+    sc = Scenario.from_dict(
+        {"cluster": star(N).to_dict(), "schedulers": ["fifo"],
+         "job": {"chakra": "g/pg", "placement": "place.yaml", "groups": "groups.yaml"}},
+        base=tmp_path,
+    )  # fmt: skip
+    job = sc.job
+    assert [job.endpoints[f"rank{r}"].pin.server for r in range(N)] == [3, 2, 1, 0]
+    assert job.items["mm0"].duration == pytest.approx(1e-3, rel=1e-12)
+    assert {(f.src, f.dst) for f in job.flows} == {("rank0", "rank1"), ("rank1", "rank0"), ("rank2", "rank3"),
+                                                    ("rank3", "rank2")}  # fmt: skip
+    res = simulate(job, by_name("fifo"), star(N))
+    assert res.makespan == pytest.approx(1e-3 + 2 * (ALPHA + t(COLL // 2)), rel=1e-6)
+    (tmp_path / "groups.yaml").write_text("{a: [0, 1]}\n")
+    with pytest.raises(SpecError) as e:
+        Scenario.from_dict({"cluster": star(N).to_dict(), "schedulers": ["fifo"],
+                            "job": {"chakra": "g/pg", "groups": "groups.yaml"}}, base=tmp_path)  # fmt: skip
+    assert "process group 'b' is not in the groups given" in e.value.message

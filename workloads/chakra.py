@@ -288,7 +288,7 @@ def _build(st: _State) -> None:
                 else:
                     left.append(nd)
             pending[r] = left
-        if not progress:
+        if not progress and any(pending):
             stuck = next(nd for nodes in pending for nd in nodes)
             raise SpecError(st.field, f"{stuck.where}: waits forever (its partner or group members depend on it)")
 
@@ -532,7 +532,8 @@ def _meta(pb, name: str, pin: Location | None) -> list[Any]:
 
 def scenario_job(value: Mapping[str, Any], base: Path, echo=None) -> Job:
     """``job: {chakra: PREFIX, algorithm, chunks, gpus_per_server, placement, groups, peak_flops,
-    mem_bandwidth}`` of a scenario (``PREFIX`` relative to the scenario file); the notes go to ``echo``."""
+    mem_bandwidth}`` of a scenario (``PREFIX``, and ``placement`` and ``groups`` when they are file
+    names, relative to the scenario file); the notes go to ``echo``."""
     from workloads import check_type
 
     known = {"chakra", "algorithm", "chunks", "gpus_per_server", "placement", "groups", "peak_flops", "mem_bandwidth"}
@@ -544,6 +545,7 @@ def scenario_job(value: Mapping[str, Any], base: Path, echo=None) -> Job:
         raise SpecError("job.chakra", "expected a path prefix (<prefix>.<rank>.et)")
     hints = {"algorithm": str, "chunks": int, "gpus_per_server": int, "placement": list[list[int]],
              "groups": dict[str, list[int]], "peak_flops": float, "mem_bandwidth": float}  # fmt: skip
+    value = {k: _file(v, base, f"job.{k}") if k in ("placement", "groups") else v for k, v in value.items()}
     args = {k: check_type(v, hints[k], f"job.{k}") for k, v in value.items() if k != "chakra"}
     for k in ("chunks", "gpus_per_server", "peak_flops", "mem_bandwidth"):
         if k in args and args[k] <= 0:
@@ -557,3 +559,12 @@ def scenario_job(value: Mapping[str, Any], base: Path, echo=None) -> Job:
     for line in notes:
         (echo or print)(line)
     return job
+
+
+def _file(value: Any, base: Path, field: str) -> Any:
+    """A YAML/JSON file's content when ``value`` names one, else ``value``."""
+    if not isinstance(value, str):
+        return value
+    from railbed.safeload import load_yaml_file
+
+    return load_yaml_file(base / value, field)
