@@ -168,3 +168,23 @@ def test_the_summary_shows_algbw_and_busbw_as_nccl_tests_defines_them():
         assert f"algbw {S / res.makespan / 1e9:.3f} GB/s" in line and f"busbw {row['busbw'] / 1e9:.3f} GB/s" in line
     # a job without collective tags has none
     assert math.isnan(METRICS["busbw"](simulate(generate("all_to_all", {"n": 2}), by_name("fifo"), star(2))))
+
+
+def test_hybrid_parallel_takes_its_dp_all_reduce_algorithm():
+    """The default is the ring it always had (same items); ``collective`` picks another, tagged."""
+    base = {"dp": 4, "pp": 2, "microbatches": 2, "gradient": "8MB", "layout": "rail"}
+    ring_job = generate("hybrid_parallel", base)
+    tagged = generate("hybrid_parallel", {**base, "collective": {"algorithm": "ring"}})
+    assert ring_job.items.keys() == tagged.items.keys()
+    assert all(f.tags == {} for f in ring_job.flows)
+    dp = [f for f in tagged.flows if f.coflow_type == "DP"]
+    assert dp and all(f.tags["algorithm"] == "ring" and f.tags["bytes"] == 8 * 10**6 for f in dp)
+    tree = generate("hybrid_parallel", {**base, "collective": {"algorithm": "tree", "chunks": 2}})
+    dp = [f for f in tree.flows if f.coflow_type == "DP"]
+    # pp stages x 2 trees x 2 chunks x (up, down) x 3 edges of a 4-rank tree
+    assert len(dp) == 2 * 2 * 2 * 2 * 3 and {f.tags["algorithm"] for f in dp} == {"tree"}
+    for bad, field in (({"algorithm": "tree", "chunk": 2}, "job.args.collective.chunk"),
+                       ({"algorithm": "halving-doubling"}, "job.args.collective.algorithm")):  # fmt: skip
+        with pytest.raises(SpecError) as e:
+            generate("hybrid_parallel", {**base, "dp": 3, "collective": bad})
+        assert e.value.field == field
