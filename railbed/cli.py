@@ -225,7 +225,11 @@ def cmd_import_chakra(args: argparse.Namespace) -> int:
     for key in ("placement", "groups"):
         if getattr(args, key):
             value[key] = load_yaml_file(Path(getattr(args, key)), f"--{key}")
-    job = scenario_job(value, Path("."), echo=_say)
+    try:
+        job = scenario_job(value, Path("."), echo=_say)
+    except SpecError as exc:  # the scenario's field names as this command's: the prefix, the options
+        field = exc.field.replace("job.chakra", "PREFIX", 1).replace("job.", "--", 1).replace("_", "-")
+        raise SpecError(field, exc.message) from None
     job.save(args.out)
     _say(f"wrote {args.out} ({len(job.endpoints)} ranks, {len(job.items)} items)")
     return 0

@@ -244,3 +244,27 @@ def test_process_groups_a_placement_file_and_the_roofline(tmp_path):
         Scenario.from_dict({"cluster": star(N).to_dict(), "schedulers": ["fifo"],
                             "job": {"chakra": "g/pg", "groups": "groups.yaml"}}, base=tmp_path)  # fmt: skip
     assert "process group 'b' is not in the groups given" in e.value.message
+
+
+def test_the_commands_import_and_export(tmp_path):
+    """railbed import-chakra writes the job JSON; export-chakra of it (or of a results directory
+    holding it) and import again give the same items."""
+    from railbed.job import Job
+
+    prefix = hand_trace(tmp_path / "t")
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+
+    def railbed(*args):
+        got = subprocess.run([sys.executable, "-m", "railbed.cli", *args], capture_output=True, text=True, env=env,
+                             timeout=120)  # fmt: skip
+        assert got.returncode == 0, got.stderr
+        return got.stdout
+
+    out = railbed("import-chakra", str(prefix), "-o", str(tmp_path / "job.json"), "--algorithm", "direct")
+    assert "4 MEM_LOAD_NODE not modelled" in out and "wrote" in out
+    (tmp_path / "res").mkdir()
+    (tmp_path / "res" / "job.json").write_bytes((tmp_path / "job.json").read_bytes())
+    railbed("export-chakra", str(tmp_path / "res"), "-o", str(tmp_path / "back" / "hand"))
+    railbed("import-chakra", str(tmp_path / "back" / "hand"), "-o", str(tmp_path / "again.json"))
+    first, again = Job.load(tmp_path / "job.json"), Job.load(tmp_path / "again.json")
+    assert items_of(again) == items_of(first) and {f.tags.get("algorithm") for f in first.flows} == {None, "direct"}

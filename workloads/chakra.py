@@ -553,8 +553,9 @@ def scenario_job(value: Mapping[str, Any], base: Path, echo=None) -> Job:
     try:
         job, notes = import_trace(base / prefix, Options(**args), "job.chakra")
     except SpecError as exc:
-        if exc.field in ("algorithm", "chunks", "local", "ranks"):
-            raise SpecError(f"job.{exc.field}", exc.message) from None
+        if exc.field in ("algorithm", "chunks", "local", "ranks", "across"):
+            field = {"local": "gpus_per_server", "ranks": "algorithm", "across": "algorithm"}.get(exc.field, exc.field)
+            raise SpecError(f"job.{field}", exc.message) from None
         raise
     for line in notes:
         (echo or print)(line)
