@@ -57,7 +57,6 @@ REGISTRY.update({cls.name: cls for cls in _HERMOD})  # seed 004, chapter 5
 REGISTRY.update({cls.name: cls for cls in _LEO})  # seed 004, chapter 6
 REGISTRY.update({cls.name: cls for cls in _DGCL})  # seed 002
 REGISTRY.update({cls.name: cls for cls in _CAGNET})  # seed 001, SANCUS
-ENTRY_POINTS = "railbed.schedulers"  # the entry-point group of schedulers from installed packages
 
 
 @dataclass(frozen=True)
@@ -116,6 +115,9 @@ def scheduler_spec(entry: Any, where: str, base: Path | None = None) -> Schedule
     if label is not None and (not isinstance(label, str) or not label or "/" in label):
         raise SpecError(f"{where}.label", "expected a non-empty name without '/'")
     return SchedulerSpec(absolute(name, base), dict(args), label, dict(job))
+
+
+ENTRY_POINTS = "railbed.schedulers"  # the entry-point group of schedulers from installed packages
 
 
 def scheduler_class(name: str, field: str) -> type[Scheduler]:

@@ -35,6 +35,7 @@ from workloads.synthetic import all_to_all
 GENERATORS: dict[str, Callable[..., Job]] = {
     "hybrid_parallel": hybrid_parallel,
     "all_to_all": all_to_all,
+    "collective": collective,  # one collective over n ranks, nccl-tests style (workloads/collectives.py)
     "gnn_training": gnn_training,
     "gnn_fullgraph": gnn_fullgraph,
     "gnn_cagnet": gnn_cagnet,
@@ -46,7 +47,6 @@ GENERATORS: dict[str, Callable[..., Job]] = {
     "oes_incast": oes_incast,
     "relay_allgather": relay_allgather,
     "leo_toll": leo_toll,
-    "collective": collective,  # one collective over n ranks, nccl-tests style (workloads/collectives.py)
 }
 SIZE_ARGS = {"activation", "gradient", "size"}
 TIME_ARGS = {"fwd", "bwd", "compute", "duration"}
