@@ -322,6 +322,56 @@ def cmd_export(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_import_chakra(args: argparse.Namespace) -> int:
+    """A Chakra trace (``<prefix>.<rank>.et``) as railbed's job JSON (workloads/chakra.py)."""
+    from railbed.safeload import load_yaml_file
+    from workloads.chakra import scenario_job
+
+    value = {"chakra": str(Path(args.prefix).resolve()), "algorithm": args.algorithm, "chunks": args.chunks,
+             "gpus_per_server": args.gpus_per_server}  # fmt: skip
+    for key in ("placement", "groups"):
+        if getattr(args, key):
+            value[key] = load_yaml_file(Path(getattr(args, key)), f"--{key}")
+    try:
+        job = scenario_job(value, Path("."), echo=_say)
+    except SpecError as exc:  # the scenario's field names as this command's: the prefix, the options
+        field = exc.field.replace("job.chakra", "PREFIX", 1).replace("job.", "--", 1).replace("_", "-")
+        raise SpecError(field, exc.message) from None
+    job.save(args.out)
+    _say(f"wrote {args.out} ({len(job.endpoints)} ranks, {len(job.items)} items)")
+    return 0
+
+
+def cmd_export_chakra(args: argparse.Namespace) -> int:
+    """A railbed job (job.json, or a results directory's) as a Chakra trace, one file per endpoint."""
+    from railbed.job import Job
+    from workloads.chakra import export_trace
+
+    path = Path(args.job)
+    job = Job.load(path / "job.json" if path.is_dir() else path)
+    paths = export_trace(job, args.out)
+    _say(f"wrote {len(paths)} rank files {args.out}.0.et .. {args.out}.{len(paths) - 1}.et")
+    return 0
+
+
+def _chakra_commands(sub) -> None:
+    from workloads.collectives import ALGORITHMS
+
+    ic = sub.add_parser("import-chakra", help="a Chakra execution trace (<prefix>.<rank>.et) as a railbed job JSON")
+    ic.add_argument("prefix", help="the trace's path prefix: <prefix>.0.et, <prefix>.1.et, ...")
+    ic.add_argument("-o", "--out", required=True, help="the job JSON to write")
+    ic.add_argument("--algorithm", default="ring", choices=list(ALGORITHMS), help="for COMM_COLL nodes")
+    ic.add_argument("--chunks", type=_count_arg, default=1, help="pipelined chunks (tree, ring broadcast)")
+    ic.add_argument("--gpus-per-server", type=_count_arg, default=1, help="ranks in order: r // G, GPU r %% G")
+    ic.add_argument("--placement", default=None, help="YAML/JSON list per rank of [server, gpu, nic]")
+    ic.add_argument("--groups", default=None, help="YAML/JSON mapping of process group name -> ranks")
+    ic.set_defaults(func=cmd_import_chakra)
+    ec = sub.add_parser("export-chakra", help="a railbed job (job.json or a results directory) as a Chakra trace")
+    ec.add_argument("job", help="job.json, or a results directory holding one")
+    ec.add_argument("-o", "--out", required=True, help="the trace's path prefix: writes <prefix>.<rank>.et")
+    ec.set_defaults(func=cmd_export_chakra)
+
+
 def cmd_sweep(args: argparse.Namespace) -> int:
     from scenarios.sweep import MAX_POINTS, Sweep, run_sweep
 
@@ -519,6 +569,8 @@ def build_parser() -> argparse.ArgumentParser:
     rp.add_argument("--address", default=None, help="--sensitivity: a Ray cluster (default: local)")
     rp.add_argument("--cpus", type=int, default=None, help="--sensitivity: CPUs of the local Ray instance")
     rp.set_defaults(func=cmd_reproduce)
+
+    _chakra_commands(sub)
 
     k = sub.add_parser("clean", help="remove what a killed run left behind (root)")
     k.set_defaults(func=cmd_clean)

@@ -18,7 +18,8 @@ and the reproduction report (``scenarios/reproduce.py``):
 
 :data:`METRICS` maps a metric's name to a function of a result; all are in
 model seconds except ``fidelity_ok`` (1 or 0), ``flows`` (a count), ``bytes`` and
-``remote_bytes`` (bytes of the job's flows, all or between servers), ``alpha_beta_error``,
+``remote_bytes`` (bytes of the job's flows, all or between servers), ``algbw`` and ``busbw``
+(bytes per model second, nccl-tests' definitions: :func:`collective_bandwidths`), ``alpha_beta_error``,
 ``edge_cut`` and ``imbalance`` (fractions; the last two a GNN epoch's partition, from its job's
 tags), ``nodes_per_second`` and ``request_throughput`` (per model second) and
 ``wall_seconds`` (real).
@@ -307,6 +308,38 @@ def curve_metric(name: str, results, scheduler: str, relative_to: str | None = N
     return CURVE_METRICS[name](curve[scheduler], curve[relative_to] if relative_to else None)
 
 
+def collective_bandwidths(result: RunResult) -> list[dict]:
+    """Per coflow whose flows carry ``workloads.collectives.collective_tags`` (the ``collective``
+    generator, a Chakra trace's collectives): its time (first ready to last end, as the coflow
+    completion time), nccl-tests' algbw (``bytes`` / time) and busbw (algbw x the operation's bus
+    factor: all-reduce 2 (n - 1) / n, all-gather, reduce-scatter and all-to-all (n - 1) / n,
+    broadcast 1), in bytes per model second, in coflow order."""
+    seen: dict[str, dict] = {}
+    for r in result.items.values():
+        tags, coflow = r.attrs.get("tags") or {}, r.attrs.get("coflow")
+        if r.kind == "flow" and coflow is not None and "bus_factor" in tags and coflow not in seen:
+            seen[str(coflow)] = tags
+    times = coflow_completion_times(result)
+    out = []
+    for coflow, tags in seen.items():
+        t = times.get(coflow)
+        if not t:
+            continue
+        algbw = tags["bytes"] / t
+        out.append({"coflow": coflow, "operation": tags["collective"], "algorithm": tags["algorithm"],
+                    "ranks": tags["ranks"], "bytes": tags["bytes"], "time": t, "algbw": algbw,
+                    "busbw": algbw * tags["bus_factor"]})  # fmt: skip
+    return out
+
+
+def _first_collective(key: str) -> Callable[[RunResult], float]:
+    def read(result: RunResult) -> float:
+        rows = collective_bandwidths(result)
+        return rows[0][key] if rows else math.nan
+
+    return read
+
+
 def iteration_times(result: RunResult) -> dict[int, float]:
     return dict(result.iterations) if result.iterations else {0: result.makespan}
 
@@ -332,6 +365,8 @@ METRICS: dict[str, Callable[[RunResult], float]] = {
     "flows": lambda r: float(len(r.flow_completion_times())),
     "receiver_comm_max": lambda r: max(receiver_comm(r).values(), default=0.0),
     "bytes": flow_bytes,
+    "algbw": _first_collective("algbw"),  # the (first) collective's, bytes/s (collective_bandwidths)
+    "busbw": _first_collective("busbw"),
     "remote_bytes": remote_bytes,
     "alpha_beta_error": alpha_beta_error,
     "nodes_per_second": nodes_per_second,

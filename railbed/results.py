@@ -203,6 +203,7 @@ class RunResult:
                 f"  iterations      {len(its)}, mean {fmt_time(sum(its) / len(its))}, max {fmt_time(max(its))}"
             )
         lines += self._flow_lines()
+        lines += _collective_lines(self)
         tasks = sum(1 for r in self.items.values() if r.kind == "task")
         if tasks:
             lines.append(f"  tasks           {tasks}")
@@ -319,3 +320,21 @@ def comparison_table(results: list[RunResult]) -> str:
         out.append(f"vs first: makespan against {results[0].scheduler}'s (negative: shorter)")
     out.append("FCT: flows between servers only (those inside one server: each run's summary.txt)")
     return "\n".join(out)
+
+
+def _collective_lines(result: RunResult, most: int = 4) -> list[str]:
+    """algbw and busbw of the run's collectives (``railbed.metrics.collective_bandwidths``), in GB/s
+    as nccl-tests prints them; the first ``most`` of them and a count of the rest."""
+    from railbed.metrics import collective_bandwidths
+
+    rows = collective_bandwidths(result)
+    lines = [
+        f"  collective      {c['operation']} by {c['algorithm']}, {c['ranks']} ranks, {c['bytes']} bytes: "
+        f"{fmt_time(c['time'])}, algbw {c['algbw'] / 1e9:.3f} GB/s, busbw {c['busbw'] / 1e9:.3f} GB/s"
+        for c in rows[:most]
+    ]
+    return lines + (
+        [f"  collectives     {len(rows) - most} more (railbed.metrics.collective_bandwidths)"]
+        if len(rows) > most
+        else []
+    )

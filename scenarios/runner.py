@@ -76,7 +76,7 @@ from railbed.job import Job
 from railbed.results import RESULT_LEVELS, RunResult, comparison_table, estimated_bytes
 from railbed.safeload import describe, key_name, load_yaml_file
 from railbed.spec import ClusterSpec
-from schedulers import SchedulerSpec, by_name, make, scheduler_spec
+from schedulers import SchedulerSpec, by_name, default_label, make, scheduler_spec
 from tc_policies.plan import POLICIES
 from workloads import check_fits, generate
 
@@ -172,7 +172,7 @@ class Scenario:
         jobs = [_job(_with_load(data["job"], x), base) for x in loads] if loads else None
         big = bool(arrays) and not loads and _array_job(data["job"], always=arrays == "always")
         job = jobs[0] if jobs else None if big else _job(data["job"], base)
-        specs = _scheduler_specs(data["schedulers"])
+        specs = _scheduler_specs(data["schedulers"], base)
         variants = _variants(specs, data["job"], base, bool(loads) or big)
         policy = _choice(data.get("policy", "dscp-priority"), "policy", tuple(POLICIES))
         latency = _choice(data.get("latency", "auto"), "latency", ("auto", "netem", "agents"))
@@ -235,7 +235,12 @@ def _cluster(value: Any, base: Path) -> ClusterSpec:
 
 
 def _job(value: Any, base: Path) -> Job:
-    """``job:``: ``{generator: NAME, args: {...}}`` or ``{file: PATH}`` (a saved job)."""
+    """``job:``: ``{generator: NAME, args: {...}}``, ``{file: PATH}`` (a saved job) or ``{chakra: PREFIX, ...}``
+    (a Chakra execution trace, :func:`workloads.chakra.scenario_job`)."""
+    if isinstance(value, dict) and "chakra" in value:
+        from workloads.chakra import scenario_job
+
+        return scenario_job(value, base)
     if not isinstance(value, dict) or not ({"file", "generator"} & set(value)):
         raise SpecError("job", f"expected {{generator: NAME, args: {{...}}}} or {{file: PATH}}, got {describe(value)}")
     allowed = {"file"} if "file" in value else {"generator", "args"}
@@ -370,15 +375,16 @@ def _bool(value: Any, field: str) -> bool:
     return value
 
 
-def _scheduler_specs(raw: Any) -> list[SchedulerSpec]:
-    """The ``schedulers`` list: each entry read and instantiated once (arguments checked), labels unique."""
+def _scheduler_specs(raw: Any, base: Path | None = None) -> list[SchedulerSpec]:
+    """The ``schedulers`` list: each entry read and instantiated once (arguments checked), labels unique;
+    a scheduler file (``mine.py:Mine``) is relative to ``base``, the scenario's folder."""
     if isinstance(raw, str):
         raw = [raw]
     if not isinstance(raw, list) or not raw:
         raise SpecError("schedulers", "expected a non-empty list of scheduler names or {name, args, label}")
     specs, seen = [], set()
     for i, entry in enumerate(raw):
-        spec = scheduler_spec(entry, f"schedulers[{i}]")
+        spec = scheduler_spec(entry, f"schedulers[{i}]", base)
         make(spec, f"schedulers[{i}]")
         if spec.run_label in seen:
             raise SpecError(f"schedulers[{i}]", f"{spec.run_label!r} is listed twice (give one a label)")
@@ -394,8 +400,8 @@ def _selected(sc: Scenario, labels: list[str] | None) -> list[SchedulerSpec]:
     known = {s.run_label: s for s in sc.schedulers}
     out = []
     for i, label in enumerate(labels):
-        if label in known:
-            out.append(known[label])
+        if label in known or default_label(label) in known:  # a label, or the file the scenario names
+            out.append(known.get(label) or known[default_label(label)])
         else:
             by_name(label, f"--scheduler[{i}]")  # a registered name the scenario does not list: default args
             out.append(SchedulerSpec(label))

@@ -6,6 +6,16 @@ scheduler as a string or as ``{name: NAME, args: {...}, label: LABEL}``
 constructor's signature (unknown names, wrong types, and the constructor's
 own :class:`~railbed.errors.SpecError` s all name ``schedulers[i].args.<arg>``)
 and gives the instance its ``label``, which names the run in results.
+
+A scheduler from outside the tree is named where a registered one would be (scenario entries,
+``--scheduler``, sweep axes, and so claims rows through their scenarios) as ``module:Class`` (the
+module on ``PYTHONPATH``) or ``path/to/file.py:Class`` (in a scenario, relative to the scenario
+file; on the command line, to the current directory), or by the name an installed package gives it
+under the entry-point group :data:`ENTRY_POINTS` (``[options.entry_points] railbed.schedulers =
+mine = mypkg.sched:Mine``). Its arguments are checked as a registered one's; its run is labelled
+``<module or file stem>:Class`` unless the entry gives a label. Loading goes through
+:func:`railbed.plugins.load_target` (one line naming ``<field>.name`` for a bad module, file or
+class, exit 2).
 """
 
 from __future__ import annotations
@@ -15,8 +25,10 @@ import math
 import typing
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
+from railbed import plugins
 from railbed.errors import SpecError
 from railbed.scheduler import HOLD, Decision, RunView, Scheduler
 from schedulers.cagnet import SCHEDULERS as _CAGNET
@@ -62,13 +74,33 @@ class SchedulerSpec:
 
     @property
     def run_label(self) -> str:
-        return self.label or self.name
+        return self.label or default_label(self.name)
 
 
-def scheduler_spec(entry: Any, where: str) -> SchedulerSpec:
-    """Read one entry of a scenario's ``schedulers`` list (a name, or a mapping)."""
+def default_label(name: str) -> str:
+    """A run's label when its entry gives none: the registered name, or ``stem:Class`` for
+    ``path/to/stem.py:Class`` (a label names a results directory: no ``/``)."""
+    if not plugins.is_target(name):
+        return name
+    left, _, attr = name.rpartition(":")
+    return f"{Path(left).stem if left.endswith('.py') or '/' in left else left}:{attr}"
+
+
+def absolute(name: str, base: Path | None) -> str:
+    """``name`` with a relative ``file.py:Class`` made absolute against ``base`` (the scenario's folder)."""
+    if base is None or not plugins.is_target(name):
+        return name
+    left, _, attr = name.rpartition(":")
+    if not (left.endswith(".py") or "/" in left) or Path(left).expanduser().is_absolute():
+        return name
+    return f"{(base / left).resolve()}:{attr}"
+
+
+def scheduler_spec(entry: Any, where: str, base: Path | None = None) -> SchedulerSpec:
+    """Read one entry of a scenario's ``schedulers`` list (a name, or a mapping); a file named
+    relative to ``base`` is made absolute."""
     if isinstance(entry, str):
-        return SchedulerSpec(entry)
+        return SchedulerSpec(absolute(entry, base))
     if not isinstance(entry, Mapping):
         raise SpecError(where, f"expected a scheduler name or {{name, args, label}}, got {type(entry).__name__}")
     unknown = set(entry) - {"name", "args", "label", "job"}
@@ -84,19 +116,36 @@ def scheduler_spec(entry: Any, where: str) -> SchedulerSpec:
         raise SpecError(f"{where}.args", f"expected a mapping of argument to value, got {type(args).__name__}")
     if label is not None and (not isinstance(label, str) or not label or "/" in label):
         raise SpecError(f"{where}.label", "expected a non-empty name without '/'")
-    return SchedulerSpec(name, dict(args), label, dict(job))
+    return SchedulerSpec(absolute(name, base), dict(args), label, dict(job))
+
+
+ENTRY_POINTS = "railbed.schedulers"  # the entry-point group of schedulers from installed packages
+
+
+def scheduler_class(name: str, field: str) -> type[Scheduler]:
+    """The class ``name`` names: registered, an entry point of :data:`ENTRY_POINTS`, or ``module:Class``
+    / ``file.py:Class`` (module docstring). Anything else: a :class:`SpecError` naming ``field``."""
+    cls = REGISTRY.get(name)
+    if cls is None and not plugins.is_target(name):
+        cls = plugins.entry_point(ENTRY_POINTS, name, field)
+        if cls is None:
+            known = ", ".join(sorted({*REGISTRY, *plugins.entry_point_names(ENTRY_POINTS)}))
+            raise SpecError(field, f"unknown scheduler {name!r} (known: {known}; or module:Class, file.py:Class)")
+    if cls is None:
+        cls = plugins.load_target(name, field)
+    if not (isinstance(cls, type) and issubclass(cls, Scheduler)):
+        raise SpecError(field, f"{name} is not a Scheduler subclass (railbed.scheduler.Scheduler)")
+    return cls
 
 
 def make(spec: SchedulerSpec, where: str = "scheduler") -> Scheduler:
     """A fresh scheduler instance of ``spec`` (see the module docstring)."""
-    cls = REGISTRY.get(spec.name)
-    if cls is None:
-        raise SpecError(where, f"unknown scheduler {spec.name!r} (known: {', '.join(sorted(REGISTRY))})")
+    cls = scheduler_class(spec.name, f"{where}.name" if plugins.is_target(spec.name) else where)
     params = _parameters(cls)
     for key, value in spec.args.items():
         if key not in params:
             known = ", ".join(params) or "none"
-            raise SpecError(f"{where}.args.{key}", f"{spec.name} takes no argument {key!r} (known: {known})")
+            raise SpecError(f"{where}.args.{key}", f"{spec.run_label} takes no argument {key!r} (known: {known})")
         _check_type(value, params[key], f"{where}.args.{key}")
     try:
         sched = cls(**spec.args)
@@ -104,12 +153,13 @@ def make(spec: SchedulerSpec, where: str = "scheduler") -> Scheduler:
         raise SpecError(f"{where}.args.{exc.field}", exc.message) from None
     except TypeError as exc:  # a required argument missing
         raise SpecError(f"{where}.args", str(exc)) from None
-    sched.label = spec.label
+    sched.label = spec.label if spec.name in REGISTRY else spec.run_label  # results name an outside one as written
     return sched
 
 
 def by_name(name: str, field: str = "scheduler") -> Scheduler:
-    """A fresh scheduler instance by its registered name, default arguments."""
+    """A fresh scheduler instance by its name (registered, or from outside the tree), default arguments."""
+    scheduler_class(name, field)  # a bad name is the field's own (``--scheduler[0]``), not ``.name``
     return make(SchedulerSpec(name), field)
 
 
@@ -150,6 +200,8 @@ __all__ = [
     "SmallFirst",
     "TagPriority",
     "by_name",
+    "default_label",
+    "scheduler_class",
     "make",
     "scheduler_spec",
 ]

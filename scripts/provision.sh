@@ -42,6 +42,10 @@ fi
 say "pip: installing railbed (editable) with the test and packet (ns-3) extras"
 "$VENV/bin/python" -m pip install -q --upgrade pip >/dev/null
 "$VENV/bin/python" -m pip install -q -e "$REPO[test,packet]"
+# Chakra execution traces (workloads/chakra.py): mlc-chakra's generated protobuf code is all railbed
+# reads; its hard dependency on HolisticTraceAnalysis (jupyterlab, pandas, ~70 packages) is not needed,
+# so it is installed without dependencies (protobuf comes with the test extra).
+"$VENV/bin/python" -m pip install -q --no-deps "mlc-chakra>=1.0"
 ln -sf "$VENV/bin/railbed" /usr/local/bin/railbed
 say "railbed installed: $(command -v railbed)"
 if [ "${RAILBED_SKIP_DOCTOR:-0}" != 1 ]; then

@@ -17,6 +17,8 @@ from railbed.errors import SpecError
 from railbed.job import Job
 from railbed.safeload import describe, key_name
 from railbed.units import parse_duration, parse_size
+from workloads.collectives import collective
+from workloads.collectives import item_estimate as _collective_items
 from workloads.gnn import gnn_training
 from workloads.gnn_cagnet import gnn_cagnet
 from workloads.gnn_epoch import gnn_epoch
@@ -33,6 +35,7 @@ from workloads.synthetic import all_to_all
 GENERATORS: dict[str, Callable[..., Job]] = {
     "hybrid_parallel": hybrid_parallel,
     "all_to_all": all_to_all,
+    "collective": collective,  # one collective over n ranks, nccl-tests style (workloads/collectives.py)
     "gnn_training": gnn_training,
     "gnn_fullgraph": gnn_fullgraph,
     "gnn_cagnet": gnn_cagnet,
@@ -108,6 +111,7 @@ SIZE_HINTS: dict[str, Callable[..., int]] = {
     "gnn_training": _gnn_items,
     "moe_training": _moe_items,
     "requests": _request_items,
+    "collective": _collective_items,
 }
 
 

@@ -44,6 +44,7 @@ from __future__ import annotations
 
 from railbed.errors import SpecError
 from railbed.job import Job, Location
+from workloads.collectives import add_collective, check
 
 
 def _check(name: str, value: int, low: int = 1) -> int:
@@ -62,23 +63,28 @@ def ring_allreduce(
 ) -> dict[str, str]:
     """Add a ring all-reduce of ``nbytes`` over ``ranks``; ``after[rank]`` are the items
     each rank waits for before its first send. Returns rank -> the item after which
-    the rank holds the reduced result."""
-    n = len(ranks)
-    if n == 1:
+    the rank holds the reduced result. The ring of :mod:`workloads.collectives` (same ids and
+    dependencies as this function had before it moved there)."""
+    if len(ranks) == 1:
         return {ranks[0]: after[ranks[0]][-1]} if after[ranks[0]] else {}
-    chunk = -(-nbytes // n)
-    prev: dict[int, str] = {}
-    for step in range(2 * (n - 1)):
-        cur = {}
-        for i, src in enumerate(ranks):
-            deps = list(after[src]) if step == 0 else [prev[(i - 1) % n]]
-            if step > 0:
-                deps.append(prev[i])  # its own previous send (one NIC queue per step)
-            fid = f"{prefix}.s{step}.r{i}"
-            job.flow(fid, src, ranks[(i + 1) % n], chunk, deps=deps, **attrs)
-            cur[i] = fid
-        prev = cur
-    return {ranks[(i + 1) % n]: prev[i] for i in range(n)}
+    ends = add_collective(job, "all-reduce", ranks, nbytes, "ring", after=after, prefix=prefix, **attrs)
+    return {r: items[-1] for r, items in ends.items()}
+
+
+def _algorithm(collective: dict | None, dp: int) -> tuple[str, int]:
+    """(algorithm, chunks) of ``collective`` (checked for an all-reduce over ``dp`` ranks)."""
+    spec = dict(collective or {})
+    unknown = set(spec) - {"algorithm", "chunks"}
+    if unknown:
+        raise SpecError(f"collective.{sorted(unknown)[0]}", "unknown key (known: algorithm, chunks)")
+    algorithm, chunks = spec.get("algorithm", "ring"), spec.get("chunks", 1)
+    if algorithm == "hierarchical":
+        raise SpecError("collective.algorithm", "hierarchical needs whole servers per group; not for DP groups here")
+    try:
+        check("all-reduce", str(algorithm), dp, chunks)
+    except SpecError as exc:
+        raise SpecError(f"collective.{exc.field if exc.field != 'ranks' else 'algorithm'}", exc.message) from None
+    return str(algorithm), int(chunks)
 
 
 def hybrid_parallel(
@@ -95,13 +101,16 @@ def hybrid_parallel(
     dscp: dict[str, int] | None = None,
     name: str | None = None,
     tp: int = 1,
+    collective: dict[str, str | int] | None = None,
 ) -> Job:
     """A ``tp`` x ``dp`` x ``pp`` training job (see the module docstring).
 
     ``activation`` and ``gradient`` are the bytes *each* rank sends to the
     next stage and all-reduces. ``dscp`` maps a coflow type (``PP``, ``DP``)
     to a DSCP written into the flows' ``tags`` for tag-driven schedulers
-    (``tag-priority``)."""
+    (``tag-priority``). ``collective``: ``{algorithm: ..., chunks: ...}``, the data-parallel
+    all-reduce by another algorithm of :mod:`workloads.collectives` (default: the ring above); given,
+    the DP flows carry its tags (``collective``, ``algorithm``, ...)."""
     _check("dp", dp)
     _check("pp", pp)
     _check("tp", tp)
@@ -121,6 +130,7 @@ def hybrid_parallel(
         raise SpecError("tp", "tensor parallelism needs layout megatron (or null)")
     if layout == "megatron" and gpus_per_server % tp:
         raise SpecError("tp", f"a tensor-parallel group must fit in a server: {tp} does not divide {gpus_per_server}")
+    algo = _algorithm(collective, dp)
     job = Job(name or (f"llm-dp{dp}-pp{pp}-mb{microbatches}" + (f"-tp{tp}" if tp > 1 else "")))
     G = gpus_per_server
 
@@ -138,7 +148,7 @@ def hybrid_parallel(
                 else:
                     pin = None
                 job.endpoint(ep(p, d, t), pin)
-    last_of: dict[str, str] = {}  # endpoint -> last item of the previous iteration
+    last_of: dict[str, list[str]] = {}  # endpoint -> last items of the previous iteration
     for it in range(iterations):
         done_bwd: dict[str, str] = {}
         for d in range(dp):
@@ -148,14 +158,14 @@ def hybrid_parallel(
             for t in range(tp):
                 ranks = [ep(p, d, t) for d in range(dp)]
                 if dp > 1 and gradient > 0:
-                    ends = ring_allreduce(
-                        job, ranks, gradient, {r: [done_bwd[r]] for r in ranks},
-                        f"i{it}.ar.p{p}" + (f"t{t}" if tp > 1 else ""),
+                    ends = add_collective(
+                        job, "all-reduce", ranks, gradient, algo[0], {r: [done_bwd[r]] for r in ranks},
+                        f"i{it}.ar.p{p}" + (f"t{t}" if tp > 1 else ""), algo[1], tag=collective is not None,
                         iteration=it, layer=p, coflow=f"i{it}.dp.p{p}", coflow_type="DP", tags=dp_tags,
                     )  # fmt: skip
                     last_of.update(ends)
                 else:
-                    last_of.update({r: done_bwd[r] for r in ranks})
+                    last_of.update({r: [done_bwd[r]] for r in ranks})
     return job.validate()
 
 
@@ -171,7 +181,7 @@ def _pipeline(job, it, d, t, pp, microbatches, fwd, bwd, activation, ep, last_of
             if m > 0:
                 deps.append(fwd_ids[(p, m - 1)])
             elif here in last_of:
-                deps.append(last_of[here])
+                deps.extend(last_of[here])
             tid = job.task(f"i{it}.fwd.{here}.m{m}", here, fwd, deps, iteration=it, microbatch=m, layer=p)
             fwd_ids[(p, m)] = tid
             if p < pp - 1:
