@@ -48,7 +48,6 @@ from railbed.job import Flow, Job
 from railbed.results import RunResult
 from railbed.scheduler import Scheduler
 from railbed.topology import spine_mark
-from railbed.units import GOODPUT_FRACTION
 
 AGENT_START_TIMEOUT = 30.0
 PROC_POLL = 0.25
@@ -440,7 +439,7 @@ class _Run:
         (measured on this machine: goodput = pacing rate), so pace at the goodput."""
         if model_rate is None:
             return 0
-        return max(1, int(self.tb.scale.real_rate(model_rate) * GOODPUT_FRACTION / 8))
+        return max(1, int(self.tb.scale.real_rate(model_rate) * self.tb.spec.fabric.framing.goodput_fraction / 8))
 
     def _progress_of(self, flow_id: str) -> tuple[int, float, float]:
         """The receiver's last report of a flow: (bytes, wire bit/s between its last two reports, model time)."""
@@ -450,7 +449,8 @@ class _Run:
     def _report(self, flow: StartFlow, nbytes: int, t_real: float) -> None:
         t = (t_real - self.t0) / self.k
         before, t_before, _ = self.reports.get(flow.id, (0, self.dispatcher.records[flow.id].start or 0.0, 0.0))
-        rate = 8 * (nbytes - before) / GOODPUT_FRACTION / (t - t_before) if t > t_before else 0.0
+        goodput = self.tb.spec.fabric.framing.goodput_fraction
+        rate = 8 * (nbytes - before) / goodput / (t - t_before) if t > t_before else 0.0
         self.reports[flow.id] = (nbytes, t, rate)
 
     def _handle(self, agent: _AgentConn, msg: dict) -> None:

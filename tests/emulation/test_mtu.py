@@ -1,0 +1,65 @@
+"""The fabric's MTU on the emulator: every port of every node (hosts, bridges, spines) gets it,
+and a jumbo fabric sends the same bytes in 1/6.18 of the packets (tc's packet counters of the
+sender's NIC port), at its rate (the run's time against the fabric's wire bytes)."""
+
+import re
+import subprocess
+
+import pytest
+
+from emulator.runtime import run
+from emulator.testbed import Testbed
+from railbed.job import Job, Location
+from railbed.spec import ClusterSpec
+from schedulers import by_name
+
+SIZE = 8948 * 1448  # 12.96 MB: whole segments at both MTUs
+RATE = 1e9  # model; k = 10: 100 Mbit/s real
+
+
+def cluster(mtu: int) -> ClusterSpec:
+    return ClusterSpec.from_dict(
+        {"servers": [{"count": 2, "nics": 2, "nic_rate": RATE}], "fabric": {"type": "rail_optimized", "spines": 1,
+                                                                            "mtu": mtu}}
+    )  # fmt: skip
+
+
+def one_flow() -> Job:
+    job = Job("one")
+    job.endpoint("a", Location(0, "gpu0", 0))
+    job.endpoint("b", Location(1, "gpu0", 0))
+    job.flow("f", "a", "b", SIZE)
+    return job
+
+
+def mtus(tb: Testbed, node: str) -> dict[str, int]:
+    out = tb.popen(node, ["ip", "-o", "link", "show"], stdout=subprocess.PIPE, text=True).communicate(timeout=30)[0]
+    return {m[0]: int(m[1]) for m in re.findall(r"^\d+: ([^:@]+)[^\n]*? mtu (\d+)", out, re.M) if m[0] != "lo"}
+
+
+@pytest.mark.parametrize("mtu", [9000, 4096])
+def test_every_port_of_a_jumbo_fabric_has_its_mtu(mtu):
+    with Testbed(cluster(mtu), scale=10) as tb:
+        nodes = [*tb.topology.hosts, *tb.topology.switches, *tb.topology.spines]
+        seen = {node: mtus(tb, node) for node in nodes}
+    for node, by_if in seen.items():
+        assert by_if and set(by_if.values()) == {mtu}, f"{node}: {by_if}"
+    assert "br0" in seen["rail0"]
+
+
+def test_a_jumbo_fabric_sends_a_sixth_of_the_packets_for_the_same_bytes():
+    packets, spec_of = {}, {}
+    for mtu in (1500, 9000):
+        spec_of[mtu] = spec = cluster(mtu)
+        with Testbed(spec, policy="fifo", scale=10) as tb:
+            before = tb.counters("h0", "h0-eth0")
+            res = run(one_flow(), by_name("fifo"), tb)
+            after = tb.counters("h0", "h0-eth0")
+        packets[mtu] = after.packets - before.packets
+        framing = spec.fabric.framing
+        # the data segments (the agents' 16-byte header rides in them) and a dozen more: the
+        # handshake, the FIN, ARP, the ACKs of the receiver's close (measured: +9 at MTU 1500)
+        assert 0 <= packets[mtu] - framing.packets(SIZE + 16) <= 16, (mtu, packets[mtu])
+        ideal = framing.wire_bytes(SIZE + 16) * 8 / RATE
+        assert ideal <= res.makespan <= 1.08 * ideal, f"MTU {mtu}: {res.makespan / ideal:.3f} of its wire time"
+    assert packets[1500] / packets[9000] == pytest.approx(8948 / 1448, rel=0.015)
