@@ -19,12 +19,12 @@ The machine is shared: the load average is printed beside every figure. Nothing 
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import os
 import re
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 
@@ -105,6 +105,26 @@ def softirqs() -> dict[str, list[int]]:
     return {r[0].rstrip(":"): [int(x) for x in r[1:]] for r in rows}
 
 
+def schedstat(pid: int) -> tuple[int, int]:
+    """(ns on a CPU, ns waiting on a run queue) of a process's main thread."""
+    try:
+        ran, waited, _ = Path(f"/proc/{pid}/schedstat").read_text().split()
+    except (OSError, ValueError):
+        return 0, 0
+    return int(ran), int(waited)
+
+
+def ksoftirqd_pids() -> list[int]:
+    return [int(p.name) for p in Path("/proc").iterdir() if p.name.isdigit() and _comm(p).startswith("ksoftirqd/")]
+
+
+def _comm(p: Path) -> str:
+    try:
+        return (p / "comm").read_text().strip()
+    except OSError:
+        return ""
+
+
 def proc_cpu(pid: int) -> tuple[int, int]:
     """(utime, stime) jiffies of a process and its waited-for children."""
     try:
@@ -145,24 +165,43 @@ def tcp_retrans(tb: Testbed) -> int:
     return total
 
 
-class Sampler(threading.Thread):
-    """/proc/stat, /proc/softirqs and the agents' CPU every ``interval`` s, so that the flows'
-    own window can be cut out afterwards (the run's start-up and fidelity report are not in it)."""
+class Sampler:
+    """/proc/stat, /proc/softirqs, the agents' CPU and run-queue waits every ``interval`` s, in a
+    process of its own (own session, nice -10, as the agents: a thread of the controller's process
+    starved beside it), so that the flows' own window can be cut out afterwards."""
 
     def __init__(self, pids: list[int], interval: float = 0.25) -> None:
-        super().__init__(daemon=True)
-        self.pids, self.interval = pids, interval
-        self.samples: list[tuple[float, dict, dict, list[tuple[int, int]]]] = []
-        self.done = threading.Event()
+        self.out = Path(f"/tmp/prof_emulator.samples.{os.getpid()}")
+        argv = [sys.executable, __file__, "--sample", str(self.out), str(interval), *map(str, pids)]
+        self.proc = subprocess.Popen(argv, start_new_session=True)
+        try:
+            os.setpriority(os.PRIO_PROCESS, self.proc.pid, -10)
+            Path(f"/proc/{self.proc.pid}/autogroup").write_text("-10")
+        except OSError:
+            pass
 
-    def run(self) -> None:
-        while not self.done.is_set():
-            self.samples.append((time.monotonic(), cpu_lines(), softirqs(), [proc_cpu(p) for p in self.pids]))
-            self.done.wait(self.interval)
+    def stop(self) -> list:
+        self.proc.terminate()
+        self.proc.wait(30)
+        samples = [json.loads(line) for line in self.out.read_text().splitlines() if line.strip()]
+        self.out.unlink()
+        return samples
 
-    def window(self, t0: float, t1: float):
-        inside = [s for s in self.samples if t0 <= s[0] <= t1]
-        return (inside[0], inside[-1]) if len(inside) >= 2 else (self.samples[0], self.samples[-1])
+
+def sample_forever(out: str, interval: float, pids: list[int]) -> None:
+    softirqd = ksoftirqd_pids()
+    with open(out, "w") as f:
+        while True:
+            sched = [schedstat(p) for p in [*pids, *softirqd]]
+            row = [time.monotonic(), cpu_lines(), softirqs(), [proc_cpu(p) for p in pids], sched]
+            f.write(json.dumps(row) + "\n")
+            f.flush()
+            time.sleep(interval)
+
+
+def window(samples: list, t0: float, t1: float):
+    inside = [s for s in samples if t0 <= s[0] <= t1]
+    return (inside[0], inside[-1]) if len(inside) >= 2 else (samples[0], samples[-1])
 
 
 def loadavg() -> str:
@@ -214,7 +253,6 @@ def profile(tb: Testbed, flows: int, seconds: float, perf: bool, top: int) -> No
         agents.update(pids)
         state["tc0"], state["rx0"] = tc_stats(tb), tcp_retrans(tb)
         state["sampler"] = Sampler(list(pids.values()))
-        state["sampler"].start()
         state["t0"] = time.monotonic()
         if perf:
             state["perf"] = subprocess.Popen(
@@ -225,13 +263,12 @@ def profile(tb: Testbed, flows: int, seconds: float, perf: bool, top: int) -> No
 
     load_before = loadavg()
     res = run(job, by_name("fifo"), tb, on_agents=on_agents)
-    sampler: Sampler = state["sampler"]
-    sampler.done.set()
+    samples = state["sampler"].stop()
     if perf:
         state["perf"].wait(60)
     tc1, rx1 = tc_stats(tb), tcp_retrans(tb)
     busy = tb.scale.real_time(res.makespan)  # the flows' real time
-    (ta, cpu0, irq0, ag0), (tb_, cpu1, irq1, ag1) = sampler.window(state["t0"] + 0.5, state["t0"] + busy)
+    (ta, cpu0, irq0, ag0, sc0), (tb_, cpu1, irq1, ag1, sc1) = window(samples, state["t0"] + 0.5, state["t0"] + busy)
     wall = tb_ - ta
     ratios = sorted(
         per_nic * framing.wire_bytes(size) * 8 / NIC_RATE / d for d in res.flow_completion_times().values()
@@ -257,6 +294,11 @@ def profile(tb: Testbed, flows: int, seconds: float, perf: bool, top: int) -> No
     ut = sum(b[0] - a[0] for a, b in zip(ag0, ag1)) / hz
     st = sum(b[1] - a[1] for a, b in zip(ag0, ag1)) / hz
     print(f"  agents ({len(agents)}): user {ut / wall:.2f} cores, system {st / wall:.2f} cores")
+    n = len(agents)
+    d = [(b[0] - a[0], b[1] - a[1]) for a, b in zip(sc0, sc1)]
+    print(f"  run queue: agents ran {sum(r for r, _ in d[:n]) / 1e9 / wall:.2f} s/s and waited "
+          f"{sum(w for _, w in d[:n]) / 1e9 / wall:.2f} s/s for a CPU; ksoftirqd ran "
+          f"{sum(r for r, _ in d[n:]) / 1e9 / wall:.2f} s/s, waited {sum(w for _, w in d[n:]) / 1e9 / wall:.2f} s/s")
     for stage in tc1:
         d = [b - a for a, b in zip(state["tc0"][stage], tc1[stage])]
         print(f"  tc {stage}: {d[0] / busy:.0f} pkt/s, drops {d[1]}, overlimits {d[2]}, requeues {d[3]}")
@@ -266,6 +308,9 @@ def profile(tb: Testbed, flows: int, seconds: float, perf: bool, top: int) -> No
 
 
 def main() -> int:
+    if len(sys.argv) > 1 and sys.argv[1] == "--sample":  # the sampler's own process
+        sample_forever(sys.argv[2], float(sys.argv[3]), [int(x) for x in sys.argv[4:]])
+        return 0
     p = argparse.ArgumentParser()
     p.add_argument("--flows", type=int, action="append", help="repeatable; default 32 and 64")
     p.add_argument("--scale", type=float, default=5000)
