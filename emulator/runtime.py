@@ -193,7 +193,7 @@ class _Run:
                     pass
             self._stop_agents()
             if niced is not None:
-                os.setpriority(os.PRIO_PROCESS, 0, niced)
+                _restore_priority(niced)
         result = self.dispatcher.result("emulator", self.k)
         result.tcp = self.tb.tcp
         result.wall_seconds = time.monotonic() - wall0
@@ -561,20 +561,33 @@ class _Run:
 RUN_NICE = -10
 
 
-def _raise_priority(pid: int) -> int | None:
-    """Set ``pid``'s (0: this thread's) nice value to :data:`RUN_NICE` and, for an agent (its
-    own session), its autogroup's; the nice value it had, or ``None`` where it may not be raised."""
+def _raise_priority(pid: int) -> tuple[int, str | None] | None:
+    """Set ``pid``'s (0: this thread's) nice value and its autogroup's to :data:`RUN_NICE`; what
+    they were (for :func:`_restore_priority`), or ``None`` where they may not be raised. The
+    controller's autogroup is its session's (the shell's that started it): restored after the run."""
+    proc = Path(f"/proc/{pid or 'self'}/autogroup")
     try:
         before = os.getpriority(os.PRIO_PROCESS, pid)
         os.setpriority(os.PRIO_PROCESS, pid, min(before, RUN_NICE))
     except OSError:
         return None
-    if pid:
+    group = None
+    try:
+        group = proc.read_text().split()[-1]  # "/autogroup-9 nice 0"
+        proc.write_text(str(min(int(group), RUN_NICE)))
+    except (OSError, ValueError, IndexError):
+        group = None  # no autogroups in this kernel: the nice value is what counts
+    return before, group
+
+
+def _restore_priority(saved: tuple[int, str | None]) -> None:
+    nice, group = saved
+    os.setpriority(os.PRIO_PROCESS, 0, nice)
+    if group is not None:
         try:
-            Path(f"/proc/{pid}/autogroup").write_text(str(RUN_NICE))
+            Path("/proc/self/autogroup").write_text(group)
         except OSError:
-            pass  # no autogroups in this kernel: the nice value is what counts
-    return before
+            pass
 
 
 def cleanup_stale_control_files() -> int:

@@ -245,8 +245,13 @@ def goodput(wire_rate: float, framing: Framing = ETHERNET) -> float:
 # aggregate: 32 concurrent TCP flows (0.64 Gbit/s real, each through 2 shaped ports
 # and a bridge) kept 97 % of their rate on the 2-core VM, 64 flows (1.28 Gbit/s) only
 # 83 %; so about 300 Mbit/s of shaped traffic per core.
+# The cost is per packet: with jumbo frames (MTU 9000: 6.18x fewer packets for the same bytes) 64
+# flows carried 2.56 Gbit/s real with fidelity ok on the same 2 cores, beside other work (load
+# average 8-9; docs/performance.md, "Where a packet's time goes"): the budget grows with the frame,
+# up to 4x (1.2 Gbit/s per core at MTU 9000; MTU 4096's 2.7x is interpolated, not measured).
 MAX_REAL_LINK_RATE = 500e6
 REAL_BUDGET_PER_CORE = 300e6
+MAX_BUDGET_FACTOR = 4.0
 MIN_REAL_LINK_RATE = 1e6
 
 
@@ -289,10 +294,13 @@ class RateScale:
         return real_seconds / self.k
 
     @classmethod
-    def default_for(cls, link_rates: list[float], host_nic_rates: list[float], cores: int) -> RateScale:
+    def default_for(
+        cls, link_rates: list[float], host_nic_rates: list[float], cores: int, framing: Framing = ETHERNET
+    ) -> RateScale:
         """Pick ``k`` so no real link exceeds :data:`MAX_REAL_LINK_RATE` and all
         host NICs together stay within the machine's shaping budget
-        (:data:`REAL_BUDGET_PER_CORE` per core), rounded up to 1, 2 or 5 x 10^n.
+        (:data:`REAL_BUDGET_PER_CORE` per core at MTU 1500, more for larger frames up to
+        :data:`MAX_BUDGET_FACTOR`), rounded up to 1, 2 or 5 x 10^n.
 
         The budget assumes about half of the NICs send at once; a scenario that
         saturates every NIC should pass a larger ``--scale``.
@@ -300,5 +308,6 @@ class RateScale:
         if not link_rates:
             return cls(1.0)
         per_link = max(link_rates) / MAX_REAL_LINK_RATE
-        aggregate = 0.5 * sum(host_nic_rates) / (REAL_BUDGET_PER_CORE * max(1, cores))
+        budget = REAL_BUDGET_PER_CORE * min(MAX_BUDGET_FACTOR, framing.frame / FRAME)
+        aggregate = 0.5 * sum(host_nic_rates) / (budget * max(1, cores))
         return cls(_nice_ceil(max(per_link, aggregate)))

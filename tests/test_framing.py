@@ -126,3 +126,14 @@ def test_the_packet_backend_sends_a_sixth_of_the_packets_on_a_jumbo_fabric():
         times[mtu] = res.makespan
         assert res.makespan == pytest.approx(spec.fabric.framing.wire_bytes(SIZE) * 8 / GBIT, rel=0.02)
     assert packets[1500] / packets[9000] == pytest.approx(8948 / 1448, rel=0.01)
+
+
+def test_the_default_scale_gives_jumbo_fabrics_the_budget_measured_for_them():
+    from railbed.topology import default_scale
+
+    def k(mtu):
+        spec = ClusterSpec.rail_optimized(servers=8, rails=8, spines=2, nic_rate=100e9, uplink_rate=400e9, mtu=mtu)
+        return default_scale(spec).k
+
+    assert k(9000) < k(1500)  # 4x the per-core budget: half the k or less
+    assert k(9000) <= k(1500) / 2
