@@ -156,6 +156,7 @@ class _Run:
         # record's duration includes this: the dispatcher logs the start at the model time)
         self.start_lags: list[tuple[float, str]] = []
         self.connections = 0
+        self.zero_flows = 0  # zero-byte flows sent on persistent connections (not a request stream)
         self.holds = 0  # flows the agents held (a cap of almost nothing), and the payload already
         self.held_bytes = 0  # queued in their sockets then, which still left at the flow's last pace
 
@@ -201,6 +202,11 @@ class _Run:
         if self.persistent:
             result.notes.append(
                 f"request messages on {self.connections} persistent connections (one per server pair and class)"
+            )
+        elif self.zero_flows:
+            result.notes.append(
+                f"{self.zero_flows} zero-byte flows on {self.connections} persistent connections "
+                "(one per server pair and class; no handshake each)"
             )
         mode = self.tb.latency_mode
         if mode != "none":
@@ -417,6 +423,8 @@ class _Run:
                 }
                 if a.id in self.faults.truncate:
                     msg["short"] = self.faults.truncate[a.id]
+                if not self.persistent and a.size == 0 and a.id not in self.faults.truncate:
+                    self.zero_flows += 1
                 if self.persistent or (a.size == 0 and a.id not in self.faults.truncate):
                     # a zero-byte flow is its 16-byte header: on the pair's persistent connection
                     # it crosses once (the other backends: one latency), without a TCP handshake

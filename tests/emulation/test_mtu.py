@@ -2,6 +2,7 @@
 and a jumbo fabric sends the same bytes in 1/6.18 of the packets (tc's packet counters of the
 sender's NIC port), at its rate (the run's time against the fabric's wire bytes)."""
 
+import os
 import re
 import subprocess
 
@@ -63,3 +64,31 @@ def test_a_jumbo_fabric_sends_a_sixth_of_the_packets_for_the_same_bytes():
         ideal = framing.wire_bytes(SIZE + 16) * 8 / RATE
         assert ideal <= res.makespan <= 1.08 * ideal, f"MTU {mtu}: {res.makespan / ideal:.3f} of its wire time"
     assert packets[1500] / packets[9000] == pytest.approx(8948 / 1448, rel=0.015)
+
+
+def test_agents_run_at_the_run_priority_and_zero_byte_flows_share_one_connection():
+    """The agents' nice value and autogroup are RUN_NICE during a run (on a busy machine they
+    otherwise wait for a CPU); the controller's session gets its autogroup back after the run.
+    Three zero-byte flows one after another between one pair ride one persistent connection."""
+    from emulator.runtime import RUN_NICE
+
+    job = Job("zeros")
+    job.endpoint("a", Location(0, "gpu0", 0))
+    job.endpoint("b", Location(1, "gpu0", 0))
+    prev = []
+    for i in range(3):
+        prev = [job.flow(f"z{i}", "a", "b", 0, prev)]
+    seen = {}
+
+    def on_agents(pids):
+        for s, pid in pids.items():
+            group = open(f"/proc/{pid}/autogroup").read().split()[-1]
+            seen[s] = (os.getpriority(os.PRIO_PROCESS, pid), int(group))
+
+    mine = open("/proc/self/autogroup").read()
+    with Testbed(cluster(1500), scale=10) as tb:
+        res = run(job, by_name("fifo"), tb, on_agents=on_agents)
+    assert seen and all(v == (RUN_NICE, RUN_NICE) for v in seen.values()), seen
+    assert open("/proc/self/autogroup").read() == mine
+    assert all(res.items[f"z{i}"].end is not None for i in range(3))
+    assert "3 zero-byte flows on 1 persistent connections" in " ".join(res.notes), res.notes
