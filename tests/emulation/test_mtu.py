@@ -7,6 +7,7 @@ import re
 import subprocess
 
 import pytest
+from loadcheck import tolerance_or_load
 
 from emulator.runtime import run
 from emulator.testbed import Testbed
@@ -92,3 +93,17 @@ def test_agents_run_at_the_run_priority_and_zero_byte_flows_share_one_connection
     assert open("/proc/self/autogroup").read() == mine
     assert all(res.items[f"z{i}"].end is not None for i in range(3))
     assert "3 zero-byte flows on 1 persistent connections" in " ".join(res.notes), res.notes
+
+
+def test_a_payload_only_fabric_gives_the_payload_its_declared_rate():
+    """``framing: none``: the links are shaped at rate x 1514/1448, so the flow's payload (not its
+    frames) moves at the declared rate, as the fluid model counts it."""
+    spec = ClusterSpec.from_dict(
+        {"servers": [{"count": 2, "nic_rate": RATE}], "fabric": {"type": "single_switch", "framing": "none"}}
+    )
+    with Testbed(spec, policy="fifo", scale=10) as tb:
+        assert tb.real_rate("h0", "h0-eth0") == pytest.approx(RATE / 10 * 1514 / 1448)
+        res = run(one_flow(), by_name("fifo"), tb)
+    ideal = (SIZE + 16) * 8 / RATE  # payload only
+    with tolerance_or_load(res):
+        assert ideal <= res.makespan <= 1.08 * ideal, f"{res.makespan / ideal:.3f} of the payload's time"
