@@ -170,9 +170,9 @@ class Sampler:
     process of its own (own session, nice -10, as the agents: a thread of the controller's process
     starved beside it), so that the flows' own window can be cut out afterwards."""
 
-    def __init__(self, pids: list[int], interval: float = 0.25) -> None:
+    def __init__(self, agents: int, interval: float = 0.25) -> None:
         self.out = Path(f"/tmp/prof_emulator.samples.{os.getpid()}")
-        argv = [sys.executable, __file__, "--sample", str(self.out), str(interval), *map(str, pids)]
+        argv = [sys.executable, __file__, "--sample", str(self.out), str(interval), str(agents)]
         self.proc = subprocess.Popen(argv, start_new_session=True)
         try:
             os.setpriority(os.PRIO_PROCESS, self.proc.pid, -10)
@@ -188,10 +188,26 @@ class Sampler:
         return samples
 
 
-def sample_forever(out: str, interval: float, pids: list[int]) -> None:
+def agent_pids() -> list[int]:
+    """The traffic agents running now (``python -m emulator.agent``)."""
+    found = []
+    for p in Path("/proc").iterdir():
+        if p.name.isdigit():
+            try:
+                if b"emulator.agent" in (p / "cmdline").read_bytes():
+                    found.append(int(p.name))
+            except OSError:
+                pass
+    return sorted(found)
+
+
+def sample_forever(out: str, interval: float, expected: int) -> None:
+    pids: list[int] = []
     softirqd = ksoftirqd_pids()
     with open(out, "w") as f:
         while True:
+            if len(pids) < expected:
+                pids = agent_pids()
             sched = [schedstat(p) for p in [*pids, *softirqd]]
             row = [time.monotonic(), cpu_lines(), softirqs(), [proc_cpu(p) for p in pids], sched]
             f.write(json.dumps(row) + "\n")
@@ -199,9 +215,14 @@ def sample_forever(out: str, interval: float, pids: list[int]) -> None:
             time.sleep(interval)
 
 
-def window(samples: list, t0: float, t1: float):
-    inside = [s for s in samples if t0 <= s[0] <= t1]
-    return (inside[0], inside[-1]) if len(inside) >= 2 else (samples[0], samples[-1])
+def window(samples: list):
+    """The first and last sample of the traffic: where NET_RX softirqs ran at over a fifth of
+    their busiest rate (the sampler starts seconds before the flows and ends after them)."""
+    rates = [sum(b[2]["NET_RX"]) - sum(a[2]["NET_RX"]) for a, b in zip(samples, samples[1:])]
+    busy = [i for i, r in enumerate(rates) if r > 0.2 * max(rates, default=0)]
+    if len(samples) < 3 or not busy:
+        return samples[0], samples[-1]
+    return samples[busy[0]], samples[busy[-1] + 1]
 
 
 def loadavg() -> str:
@@ -252,7 +273,6 @@ def profile(tb: Testbed, flows: int, seconds: float, perf: bool, top: int) -> No
     def on_agents(pids: dict[int, int]) -> None:
         agents.update(pids)
         state["tc0"], state["rx0"] = tc_stats(tb), tcp_retrans(tb)
-        state["sampler"] = Sampler(list(pids.values()))
         state["t0"] = time.monotonic()
         if perf:
             state["perf"] = subprocess.Popen(
@@ -262,13 +282,14 @@ def profile(tb: Testbed, flows: int, seconds: float, perf: bool, top: int) -> No
             )  # fmt: skip
 
     load_before = loadavg()
+    state["sampler"] = Sampler(len(tb.topology.hosts))  # warmed up before the agents exist (it finds them)
     res = run(job, by_name("fifo"), tb, on_agents=on_agents)
     samples = state["sampler"].stop()
     if perf:
         state["perf"].wait(60)
     tc1, rx1 = tc_stats(tb), tcp_retrans(tb)
     busy = tb.scale.real_time(res.makespan)  # the flows' real time
-    (ta, cpu0, irq0, ag0, sc0), (tb_, cpu1, irq1, ag1, sc1) = window(samples, state["t0"] + 0.5, state["t0"] + busy)
+    (ta, cpu0, irq0, ag0, sc0), (tb_, cpu1, irq1, ag1, sc1) = window(samples)
     wall = tb_ - ta
     ratios = sorted(
         per_nic * framing.wire_bytes(size) * 8 / NIC_RATE / d for d in res.flow_completion_times().values()
@@ -309,7 +330,7 @@ def profile(tb: Testbed, flows: int, seconds: float, perf: bool, top: int) -> No
 
 def main() -> int:
     if len(sys.argv) > 1 and sys.argv[1] == "--sample":  # the sampler's own process
-        sample_forever(sys.argv[2], float(sys.argv[3]), [int(x) for x in sys.argv[4:]])
+        sample_forever(sys.argv[2], float(sys.argv[3]), int(sys.argv[4]))
         return 0
     p = argparse.ArgumentParser()
     p.add_argument("--flows", type=int, action="append", help="repeatable; default 32 and 64")

@@ -137,3 +137,13 @@ def test_the_default_scale_gives_jumbo_fabrics_the_budget_measured_for_them():
 
     assert k(9000) < k(1500)  # 4x the per-core budget: half the k or less
     assert k(9000) <= k(1500) / 2
+
+
+@pytest.mark.packet
+@pytest.mark.skipif(not engine.available(), reason="the ns3 package is not installed (railbed[packet])")
+def test_payload_only_links_carry_the_payload_at_the_declared_rate_in_ns3():
+    spec = star(1500, "none")
+    res = backend("packet").run(one_flow(), by_name("fifo"), spec, RunOptions(analysis=False))
+    assert res.makespan == pytest.approx(SIZE * 8 / GBIT, rel=0.02)
+    fluid = simulate(one_flow(), by_name("fifo"), spec)
+    assert fluid.makespan == pytest.approx(SIZE * 8 / GBIT, rel=1e-9)
