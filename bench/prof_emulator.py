@@ -10,7 +10,7 @@ from NIC i to the same rail on the next server), ``--seconds`` of ideal real tim
 * the agents' and the controller's CPU (utime/stime from /proc/<pid>/stat);
 * ``tc -s qdisc`` of every port, summed per stage (host NICs, rail switch ports, spine ports):
   packets, drops, overlimits, requeues; TCP's retransmissions (the agents' namespaces);
-* with ``--perf``, ``perf record -a -e cpu-clock`` for the first ``--seconds`` of the flows: every
+* with ``--perf``, ``perf record -a -e cpu-clock`` for the first 6 s after the agents start: every
   CPU's kernel samples by stage (HTB/qdisc, bridge, veth, TCP, IP, ...), the agents' user space.
 
 The machine is shared: the load average is printed beside every figure. Nothing is asserted.
@@ -38,6 +38,7 @@ from railbed.spec import ClusterSpec  # noqa: E402
 from schedulers import by_name  # noqa: E402
 
 NIC_RATE = 100e9
+PERF_SECONDS = 6.0  # from the agents' start: the flows start 1-3 s later on a loaded machine
 STAGES = [  # (stage, symbol prefixes): first match wins
     ("qdisc (HTB, u32, pfifo)", ("htb_", "qdisc_", "__qdisc", "pfifo", "u32_", "tcf_", "sch_", "dev_qdisc",
                                   "__dev_xmit_skb", "psched", "netem")),
@@ -277,7 +278,7 @@ def profile(tb: Testbed, flows: int, seconds: float, perf: bool, top: int) -> No
         if perf:
             state["perf"] = subprocess.Popen(
                 ["perf", "record", "-a", "-e", "cpu-clock", "-F", "499", "-o", "/tmp/prof_emulator.data",
-                 "--", "sleep", str(seconds)],
+                 "--", "sleep", str(PERF_SECONDS)],
                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
             )  # fmt: skip
 
@@ -325,7 +326,7 @@ def profile(tb: Testbed, flows: int, seconds: float, perf: bool, top: int) -> No
         print(f"  tc {stage}: {d[0] / busy:.0f} pkt/s, drops {d[1]}, overlimits {d[2]}, requeues {d[3]}")
     print(f"  TCP retransmitted segments: {rx1 - state['rx0']}")
     if perf:
-        perf_report("/tmp/prof_emulator.data", list(agents.values()), seconds, top)
+        perf_report("/tmp/prof_emulator.data", list(agents.values()), PERF_SECONDS, top)
 
 
 def main() -> int:
@@ -338,12 +339,14 @@ def main() -> int:
     p.add_argument("--mtu", type=int, default=1500)
     p.add_argument("--seconds", type=float, default=4.0)
     p.add_argument("--perf", action="store_true")
+    p.add_argument("--policy", default="dscp-priority", help="tc policy (tc_policies.plan.POLICIES)")
     p.add_argument("--top", type=int, default=12)
     args = p.parse_args()
     jumbo = {"mtu": args.mtu} if args.mtu != 1500 else {}  # (so that this file also runs on a tree without MTUs)
     spec = ClusterSpec.rail_optimized(servers=8, rails=8, spines=2, nic_rate=NIC_RATE, uplink_rate=400e9, **jumbo)
-    with Testbed(spec, scale=args.scale) as tb:
-        print(f"64 GPUs, NIC links {tb.scale.real_rate(NIC_RATE) / 1e6:.0f} Mbit/s real, {os.cpu_count()} cores; "
+    with Testbed(spec, scale=args.scale, policy=args.policy) as tb:
+        print(f"64 GPUs, NIC links {tb.scale.real_rate(NIC_RATE) / 1e6:.0f} Mbit/s real, policy {args.policy}, "
+              f"{os.cpu_count()} cores; "
               f"built in {tb.build_seconds:.1f} s")  # fmt: skip
         for flows in args.flows or [32, 64]:
             profile(tb, flows, args.seconds, args.perf, args.top)
