@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import gc
 import json
-import os
 import selectors
 import socket
 import subprocess
@@ -40,6 +39,7 @@ from pathlib import Path
 from emulator.fidelity import LinkSampler, fidelity_report, link_series, nic_groups, tcp_counters
 from emulator.loadtest import agent_env, python_argv
 from emulator.nodes import RTO_MIN, SYN_TIMEOUT
+from emulator.priority import raise_priority, restore_priority
 from emulator.state import STATE_DIR, RunState
 from emulator.testbed import Testbed
 from railbed.analysis import of_dispatcher
@@ -169,7 +169,7 @@ class _Run:
         niced = None
         try:
             self._start_agents()
-            niced = _raise_priority(0)  # the controller's thread; restored below
+            niced = raise_priority(0)  # the controller's thread; restored below
             if on_agents is not None:
                 on_agents({s: a.proc.pid for s, a in self.agents.items()})
             ports = {key: self.tb.netns(key[0]) for key in self.tb.topology.ports}
@@ -194,7 +194,7 @@ class _Run:
                     pass
             self._stop_agents()
             if niced is not None:
-                _restore_priority(niced)
+                restore_priority(niced)
         result = self.dispatcher.result("emulator", self.k)
         result.tcp = self.tb.tcp
         result.wall_seconds = time.monotonic() - wall0
@@ -306,9 +306,9 @@ class _Run:
                     stdout=subprocess.DEVNULL,
                     stderr=err,
                     env=agent_env(),
-                    start_new_session=True,  # its own autogroup (see RUN_NICE)
+                    start_new_session=True,  # its own autogroup (emulator.priority)
                 )
-            _raise_priority(proc.pid)
+            raise_priority(proc.pid)
             self.agents[s] = _AgentConn(s, proc, log)
         pending = set(self.agents)
         deadline = time.monotonic() + AGENT_START_TIMEOUT
@@ -557,45 +557,6 @@ class _Run:
                     next_progress = wall + self.progress_every
         finally:
             sel.close()
-
-
-# The agents (each in a session of its own) and the controller's thread run at this nice value,
-# and so do the agents' autogroups where the kernel groups processes by session
-# (``kernel.sched_autogroup_enabled``: then a nice value only counts inside its session, and every
-# session gets an equal share). On a machine busy with others' work (load 7-9 on 2 cores, every
-# session its own autogroup) the agents waited 2.0-2.4 s per second for a CPU and ran 0.09-0.13 s,
-# and flows ran at 30-37 % of their rate (docs/performance.md, "Where a packet's time goes"). They
-# are idle but for the traffic, so the priority costs others little.
-RUN_NICE = -10
-
-
-def _raise_priority(pid: int) -> tuple[int, str | None] | None:
-    """Set ``pid``'s (0: this thread's) nice value and its autogroup's to :data:`RUN_NICE`; what
-    they were (for :func:`_restore_priority`), or ``None`` where they may not be raised. The
-    controller's autogroup is its session's (the shell's that started it): restored after the run."""
-    proc = Path(f"/proc/{pid or 'self'}/autogroup")
-    try:
-        before = os.getpriority(os.PRIO_PROCESS, pid)
-        os.setpriority(os.PRIO_PROCESS, pid, min(before, RUN_NICE))
-    except OSError:
-        return None
-    group = None
-    try:
-        group = proc.read_text().split()[-1]  # "/autogroup-9 nice 0"
-        proc.write_text(str(min(int(group), RUN_NICE)))
-    except (OSError, ValueError, IndexError):
-        group = None  # no autogroups in this kernel: the nice value is what counts
-    return before, group
-
-
-def _restore_priority(saved: tuple[int, str | None]) -> None:
-    nice, group = saved
-    os.setpriority(os.PRIO_PROCESS, 0, nice)
-    if group is not None:
-        try:
-            Path("/proc/self/autogroup").write_text(group)
-        except OSError:
-            pass
 
 
 def cleanup_stale_control_files() -> int:

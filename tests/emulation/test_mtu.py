@@ -74,7 +74,7 @@ def test_agents_run_at_the_run_priority_and_zero_byte_flows_share_one_connection
     """The agents' nice value and autogroup are RUN_NICE during a run (on a busy machine they
     otherwise wait for a CPU); the controller's session gets its autogroup back after the run.
     Three zero-byte flows one after another between one pair ride one persistent connection."""
-    from emulator.runtime import RUN_NICE
+    from emulator.priority import RUN_NICE
 
     job = Job("zeros")
     job.endpoint("a", Location(0, "gpu0", 0))
