@@ -72,6 +72,11 @@ DATA_PORT = 7000
 HEADER = struct.Struct("!QQ")
 ZERO_FILE_BYTES = 8 << 20
 RECV_BUFFER = 1 << 20
+# A receiver is woken when this much of its flow (or the flow's rest) has arrived (SO_RCVLOWAT),
+# not per segment: at 20-40 Mbit/s real a flow's segments arrive every 0.3-0.6 ms, and one asyncio
+# round per segment was the agents' CPU (docs/performance.md, "Where a packet's time goes"). The
+# kernel then ACKs as before; only the reader's wake-ups are fewer. Not with ``--trace``.
+RCV_LOWAT = 256 << 10
 UNLIMITED_PACING = 0xFFFFFFFF  # ~0U: the kernel's "no cap"
 TCP_NOTSENT_LOWAT = getattr(socket, "TCP_NOTSENT_LOWAT", 25)
 SIOCOUTQNSD = 0x894B  # bytes queued on a TCP socket and not yet sent
@@ -165,15 +170,22 @@ class Agent:
                 await self.receive_frames(conn)
                 return
             buf = bytearray(RECV_BUFFER)
-            count, reported = 0, False
+            count, reported, lowat = 0, False, 1
             trace: list[tuple[float, int]] = []
-            last = last_progress = time.monotonic()
+            start = last = last_progress = time.monotonic()
             if self.trace:
                 trace.append((last, 0))
             while True:
                 if count >= size and not reported:
                     self.emit(ev="recv", n=n, bytes=count, t=time.monotonic(), trace=trace)
                     reported = True
+                want = 1 if self.trace else max(1, min(RCV_LOWAT, size - count))
+                if self.progress and want > 1:  # a progress report at least every half period
+                    rate = count / max(time.monotonic() - start, 1e-3)
+                    want = max(1, min(want, int(rate * self.progress / 2)))
+                if want != lowat:
+                    conn.setsockopt(socket.SOL_SOCKET, socket.SO_RCVLOWAT, want)
+                    lowat = want
                 got = await loop.sock_recv_into(conn, buf)
                 if got == 0:
                     break

@@ -489,8 +489,6 @@ def nic_groups(result, topology, scale, latency: float, skip: set[str]) -> list[
     every spine port towards a leaf count as one shared queue. Groups with a
     capped or re-rated flow (``skip``), a path option, or a downstream port
     slower than the NIC are left out."""
-    from railbed.units import wire_bytes
-
     groups: dict[tuple[int, int], list] = {}
     for r in result.items.values():
         if r.kind == "flow" and r.dst_server is not None and r.server != r.dst_server and r.end is not None:
@@ -522,7 +520,7 @@ def nic_groups(result, topology, scale, latency: float, skip: set[str]) -> list[
         if any(topology.ports[(h.node, h.ifname)].rate < rate for path in paths for h in path):
             continue
         busy = _merge([(r.start, r.end) for r in flows])
-        expected = sum(wire_bytes(r.size or 0) for r in flows) * 8 / rate
+        expected = sum(topology.spec.fabric.framing.wire_bytes(r.size or 0) for r in flows) * 8 / rate
         expected += latency * max(len(p) for p in paths) * len(busy)
         achieved = sum(b - a for a, b in busy)
         out.append((topology.nics[nic[0]][nic[1]].port.ifname, scale.real_time(expected), scale.real_time(achieved)))

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from emulator.netns import iproute_in
+from emulator.priority import raise_priority, restore_priority
 from emulator.testbed import Testbed
 from tc_policies.netlink import read_counters
 
@@ -113,6 +114,17 @@ def measure(
     base_port: int = 5201,
 ) -> Measurement:
     """Run ``flows`` saturating for warmup + window + 0.5 s and measure (see module doc)."""
+    saved = raise_priority(0)  # this thread reads the counters that bound the window
+    try:
+        return _measure(tb, flows, watch, warmup, window, base_port)
+    finally:
+        if saved is not None:
+            restore_priority(saved)
+
+
+def _measure(
+    tb: Testbed, flows: list[Flow], watch: list[tuple[str, str]], warmup: float, window: float, base_port: int
+) -> Measurement:
     topo = tb.topology
     total = warmup + window + 1.0  # senders count from their own connect; the window starts after the last
     sinks = {}
@@ -137,7 +149,9 @@ def measure(
             stdout=subprocess.PIPE,
             text=True,
             env=agent_env(),
+            start_new_session=True,  # its own autogroup (emulator.priority)
         )
+        raise_priority(sinks[key].pid)
     for proc in sinks.values():
         line = proc.stdout.readline()
         if '"ready"' not in line:
@@ -169,8 +183,10 @@ def measure(
                 stdout=subprocess.PIPE,
                 text=True,
                 env=agent_env(),
+                start_new_session=True,  # its own autogroup (emulator.priority)
             )
         )
+        raise_priority(senders[-1].pid)
     for proc in senders:  # a sender's start-up (a cold Python) must not eat into the window
         line = proc.stdout.readline()
         if '"connected"' not in line:

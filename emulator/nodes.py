@@ -68,6 +68,7 @@ class IfaceConfig:
     address: str | None
     plan: TcPlan | None
     prefixlen: int = 16
+    mtu: int = 1500  # the fabric's (railbed.units.Framing): every port of a fabric has the same
 
 
 @dataclass(frozen=True)
@@ -139,15 +140,16 @@ class _RailbedNode:
                 ipr.link("add", ifname="br0", kind="bridge", br_stp_state=0, br_forward_delay=0)
                 br = ipr.link_lookup(ifname="br0")[0]
                 for i in cfg.ifaces:
+                    ipr.link("set", index=index[i.ifname], mtu=i.mtu)
                     ipr.link("set", index=index[i.ifname], master=br)
-                ipr.link("set", index=br, state="up")
+                ipr.link("set", index=br, mtu=max((i.mtu for i in cfg.ifaces), default=1500), state="up")
             for i in cfg.ifaces:
                 if i.address:
                     ipr.addr("add", index=index[i.ifname], address=i.address, prefixlen=i.prefixlen)
                     intf = self.nameToIntf.get(i.ifname)
                     if intf is not None:  # so Mininet's CLI (ping, pingall) knows the address
                         intf.ip, intf.prefixLen = i.address, i.prefixlen
-                ipr.link("set", index=index[i.ifname], state="up")
+                ipr.link("set", index=index[i.ifname], mtu=i.mtu, state="up")
                 if i.plan is not None:
                     apply_plan(ipr, index[i.ifname], i.plan)
             metrics = self.route_metrics

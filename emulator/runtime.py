@@ -39,6 +39,7 @@ from pathlib import Path
 from emulator.fidelity import LinkSampler, fidelity_report, link_series, nic_groups, tcp_counters
 from emulator.loadtest import agent_env, python_argv
 from emulator.nodes import RTO_MIN, SYN_TIMEOUT
+from emulator.priority import raise_priority, restore_priority
 from emulator.state import STATE_DIR, RunState
 from emulator.testbed import Testbed
 from railbed.analysis import of_dispatcher
@@ -48,7 +49,6 @@ from railbed.job import Flow, Job
 from railbed.results import RunResult
 from railbed.scheduler import Scheduler
 from railbed.topology import spine_mark
-from railbed.units import GOODPUT_FRACTION
 
 AGENT_START_TIMEOUT = 30.0
 PROC_POLL = 0.25
@@ -156,6 +156,7 @@ class _Run:
         # record's duration includes this: the dispatcher logs the start at the model time)
         self.start_lags: list[tuple[float, str]] = []
         self.connections = 0
+        self.zero_flows = 0  # zero-byte flows sent on persistent connections (not a request stream)
         self.holds = 0  # flows the agents held (a cap of almost nothing), and the payload already
         self.held_bytes = 0  # queued in their sockets then, which still left at the flow's last pace
 
@@ -165,8 +166,10 @@ class _Run:
         fluid, fluid_note = self._fluid_makespan()
         sampler = None
         failed = True
+        niced = None
         try:
             self._start_agents()
+            niced = raise_priority(0)  # the controller's thread; restored below
             if on_agents is not None:
                 on_agents({s: a.proc.pid for s, a in self.agents.items()})
             ports = {key: self.tb.netns(key[0]) for key in self.tb.topology.ports}
@@ -190,6 +193,8 @@ class _Run:
                 except Exception:  # noqa: BLE001 - the failure in flight matters more
                     pass
             self._stop_agents()
+            if niced is not None:
+                restore_priority(niced)
         result = self.dispatcher.result("emulator", self.k)
         result.tcp = self.tb.tcp
         result.wall_seconds = time.monotonic() - wall0
@@ -197,6 +202,11 @@ class _Run:
         if self.persistent:
             result.notes.append(
                 f"request messages on {self.connections} persistent connections (one per server pair and class)"
+            )
+        elif self.zero_flows:
+            result.notes.append(
+                f"{self.zero_flows} zero-byte flows on {self.connections} persistent connections "
+                "(one per server pair and class; no handshake each)"
             )
         mode = self.tb.latency_mode
         if mode != "none":
@@ -296,7 +306,9 @@ class _Run:
                     stdout=subprocess.DEVNULL,
                     stderr=err,
                     env=agent_env(),
+                    start_new_session=True,  # its own autogroup (emulator.priority)
                 )
+            raise_priority(proc.pid)
             self.agents[s] = _AgentConn(s, proc, log)
         pending = set(self.agents)
         deadline = time.monotonic() + AGENT_START_TIMEOUT
@@ -411,7 +423,11 @@ class _Run:
                 }
                 if a.id in self.faults.truncate:
                     msg["short"] = self.faults.truncate[a.id]
-                if self.persistent:
+                if not self.persistent and a.size == 0 and a.id not in self.faults.truncate:
+                    self.zero_flows += 1
+                if self.persistent or (a.size == 0 and a.id not in self.faults.truncate):
+                    # a zero-byte flow is its 16-byte header: on the pair's persistent connection
+                    # it crosses once (the other backends: one latency), without a TCP handshake
                     msg["persist"] = 1
                 self._send(a.src[0], msg)
             elif isinstance(a, SetRate):
@@ -440,7 +456,7 @@ class _Run:
         (measured on this machine: goodput = pacing rate), so pace at the goodput."""
         if model_rate is None:
             return 0
-        return max(1, int(self.tb.scale.real_rate(model_rate) * GOODPUT_FRACTION / 8))
+        return max(1, int(self.tb.scale.real_rate(model_rate) * self.tb.spec.fabric.framing.goodput_fraction / 8))
 
     def _progress_of(self, flow_id: str) -> tuple[int, float, float]:
         """The receiver's last report of a flow: (bytes, wire bit/s between its last two reports, model time)."""
@@ -450,7 +466,8 @@ class _Run:
     def _report(self, flow: StartFlow, nbytes: int, t_real: float) -> None:
         t = (t_real - self.t0) / self.k
         before, t_before, _ = self.reports.get(flow.id, (0, self.dispatcher.records[flow.id].start or 0.0, 0.0))
-        rate = 8 * (nbytes - before) / GOODPUT_FRACTION / (t - t_before) if t > t_before else 0.0
+        goodput = self.tb.spec.fabric.framing.goodput_fraction
+        rate = 8 * (nbytes - before) / goodput / (t - t_before) if t > t_before else 0.0
         self.reports[flow.id] = (nbytes, t, rate)
 
     def _handle(self, agent: _AgentConn, msg: dict) -> None:

@@ -290,5 +290,6 @@ class Testbed:
             return read_counters(ipr, ipr.link_lookup(ifname=ifname)[0])
 
     def real_rate(self, node: str, ifname: str) -> float:
-        """The configured real (shaped) rate of a port, bit/s."""
-        return self.scale.real_rate(self.topology.ports[(node, ifname)].rate)
+        """The configured real (shaped) rate of a port, bit/s (the fabric's framing's
+        :meth:`~railbed.units.Framing.shaped_rate`: above the declared rate for payload-only links)."""
+        return self.spec.fabric.framing.shaped_rate(self.scale.real_rate(self.topology.ports[(node, ifname)].rate))

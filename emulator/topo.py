@@ -46,16 +46,20 @@ class ClusterTopo(Topo):
         self.railbed_topology = topo
         plans: dict[float, object] = {}
         delay = scale.real_time(spec.fabric.latency) if netem_latency else 0.0
+        framing = spec.fabric.framing
 
         def plan(rate: float, host: bool):
             if (rate, host) not in plans:
                 queue = HOST_QUEUE_PACKETS if host else None
-                plans[(rate, host)] = policy.compile(scale.real_rate(rate), delay, queue)
+                real = framing.shaped_rate(scale.real_rate(rate))
+                plans[(rate, host)] = policy.compile(real, delay, queue, framing.frame)
             return plans[(rate, host)]
 
         def ifaces(node: str) -> tuple[IfaceConfig, ...]:
             host = node in topo.hosts
-            return tuple(IfaceConfig(p.ifname, p.address, plan(p.rate, host)) for p in topo.ports_of(node))
+            return tuple(
+                IfaceConfig(p.ifname, p.address, plan(p.rate, host), mtu=framing.mtu) for p in topo.ports_of(node)
+            )
 
         for s, name in enumerate(topo.hosts):
             tables = tuple(

@@ -53,7 +53,6 @@ from railbed.results import ItemRecord, RunResult
 from railbed.scheduler import Scheduler
 from railbed.spec import ClusterSpec
 from railbed.topology import Topology, port_label
-from railbed.units import wire_bytes
 
 STANDARD_TYPES = ("PP", "DP", "EP", "TP")
 UNTYPED = "other"  # flows without a coflow type
@@ -180,7 +179,8 @@ def timeline_of(records: Mapping[str, ItemRecord], items: Mapping[str, Item], to
         paths.append(routes[key])
     link_names = list(link_id)
     path_ptr, path_idx = _csr(paths)
-    bits = np.where(net, 8.0 * col(lambda r: wire_bytes(r.size or 0)), 0.0) if n else np.zeros(0)
+    framing = topology.spec.fabric.framing
+    bits = np.where(net, 8.0 * col(lambda r: framing.wire_bytes(r.size or 0)), 0.0) if n else np.zeros(0)
     cap = col(lambda r: math.inf if r.rate is None else r.rate)
     release = col(lambda r: r.attrs.get("at") or 0.0)
     return Timeline(

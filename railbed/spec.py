@@ -34,6 +34,10 @@ Fabrics:
 Rates are model rates in bit/s (see :mod:`railbed.units`); they accept
 numbers (``100e9``) and strings (``"100Gbit"``).
 
+Every fabric may declare its MTU (``mtu: 9000``; 1500 by default, or 4096)
+and its framing (``framing: none`` for payload-only links; ``ethernet`` by
+default): :class:`railbed.units.Framing`, read by every backend.
+
 A server group may name one hardware model by the key of its kind
 (:data:`railbed.hosts.KINDS`: ``intra_host: dgx1-v100``, ``datapath: {...}``);
 the kind reads and checks the value (:attr:`Server.host`).
@@ -51,7 +55,7 @@ from railbed.errors import SpecError
 from railbed.hosts import KINDS, HostSpec
 from railbed.safeload import MAX_YAML_BYTES as _MAX_BYTES
 from railbed.safeload import describe, key_name, load_yaml, read_text
-from railbed.units import format_rate, parse_duration, parse_rate
+from railbed.units import ETHERNET, Framing, format_rate, parse_duration, parse_framing, parse_rate
 
 FABRIC_KINDS = ("single_switch", "leaf_spine", "rail_optimized")
 MAX_LEAVES = 250  # one /16 of 10.0.0.0/8 per leaf or rail
@@ -92,6 +96,7 @@ class Fabric:
     latency: float = 0.0
     servers_per_leaf: int | None = None
     rails: int | None = None
+    framing: Framing = ETHERNET  # the MTU and what a rate counts (``mtu``, ``framing`` keys)
 
 
 @dataclass(frozen=True)
@@ -132,6 +137,7 @@ class ClusterSpec:
         nic_rate: float = 100e9,
         uplink_rate: float | None = None,
         gpus: int | None = None,
+        mtu: int = ETHERNET.mtu,
     ) -> ClusterSpec:
         """Rail-optimized cluster of ``servers`` x ``rails`` GPUs (one GPU per NIC)."""
         return cls.from_dict(
@@ -144,6 +150,7 @@ class ClusterSpec:
                     "type": "rail_optimized",
                     "spines": spines,
                     **({"uplink_rate": uplink_rate} if uplink_rate else {}),
+                    **({"mtu": mtu} if mtu != ETHERNET.mtu else {}),
                 },
             }
         )
@@ -163,6 +170,9 @@ class ClusterSpec:
             fab["servers_per_leaf"] = self.fabric.servers_per_leaf
         if self.fabric.rails is not None:
             fab["rails"] = self.fabric.rails
+        if self.fabric.framing != ETHERNET:
+            fab["mtu"] = self.fabric.framing.mtu
+            fab["framing"] = "none" if self.fabric.framing.payload_only else "ethernet"
         return {
             "name": self.name,
             "servers": [
@@ -209,6 +219,8 @@ class ClusterSpec:
             )
         if f.latency:
             lines.append(f"  link latency {f.latency * 1e6:g} us")
+        if f.framing != ETHERNET:
+            lines.append(f"  {f.framing.describe()}")
         return "\n".join(lines)
 
 
@@ -308,7 +320,7 @@ def _host(group: dict, gpus: int, where: str) -> HostSpec | None:
     return HostSpec(kinds[0], kind.parse(group[kinds[0]], f"{where}.{kinds[0]}", gpus))
 
 
-_FABRIC_KEYS = {"type", "spines", "uplink_rate", "latency", "servers_per_leaf", "rails"}
+_FABRIC_KEYS = {"type", "spines", "uplink_rate", "latency", "servers_per_leaf", "rails", "mtu", "framing"}
 
 
 def _fabric(value: object, servers: tuple[Server, ...]) -> Fabric:
@@ -317,6 +329,7 @@ def _fabric(value: object, servers: tuple[Server, ...]) -> Fabric:
     if not isinstance(kind, str) or kind not in FABRIC_KINDS:
         raise SpecError("fabric.type", f"unknown fabric {describe(kind)} (known: {', '.join(FABRIC_KINDS)})")
     latency = parse_duration(doc.get("latency", 0), "fabric.latency")
+    framing = parse_framing(doc.get("mtu", ETHERNET.mtu), doc.get("framing", "ethernet"))
     max_nic = max(max(s.nic_rates) for s in servers)
     uplink = parse_rate(doc["uplink_rate"], "fabric.uplink_rate") if "uplink_rate" in doc else max_nic
 
@@ -330,7 +343,7 @@ def _fabric(value: object, servers: tuple[Server, ...]) -> Fabric:
         ports = sum(s.nics for s in servers)
         if ports > MAX_PORTS_PER_LEAF:
             raise SpecError("servers", f"{ports} NICs exceed one switch's {MAX_PORTS_PER_LEAF} ports")
-        return Fabric(kind, latency=latency)
+        return Fabric(kind, latency=latency, framing=framing)
 
     spines = check_int(doc.get("spines", 1), "fabric.spines", 1 if kind == "leaf_spine" else 0, MAX_SPINES)
     if kind == "leaf_spine":
@@ -339,7 +352,7 @@ def _fabric(value: object, servers: tuple[Server, ...]) -> Fabric:
         leaves = -(-len(servers) // per_leaf)
         if leaves > MAX_LEAVES:
             raise SpecError("fabric.servers_per_leaf", f"gives {leaves} leaves; at most {MAX_LEAVES}")
-        return Fabric(kind, spines, uplink, latency, servers_per_leaf=per_leaf)
+        return Fabric(kind, spines, uplink, latency, servers_per_leaf=per_leaf, framing=framing)
 
     reject("servers_per_leaf")
     rails = check_int(doc.get("rails", servers[0].nics), "fabric.rails", 1, MAX_LEAVES)
@@ -353,4 +366,4 @@ def _fabric(value: object, servers: tuple[Server, ...]) -> Fabric:
             )
     if len(servers) > MAX_PORTS_PER_LEAF:
         raise SpecError("servers", f"{len(servers)} servers exceed a rail switch's ports")
-    return Fabric(kind, spines, uplink, latency, rails=rails)
+    return Fabric(kind, spines, uplink, latency, rails=rails, framing=framing)

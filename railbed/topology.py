@@ -254,5 +254,6 @@ def default_scale(spec: ClusterSpec, topo: Topology | None = None) -> RateScale:
     """The rate scale k this machine uses for ``spec`` by default (:meth:`RateScale.default_for`)."""
     topo = topo if topo is not None else Topology(spec)
     return RateScale.default_for(
-        [p.rate for p in topo.ports.values()], [r for s in spec.servers for r in s.nic_rates], os.cpu_count() or 1
+        [p.rate for p in topo.ports.values()], [r for s in spec.servers for r in s.nic_rates], os.cpu_count() or 1,
+        spec.fabric.framing,
     )

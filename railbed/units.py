@@ -14,6 +14,13 @@ frame, so goodput = 0.9564 x wire rate (4.36 % overhead). :func:`goodput`
 and :func:`wire_bytes` convert between the two; the simulator uses the same
 functions so both backends agree on what a rate means.
 
+The fabric's MTU is a cluster setting (``fabric.mtu``: 1500, 4096 as RoCE's
+largest, 9000 jumbo) and so is the framing (``fabric.framing``: ``ethernet``,
+the default, or ``none``: payload-only links, for comparison with simulators
+that count payload); a :class:`Framing` carries both and every backend asks it.
+At MTU 9000 a full segment carries 8948 bytes in a 9014-byte frame (goodput
+0.9927 x wire rate) and a flow needs 1/6.18 of the packets it needs at 1500.
+
 Model time and real time
 ------------------------
 Library values are in model units (a 100 Gbit/s NIC is ``100e9``). The
@@ -38,6 +45,8 @@ TCP_HEADER = 32  # 20 bytes + 12 bytes of timestamp option (Linux default)
 FRAME = MTU + ETH_HEADER  # 1514 bytes on the wire per full-size packet
 MSS = MTU - IP_HEADER - TCP_HEADER  # 1448 payload bytes per full-size packet
 GOODPUT_FRACTION = MSS / FRAME
+MTUS = (1500, 4096, 9000)  # Ethernet's, RoCE's largest, jumbo frames: what training fabrics declare
+FRAMINGS = ("ethernet", "none")
 
 # Units are read case-sensitively where case carries meaning: ``b`` is a bit,
 # ``B`` a byte. ``bit`` is unambiguous in any case (tc's ``mbit``, ``Gbit``).
@@ -164,17 +173,73 @@ def format_rate(bps: float) -> str:
     return f"{bps:.4g} bit/s"
 
 
-def wire_bytes(payload: int) -> int:
+@dataclass(frozen=True)
+class Framing:
+    """What a link's rate counts: TCP/IPv4 (timestamps on) in Ethernet frames of ``mtu``, or,
+    with ``payload_only``, the payload alone (``framing: none``).
+
+    Packets are real on the emulator and the packet backend whatever the framing: there the
+    MTU sets the interfaces' MTU and TCP's segment size, and a payload-only link is shaped at
+    ``rate x frame / mss`` (:meth:`shaped_rate`), so its payload gets the declared rate (the
+    ACKs' bytes aside). The fluid model charges :meth:`wire_bytes` against the declared rate."""
+
+    mtu: int = MTU
+    payload_only: bool = False
+
+    @property
+    def frame(self) -> int:
+        """Bytes of a full-size frame as the shaper counts them (IP packet + Ethernet header)."""
+        return self.mtu + ETH_HEADER
+
+    @property
+    def mss(self) -> int:
+        """TCP payload bytes of a full-size segment."""
+        return self.mtu - IP_HEADER - TCP_HEADER
+
+    @property
+    def goodput_fraction(self) -> float:
+        """Payload share of a saturated link's declared rate (1 for payload-only links)."""
+        return 1.0 if self.payload_only else self.mss / self.frame
+
+    def packets(self, payload: int) -> int:
+        """Full-size segments (the last one partial) that carry ``payload`` bytes."""
+        return -(-max(0, payload) // self.mss)
+
+    def wire_bytes(self, payload: int) -> int:
+        """Bytes a flow of ``payload`` TCP bytes counts against a link's declared rate."""
+        if payload <= 0:
+            return 0
+        return payload if self.payload_only else payload + self.packets(payload) * (self.frame - self.mss)
+
+    def shaped_rate(self, rate: float) -> float:
+        """The wire rate a packet-carrying backend shapes for a link declared at ``rate``."""
+        return rate * self.frame / self.mss if self.payload_only else rate
+
+    def describe(self) -> str:
+        return f"MTU {self.mtu}" + (", payload-only links (framing: none)" if self.payload_only else "")
+
+
+ETHERNET = Framing()  # MTU 1500, frames counted: the default of every cluster
+
+
+def parse_framing(mtu: object, framing: object, where: str = "fabric") -> Framing:
+    """The :class:`Framing` of a fabric's ``mtu`` (one of :data:`MTUS`) and ``framing``
+    (one of :data:`FRAMINGS`); errors name ``<where>.mtu`` / ``<where>.framing``."""
+    if isinstance(mtu, bool) or not isinstance(mtu, int) or mtu not in MTUS:
+        raise SpecError(f"{where}.mtu", f"must be one of {', '.join(map(str, MTUS))} bytes, got {describe(mtu)}")
+    if not isinstance(framing, str) or framing not in FRAMINGS:
+        raise SpecError(f"{where}.framing", f"must be one of {', '.join(FRAMINGS)}, got {describe(framing)}")
+    return Framing(mtu, framing == "none")
+
+
+def wire_bytes(payload: int, framing: Framing = ETHERNET) -> int:
     """Bytes on the wire (frames) needed to carry ``payload`` TCP bytes in full segments."""
-    if payload <= 0:
-        return 0
-    packets = math.ceil(payload / MSS)
-    return payload + packets * (FRAME - MSS)
+    return framing.wire_bytes(payload)
 
 
-def goodput(wire_rate: float) -> float:
+def goodput(wire_rate: float, framing: Framing = ETHERNET) -> float:
     """TCP payload rate carried by a saturated link of ``wire_rate`` bit/s."""
-    return wire_rate * GOODPUT_FRACTION
+    return wire_rate * framing.goodput_fraction
 
 
 # The emulator shapes every egress port with offloads off. bench/bench_platform.py
@@ -183,8 +248,13 @@ def goodput(wire_rate: float) -> float:
 # aggregate: 32 concurrent TCP flows (0.64 Gbit/s real, each through 2 shaped ports
 # and a bridge) kept 97 % of their rate on the 2-core VM, 64 flows (1.28 Gbit/s) only
 # 83 %; so about 300 Mbit/s of shaped traffic per core.
+# The cost is per packet: with jumbo frames (MTU 9000: 6.18x fewer packets for the same bytes) 64
+# flows carried 2.56 Gbit/s real with fidelity ok on the same 2 cores, beside other work (load
+# average 8-9; docs/performance.md, "Where a packet's time goes"): the budget grows with the frame,
+# up to 4x (1.2 Gbit/s per core at MTU 9000; MTU 4096's 2.7x is interpolated, not measured).
 MAX_REAL_LINK_RATE = 500e6
 REAL_BUDGET_PER_CORE = 300e6
+MAX_BUDGET_FACTOR = 4.0
 MIN_REAL_LINK_RATE = 1e6
 
 
@@ -227,10 +297,13 @@ class RateScale:
         return real_seconds / self.k
 
     @classmethod
-    def default_for(cls, link_rates: list[float], host_nic_rates: list[float], cores: int) -> RateScale:
+    def default_for(
+        cls, link_rates: list[float], host_nic_rates: list[float], cores: int, framing: Framing = ETHERNET
+    ) -> RateScale:
         """Pick ``k`` so no real link exceeds :data:`MAX_REAL_LINK_RATE` and all
         host NICs together stay within the machine's shaping budget
-        (:data:`REAL_BUDGET_PER_CORE` per core), rounded up to 1, 2 or 5 x 10^n.
+        (:data:`REAL_BUDGET_PER_CORE` per core at MTU 1500, more for larger frames up to
+        :data:`MAX_BUDGET_FACTOR`), rounded up to 1, 2 or 5 x 10^n.
 
         The budget assumes about half of the NICs send at once; a scenario that
         saturates every NIC should pass a larger ``--scale``.
@@ -238,5 +311,6 @@ class RateScale:
         if not link_rates:
             return cls(1.0)
         per_link = max(link_rates) / MAX_REAL_LINK_RATE
-        aggregate = 0.5 * sum(host_nic_rates) / (REAL_BUDGET_PER_CORE * max(1, cores))
+        budget = REAL_BUDGET_PER_CORE * min(MAX_BUDGET_FACTOR, framing.frame / FRAME)
+        aggregate = 0.5 * sum(host_nic_rates) / (budget * max(1, cores))
         return cls(_nice_ceil(max(per_link, aggregate)))

@@ -91,7 +91,7 @@ from railbed.results import ItemRecord, RunResult
 from railbed.scheduler import Rule, Scheduler, Split, SplitArrays, SubFlow
 from railbed.spec import ClusterSpec
 from railbed.topology import Topology
-from railbed.units import FRAME, MSS, wire_bytes
+from railbed.units import Framing
 from simulator.contention import TYPES, Meter, meter_step
 from simulator.contention import result as contention_result
 from simulator.fabric import Fabric, link_stats
@@ -383,7 +383,7 @@ def compact(job: Job, scheduler: Scheduler, cluster: ClusterSpec, policy: str | 
             r = routes[rkey] = len(route_list)
             route_list.append(fabric.route(a, b, spine))
         route[k] = r
-        bits[k] = 8.0 * wire_bytes(item.size or 0)
+        bits[k] = 8.0 * cluster.fabric.framing.wire_bytes(item.size or 0)
         prio[k] = classes[dscp[k]]
     route_links, route_hops, route_latency = _route_table(route_list)
     missing = np.array([len(it.deps) for it in items], np.int32)
@@ -494,9 +494,11 @@ def _route_table(routes: list) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return links, hops, latency
 
 
-def _wire_bits(payload: np.ndarray) -> np.ndarray:
-    """``8 * railbed.units.wire_bytes`` over an array of payloads (>= 0)."""
-    return 8.0 * (payload + (-(-payload // MSS)) * (FRAME - MSS))
+def _wire_bits(payload: np.ndarray, framing: Framing) -> np.ndarray:
+    """``8 * framing.wire_bytes`` over an array of payloads (>= 0)."""
+    if framing.payload_only:
+        return 8.0 * payload
+    return 8.0 * (payload + (-(-payload // framing.mss)) * (framing.frame - framing.mss))
 
 
 def _gate_arrays(gates: dict[str, list[int]], parent: np.ndarray, gate_of: np.ndarray, n_job: int) -> tuple:
@@ -772,7 +774,7 @@ def compact_arrays(
     del route_list
     del a_nic, b_nic, sp, rkey, inverse, cross_leaf
     payload = np.where(net, size, 0)
-    bits = _wire_bits(payload)
+    bits = _wire_bits(payload, cluster.fabric.framing)
     prio = np.where(net, classes[dscp.astype(np.int64)], 0).astype(np.int8)
     del payload, src, dst
     iteration = aj.iteration.astype(np.int16)
@@ -959,7 +961,8 @@ def _add_gates(cj, flows, gates, taken, scheduler, placement, cluster, topology,
     caps = [p.pop("cap") for p in parts]
     tails = dict(
         kind=lambda: cj.kind[orig], device=lambda: -1, duration=lambda: 0.0, route=lambda: cat("route"),
-        bits=lambda: np.where(net, _wire_bits(size), 0.0), prio=lambda: np.where(net, classes[dscp], 0),
+        bits=lambda: np.where(net, _wire_bits(size, cluster.fabric.framing), 0.0),
+        prio=lambda: np.where(net, classes[dscp], 0),
         dscp=lambda: dscp, size=lambda: size, key=lambda: cj.key[orig], bar=lambda: 0, queued=lambda: False,
         nic=lambda: cj.nic[orig], spine=lambda: cat("spine"), iteration=lambda: cj.iteration[orig],
         ctype=lambda: cj.ctype[orig], coflow=lambda: cj.coflow[orig],

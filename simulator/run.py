@@ -6,8 +6,8 @@ intra-host legs); the simulator only replaces the agents and the wires:
 
 * a :class:`~railbed.dispatch.StartWait` (a task, a leg) is a timer;
 * a :class:`~railbed.dispatch.StartFlow` waits its route's latency (as the
-  emulator's agents do), then joins the fluid network with
-  ``wire_bytes(size)`` bits to carry over its route, in the priority class
+  emulator's agents do), then joins the fluid network with ``wire_bytes(size)``
+  bits (the fabric's framing: its MTU, or payload only) to carry over its route, in the priority class
   the tc policy gives its DSCP, capped at its rate;
 * a :class:`~railbed.dispatch.SetRate` changes a flow's cap, a
   :class:`~railbed.dispatch.SetDscp` its priority class;
@@ -44,7 +44,6 @@ from railbed.results import RunResult
 from railbed.scheduler import Scheduler
 from railbed.spec import ClusterSpec
 from railbed.topology import Topology
-from railbed.units import wire_bytes
 from simulator.contention import result as contention_result
 from simulator.contention import type_id
 from simulator.fabric import Fabric, Route
@@ -190,7 +189,7 @@ class Simulation:
         """The flow's first byte has crossed its latency: it starts taking bandwidth."""
         active = self.dispatcher.view.active.get(flow.id)
         rate, dscp = (active.rate, active.dscp) if active is not None else (flow.rate, flow.dscp)
-        bits = 8.0 * wire_bytes(flow.size)
+        bits = 8.0 * self.topology.spec.fabric.framing.wire_bytes(flow.size)
         t0 = time.perf_counter()
         ftype = type_id(self._types, self.dispatcher.items[flow.id].coflow_type) if self.analysis else 0
         slot = self.network.add(route.links, self.classes[dscp], rate, bits, ftype)

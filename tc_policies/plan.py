@@ -10,7 +10,8 @@ Shaping
     HTB on every egress port: a parent class at the link rate, burst and
     cburst about 1 ms of bytes (never below one full frame), quantum the
     burst clamped to [frame, 200000] bytes (the kernel's HTB warns above
-    200000). Leaf queues are ``pfifo`` of ``max(64, 5 ms of bytes)``
+    200000). "Frame" is the fabric's full-size frame (``frame``: MTU + 14
+    bytes; 1514 by default, 9014 on a jumbo fabric). Leaf queues are ``pfifo`` of ``max(64, 5 ms of bytes)``
     packets; the papers are silent on switch buffers, this is our choice.
     Host NIC ports get ``queue_packets`` = 1000 instead (the kernel's default
     ``txqueuelen``): a host's own queue must hold what TCP small queues let a
@@ -57,7 +58,7 @@ LEAF_MIN_RATE = 1000  # bytes/s: the "tiny" guaranteed rate of a priority leaf (
 # at k = 1, bench_platform at 4000 Mbit/s). Leaves borrow up to the link rate with ``cburst`` (the
 # link's burst), which is what shapes them. Rates themselves above 32 bits of bytes/s go as HTB's
 # 64-bit attributes (pyroute2 does it).
-LEAF_BURST = FRAME
+LEAF_BURST = FRAME  # at the default MTU; a policy's ``frame`` replaces it
 MAX_QUANTUM = 200_000
 
 
@@ -195,22 +196,23 @@ def _render_param(key: str, value: object) -> str:
 
 
 # ----------------------------------------------------------------- shaping
-def shaping_params(rate_bps: float) -> tuple[int, int, int, int]:
-    """(rate bytes/s, burst bytes, quantum bytes, leaf queue packets) for a real rate."""
+def shaping_params(rate_bps: float, frame: int = FRAME) -> tuple[int, int, int, int]:
+    """(rate bytes/s, burst bytes, quantum bytes, leaf queue packets) for a real rate and the
+    fabric's full-size ``frame`` (bytes)."""
     if not rate_bps > 0:
         raise SpecError("rate", f"must be positive, got {rate_bps!r}")
     rate = max(1, int(round(rate_bps / 8)))
-    burst = max(FRAME, int(rate * 1e-3))
-    quantum = min(MAX_QUANTUM, max(FRAME, burst))
-    queue = max(64, int(rate * 5e-3 / FRAME))
+    burst = max(frame, int(rate * 1e-3))
+    quantum = min(MAX_QUANTUM, max(frame, burst))
+    queue = max(64, int(rate * 5e-3 / frame))
     return rate, burst, quantum, queue
 
 
-def leaf_queue(handle_: int, parent: int, queue: int, rate: int, delay_s: float) -> Qdisc:
+def leaf_queue(handle_: int, parent: int, queue: int, rate: int, delay_s: float, frame: int = FRAME) -> Qdisc:
     """The leaf FIFO of a class: ``pfifo``, or ``netem`` holding packets ``delay_s`` long."""
     if delay_s <= 0:
         return Qdisc("pfifo", handle_, parent, {"limit": queue})
-    in_flight = int(rate * delay_s / FRAME) + 1
+    in_flight = int(rate * delay_s / frame) + 1
     return Qdisc("netem", handle_, parent, {"delay": int(round(delay_s * 1e6)), "limit": queue + in_flight})
 
 
@@ -246,9 +248,11 @@ def aligned_blocks(values: set[int], width: int = 6) -> list[tuple[int, int]]:
     return out
 
 
-def leaf_class(classid: int, parent: int, rate: int, burst: int, quantum: int, prio: int) -> HtbClass:
+def leaf_class(
+    classid: int, parent: int, rate: int, burst: int, quantum: int, prio: int, frame: int = LEAF_BURST
+) -> HtbClass:
     """An HTB leaf: a tiny guaranteed rate (burst of one frame) borrowing up to the link ``rate``."""
-    return HtbClass(classid, parent, min(LEAF_MIN_RATE, rate), rate, LEAF_BURST, burst, quantum, prio=prio)
+    return HtbClass(classid, parent, min(LEAF_MIN_RATE, rate), rate, frame, burst, quantum, prio=prio)
 
 
 def control_filters(parent: int, target: int) -> list[U32Match]:
@@ -264,7 +268,9 @@ def control_filters(parent: int, target: int) -> list[U32Match]:
     ]
 
 
-def ack_class(root: int, top: int, rate: int, burst: int, quantum: int, queue: int, delay_s: float) -> list[TcItem]:
+def ack_class(
+    root: int, top: int, rate: int, burst: int, quantum: int, queue: int, delay_s: float, frame: int = FRAME
+) -> list[TcItem]:
     """The HTB leaf for pure TCP ACKs and ARP (served first) and its filters.
 
     Its queue delays like every other leaf: SYNs and ACKs that skipped netem
@@ -272,8 +278,8 @@ def ack_class(root: int, top: int, rate: int, burst: int, quantum: int, queue: i
     in the VM lane: a 10 KB flow gained 0.48 RTT from netem instead of 1.5)."""
     ack = handle(1, ACK_CLASS_MINOR)
     return [
-        leaf_class(ack, top, rate, burst, quantum, prio=0),
-        leaf_queue(handle(ACK_QDISC_MAJOR), ack, queue, rate, delay_s),
+        leaf_class(ack, top, rate, burst, quantum, prio=0, frame=frame),
+        leaf_queue(handle(ACK_QDISC_MAJOR), ack, queue, rate, delay_s, frame),
         *control_filters(root, ack),
     ]
 
@@ -289,17 +295,20 @@ class FifoPolicy:
 
     name: str = "fifo"
 
-    def compile(self, rate_bps: float, delay_s: float = 0.0, queue_packets: int | None = None) -> TcPlan:
-        rate, burst, quantum, queue = shaping_params(rate_bps)
+    def compile(
+        self, rate_bps: float, delay_s: float = 0.0, queue_packets: int | None = None, frame: int = FRAME
+    ) -> TcPlan:
+        """The plan of one port of real rate ``rate_bps`` on a fabric of full-size ``frame`` bytes."""
+        rate, burst, quantum, queue = shaping_params(rate_bps, frame)
         queue = queue_packets or queue
         root, top, data = handle(1), handle(1, 1), handle(1, 0x10)
         return TcPlan(
             (
                 Qdisc("htb", root, None, {"default": 0x10}),
                 HtbClass(top, root, rate, rate, burst, burst, quantum),
-                leaf_class(data, top, rate, burst, quantum, prio=1),
-                leaf_queue(handle(0x10), data, queue, rate, delay_s),
-                *ack_class(root, top, rate, burst, quantum, queue, delay_s),
+                leaf_class(data, top, rate, burst, quantum, prio=1, frame=frame),
+                leaf_queue(handle(0x10), data, queue, rate, delay_s, frame),
+                *ack_class(root, top, rate, burst, quantum, queue, delay_s, frame),
             ),
             self.name,
             rate_bps,
@@ -342,8 +351,11 @@ class DscpPriorityPolicy:
                 out.append(U32Filter(parent, DSCP_FILTER_PRIO, value << 2, mask << 2, target_of[c]))
         return out
 
-    def compile(self, rate_bps: float, delay_s: float = 0.0, queue_packets: int | None = None) -> TcPlan:
-        rate, burst, quantum, queue = shaping_params(rate_bps)
+    def compile(
+        self, rate_bps: float, delay_s: float = 0.0, queue_packets: int | None = None, frame: int = FRAME
+    ) -> TcPlan:
+        """The plan of one port of real rate ``rate_bps`` on a fabric of full-size ``frame`` bytes."""
+        rate, burst, quantum, queue = shaping_params(rate_bps, frame)
         queue = queue_packets or queue
         root, top = handle(1), handle(1, 1)
         if self.use_prio_qdisc:
@@ -356,16 +368,16 @@ class DscpPriorityPolicy:
                 Qdisc("prio", prio, top, {"bands": PRIORITY_CLASSES, "priomap": [PRIORITY_CLASSES - 1] * 16}),
             ]
             for c in range(PRIORITY_CLASSES):
-                items.append(leaf_queue(handle(0x10 + c), target[c], queue, rate, delay_s))
+                items.append(leaf_queue(handle(0x10 + c), target[c], queue, rate, delay_s, frame))
             items += control_filters(prio, target[PRIORITY_CLASSES - 1])
             items += self.filters(prio, target)
             return TcPlan(tuple(items), self.name + "/prio", rate_bps, target)
         target = {c: handle(1, 0x10 + c) for c in range(PRIORITY_CLASSES)}
         items = [Qdisc("htb", root, None, {"default": 0x10}), HtbClass(top, root, rate, rate, burst, burst, quantum)]
         for c in range(PRIORITY_CLASSES):
-            items.append(leaf_class(target[c], top, rate, burst, quantum, prio=PRIORITY_CLASSES - 1 - c))
-            items.append(leaf_queue(handle(0x10 + c), target[c], queue, rate, delay_s))
-        items += ack_class(root, top, rate, burst, quantum, queue, delay_s)
+            items.append(leaf_class(target[c], top, rate, burst, quantum, PRIORITY_CLASSES - 1 - c, frame))
+            items.append(leaf_queue(handle(0x10 + c), target[c], queue, rate, delay_s, frame))
+        items += ack_class(root, top, rate, burst, quantum, queue, delay_s, frame)
         items += self.filters(root, target)
         return TcPlan(tuple(items), self.name + "/htb", rate_bps, target)
 

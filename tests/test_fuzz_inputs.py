@@ -133,6 +133,8 @@ fabric = maybe_dict(
         "latency": field(st.sampled_from(["2us", "1ms", "-1us", "1e3", "1 fortnight"])),
         "servers_per_leaf": field(st.integers(0, 70_000)),
         "rails": field(st.integers(0, 300)),
+        "mtu": field(st.sampled_from([1500, 4096, 9000, 0, 1499, 65536, "9000", 9000.0, True])),
+        "framing": field(st.sampled_from(["ethernet", "none", "roce", "", None, 0])),
     }
 )
 cluster_doc = st.one_of(

@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import Any
 
 from railbed.errors import SpecError
-from railbed.units import MSS
-from simulator.packet.fabric import INFRA_BASE, RATE_FACTOR, Plan
+from railbed.units import ETHERNET, Framing
+from simulator.packet.fabric import INFRA_BASE, Plan
 from simulator.packet.options import TCPS, PacketOptions
 
 GLUE = Path(__file__).with_name("glue.cpp")
@@ -48,11 +48,12 @@ def load() -> tuple[Any, Any]:
     return _loaded
 
 
-def configure(ns: Any, options: PacketOptions) -> None:
-    """TCP's defaults for the sockets a run creates (set before any is)."""
+def configure(ns: Any, options: PacketOptions, framing: Framing = ETHERNET) -> None:
+    """TCP's defaults for the sockets a run creates (set before any is); segments of the
+    fabric's MSS (``framing.mss``: 1448 B at MTU 1500, 8948 B at 9000)."""
     d = ns.Config.SetDefault
     d("ns3::TcpL4Protocol::SocketType", ns.TypeIdValue(ns.TypeId.LookupByName(TCPS[options.tcp])))
-    d("ns3::TcpSocket::SegmentSize", ns.UintegerValue(MSS))
+    d("ns3::TcpSocket::SegmentSize", ns.UintegerValue(framing.mss))
     d("ns3::TcpSocket::SndBufSize", ns.UintegerValue(SOCKET_BUFFER))
     d("ns3::TcpSocket::RcvBufSize", ns.UintegerValue(SOCKET_BUFFER))
     d("ns3::TcpSocket::InitialCwnd", ns.UintegerValue(10))
@@ -73,8 +74,8 @@ def build(glue: Any, plan: Plan, classes: tuple[int, ...], ecn: int) -> None:
     glue.AddNodes(len(plan.nodes))
     for i, link in enumerate(plan.links):
         glue.AddLink(
-            link.a, link.b, link.rate * RATE_FACTOR, link.latency,
-            INFRA_BASE + 2 * i, INFRA_BASE + 2 * i + 1, link.limits[0], link.limits[1], ecn,
+            link.a, link.b, plan.device_rate(link), link.latency,
+            INFRA_BASE + 2 * i, INFRA_BASE + 2 * i + 1, link.limits[0], link.limits[1], ecn, plan.framing.mtu,
         )  # fmt: skip
     for node, (role, leaf) in enumerate(plan.roles):
         glue.SetRole(node, role, leaf)

@@ -11,7 +11,9 @@ tables of a :class:`~railbed.topology.Topology` (pure: no ns-3 here; ``engine.bu
 
 Link rates: ns-3 serialises the IP packet plus a 2-byte PPP header; a rate in railbed is
 Ethernet frames (IP + 14 bytes, ``railbed.units``), so a link runs at ``rate x (MTU + 2) /
-FRAME``: a full-size packet then takes exactly its frame's time.
+FRAME``: a full-size packet then takes exactly its frame's time. The MTU is the fabric's
+(``fabric.mtu``: every device's MTU, and TCP's segment size in ``engine.configure``); a
+payload-only fabric (``framing: none``) shapes ``Framing.shaped_rate(rate)``, as the emulator.
 """
 
 from __future__ import annotations
@@ -20,11 +22,10 @@ from dataclasses import dataclass
 
 from railbed.errors import SpecError
 from railbed.topology import Topology
-from railbed.units import FRAME, MTU, RateScale
+from railbed.units import FRAME, Framing, RateScale
 from tc_policies.plan import shaping_params
 
 PPP_HEADER = 2
-RATE_FACTOR = (MTU + PPP_HEADER) / FRAME
 HOST_BUFFER = 1000  # packets per band at a host NIC: the kernel's txqueuelen, as the emulator's host ports
 MAX_SLOTS, MAX_LEAVES, MAX_PORTS = 63, 256, 1022  # address bits: 6 slot, 8 leaf, 10 port
 INFRA_BASE = (172 << 24) | (16 << 16)  # switch and spine interfaces: outside 10/8, never routed to
@@ -45,7 +46,7 @@ def slot_of(spine: int | None) -> int:
 class PlanLink:
     a: int  # node index of the first port's node
     b: int
-    rate: float  # model bit/s (Ethernet frames)
+    rate: float  # model bit/s (Ethernet frames): the fabric's shaped rate
     latency: float
     names: tuple[str, str]  # "node:ifname" of a's port and b's port, as simulator.fabric names them
     limits: tuple[int, int]  # packets per band at each port
@@ -61,6 +62,11 @@ class Plan:
     down: list[tuple[int, int, int]]  # (switch node, host port or leaf, port index): forwarding down
     up: list[tuple[int, int, int]]  # (leaf node, spine, port index): forwarding up
     spines: int
+    framing: Framing = Framing()
+
+    def device_rate(self, link: PlanLink) -> float:
+        """The ns-3 device's DataRate: a full-size IP packet + PPP takes its frame's time."""
+        return link.rate * (self.framing.mtu + PPP_HEADER) / self.framing.frame
 
     @property
     def port_names(self) -> list[str]:
@@ -74,10 +80,10 @@ class Plan:
         return address(slot_of(spine), leaf, port)
 
 
-def switch_buffer(rate: float, k: float) -> int:
+def switch_buffer(rate: float, k: float, frame: int = FRAME) -> int:
     """The emulator's leaf queue at scale ``k``: ``max(64, 5 ms of frames)`` of the real rate
     (``tc_policies.plan.shaping_params``), in packets."""
-    return shaping_params(rate / k)[3]
+    return shaping_params(rate / k, frame)[3]
 
 
 def check_fits(topo: Topology) -> None:
@@ -105,11 +111,15 @@ def plan(topo: Topology, buffer: int | None, host_buffer: int, k: RateScale) -> 
     roles += [(LEAF, leaf) for leaf in range(len(topo.switches))] + [(SPINE, 0)] * len(topo.spines)
     server_of = {name: s for s, name in enumerate(topo.hosts)}
     links, host_ports, nic_leaf_port, down, up = [], {}, {}, [], []
+    framing = topo.spec.fabric.framing
     for link in topo.links:
         port = 2 * len(links)
         a, b = link.a, link.b
-        limits = tuple(host_buffer if p.node in server_of else (buffer or switch_buffer(p.rate, k.k)) for p in (a, b))
-        links.append(PlanLink(index[a.node], index[b.node], a.rate, link.latency, (_name(a), _name(b)), limits))
+        rate = framing.shaped_rate(a.rate)
+        limits = tuple(
+            host_buffer if p.node in server_of else (buffer or switch_buffer(rate, k.k, framing.frame)) for p in (a, b)
+        )
+        links.append(PlanLink(index[a.node], index[b.node], rate, link.latency, (_name(a), _name(b)), limits))
         if link.kind == "nic":
             nic = (server_of[a.node], int(a.ifname.rsplit("-eth", 1)[1]))
             leaf, k_port = topo.nics[nic[0]][nic[1]].leaf, int(b.ifname.rsplit("-eth", 1)[1])
@@ -121,7 +131,7 @@ def plan(topo: Topology, buffer: int | None, host_buffer: int, k: RateScale) -> 
             leaf = int(b.ifname.rsplit("-eth", 1)[1])
             up.append((index[a.node], spine, port))
             down.append((index[b.node], leaf, port + 1))
-    return Plan(nodes, roles, links, host_ports, nic_leaf_port, down, up, len(topo.spines))
+    return Plan(nodes, roles, links, host_ports, nic_leaf_port, down, up, len(topo.spines), framing)
 
 
 def _name(port) -> str:

@@ -289,10 +289,11 @@ int32_t AddPortSide(Ptr<NetDevice> dev, uint32_t node, uint32_t infra, uint32_t 
 // A full-duplex link: two ports (a's, then b's), each with its queue; `infraA`/`infraB` are
 // the interfaces' own addresses (outside 10/8: only the host NICs' slot addresses route).
 void AddLink(uint32_t a, uint32_t b, double rateBps, double delay, uint32_t infraA, uint32_t infraB,
-             uint32_t limitA, uint32_t limitB, uint32_t ecnK)
+             uint32_t limitA, uint32_t limitB, uint32_t ecnK, uint32_t mtu)
 {
     PointToPointHelper p2p;
     p2p.SetDeviceAttribute("DataRate", DataRateValue(DataRate(uint64_t(rateBps))));
+    p2p.SetDeviceAttribute("Mtu", UintegerValue(mtu));
     p2p.SetChannelAttribute("Delay", TimeValue(Seconds(delay)));
     p2p.SetQueue("ns3::DropTailQueue", "MaxSize", QueueSizeValue(QueueSize("1p")));
     NetDeviceContainer devs = p2p.Install(g_nodes[a], g_nodes[b]);

@@ -32,7 +32,7 @@ from railbed.results import RunResult
 from railbed.scheduler import Scheduler
 from railbed.spec import ClusterSpec
 from railbed.topology import Topology, default_scale
-from railbed.units import ETH_HEADER, GOODPUT_FRACTION
+from railbed.units import ETH_HEADER
 from simulator.packet import engine
 from simulator.packet.fabric import HOST, Plan, plan
 from simulator.packet.options import PacketOptions
@@ -86,7 +86,7 @@ class PacketSimulation:
 
     def run(self) -> RunResult:
         wall0 = time.perf_counter()
-        engine.configure(self.ns, self.options)
+        engine.configure(self.ns, self.options, self.plan.framing)
         engine.build(self.glue, self.plan, self.classes, self.options.ecn)
         built = time.perf_counter() - wall0
         try:
@@ -157,7 +157,7 @@ class PacketSimulation:
             return 0.0, False
         nics = self.topology.nics
         slower = min(nics[flow.src[0]][flow.src[1]].port.rate, nics[flow.dst[0]][flow.dst[1]].port.rate)
-        return max(rate * GOODPUT_FRACTION / 8, 1.0), rate < HOLD_FRACTION * slower
+        return max(rate * self.plan.framing.goodput_fraction / 8, 1.0), rate < HOLD_FRACTION * slower
 
     def flow_progress(self, flow_id: str) -> tuple[int, float, float]:
         """(payload bytes the receiver has, wire bit/s since the last time asked, now)."""
@@ -168,7 +168,7 @@ class PacketSimulation:
             return 0, 0.0, now
         delivered = int(self.glue.Received(flow.index))
         if now > sample.t:
-            rate = 8 * (delivered - sample.delivered) / GOODPUT_FRACTION / (now - sample.t)
+            rate = 8 * (delivered - sample.delivered) / self.plan.framing.goodput_fraction / (now - sample.t)
             self.pending.samples[flow_id] = sample = Sample(now, delivered, rate)
         return delivered, sample.rate, now
 

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from loadcheck import tolerance_or_load
 
 from emulator.runtime import Faults, RunFailed, run
 from emulator.testbed import Testbed
@@ -196,8 +197,9 @@ def test_third_task_waits_for_a_slot_on_a_device_of_capacity_two():
     # each wait lasts its 20 ms of model time; an agent reports the deadline when its timer wakes
     # within 2 ms real of it (TIMER_SLACK) and the true time when later (seen once in a full suite on
     # 2 cores: 3.3 ms real), so a task's own end is within a few ms real of its deadline
-    for i in range(3):
-        assert t[f"t{i}"].end - t[f"t{i}"].start == pytest.approx(0.02, abs=5e-3 / K)
+    with tolerance_or_load(res):  # a timer's wake-up is late on a saturated machine
+        for i in range(3):
+            assert t[f"t{i}"].end - t[f"t{i}"].start == pytest.approx(0.02, abs=5e-3 / K)
 
 
 def test_a_short_flow_fails_the_run_naming_it():
