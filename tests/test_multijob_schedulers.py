@@ -94,16 +94,24 @@ def test_crux_marks_each_jobs_flows_with_its_class():
         Crux(levels=9)
 
 
-def test_arrival_priority_ranks_jobs_oldest_first():
-    from schedulers.job_priority import ArrivalPriority
+def test_job_priority_ranks_jobs_by_arrival_onto_its_levels():
+    from railbed.job import Flow
+    from railbed.jobs import JobEntry, merge, parse_placement
+    from railbed.spec import ClusterSpec
+    from schedulers.multijob import JobPriority
+    from workloads.mechanisms import periodic
 
-    sched, view = ArrivalPriority(levels=2), View()
-    for name in ("a", "b", "c"):
-        sched.on_job_arrived(name, None, view)
-    assert sched.dscp == {"a": 56, "b": 48, "c": 48}  # beyond two classes, the later share the lowest
-    assert sched.on_ready(Item("a", 0, "flow"), view) == Decision(dscp=56)
-    assert sched.on_ready(Item("a", 0, "task"), view) == Decision()
-    sched.on_job_finished("a", view)
-    assert sched.dscp == {"b": 56, "c": 48}
+    cl = ClusterSpec.rail_optimized(4, 2, spines=1, nic_rate=100e9)
+    entries = [JobEntry(n, periodic(), at, parse_placement({"explicit": {"g": s, "r": s}}, "p"), f"jobs[{k}]")
+               for k, (n, at, s) in enumerate((("c", 0.002, 0), ("a", 0.0, 1), ("b", 0.001, 2)))]  # fmt: skip
+    job = merge(entries, cl)
+    sched = JobPriority(levels=2)
+    sched.place(job, cl)
+    assert {j: sched.dscp(j) for j in "abc"} == {"a": 56, "b": 48, "c": 48}  # beyond two classes, one
+    flow = next(it for it in job.items.values() if isinstance(it, Flow) and it.job == "a")
+    assert sched.rule(flow, None, cl).dscp == 56
+    full = JobPriority()
+    full.place(job, cl)
+    assert {j: full.dscp(j) for j in "abc"} == {"a": 56, "b": 48, "c": 40}
     with pytest.raises(SpecError, match="levels"):
-        ArrivalPriority(levels=0)
+        JobPriority(levels=0)
