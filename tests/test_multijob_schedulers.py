@@ -166,3 +166,16 @@ def test_job_priority_ranks_jobs_by_arrival_onto_its_levels():
     assert {j: full.dscp(j) for j in "abc"} == {"a": 56, "b": 48, "c": 40}
     with pytest.raises(SpecError, match="levels"):
         JobPriority(levels=0)
+
+
+def test_job_metrics_read_the_per_job_results():
+    import math
+
+    from railbed.metrics import metric
+    from railbed.results import RunResult
+
+    per = {n: {"jct": v} for n, v in zip("abcd", (4.0, 1.0, 3.0, 2.0), strict=True)}
+    r = RunResult("simulator", "jobs", "fifo", "c", jobs={"per_job": per, "cluster": {"gpu_busy_share": 0.25}})
+    assert metric(r, "jct_mean") == 2.5 and metric(r, "jct_p99") == 4.0 and metric(r, "gpu_busy_share") == 0.25
+    one = RunResult("simulator", "job", "fifo", "c")
+    assert all(math.isnan(metric(one, m)) for m in ("jct_mean", "jct_p99", "gpu_busy_share"))
