@@ -19,7 +19,8 @@ and the reproduction report (``scenarios/reproduce.py``):
 :data:`METRICS` maps a metric's name to a function of a result; all are in
 model seconds except ``fidelity_ok`` (1 or 0), ``flows`` (a count), ``bytes`` and
 ``remote_bytes`` (bytes of the job's flows, all or between servers), ``algbw`` and ``busbw``
-(bytes per model second, nccl-tests' definitions: :func:`collective_bandwidths`), ``alpha_beta_error``,
+(bytes per model second, nccl-tests' definitions: :func:`collective_bandwidths`), ``gpu_busy_share`` (a
+fraction; runs of several jobs, like ``jct_mean`` and ``jct_p99``, NaN otherwise), ``alpha_beta_error``,
 ``edge_cut`` and ``imbalance`` (fractions; the last two a GNN epoch's partition, from its job's
 tags), ``nodes_per_second`` and ``request_throughput`` (per model second) and
 ``wall_seconds`` (real).
@@ -159,6 +160,20 @@ def epoch_tag(key: str) -> Callable[[RunResult], float]:
         return math.nan
 
     return read
+
+
+def job_completion_times(result: RunResult) -> list[float]:
+    """Per-job completion times of a run of several jobs (``result.jobs["per_job"][name]["jct"]``,
+    arrival to the job's last end, :mod:`railbed.jobmetrics`); empty for a run of one job."""
+    per = (result.jobs or {}).get("per_job") or {}
+    return [float(j["jct"]) for j in per.values() if j.get("jct") is not None]
+
+
+def gpu_busy_share(result: RunResult) -> float:
+    """The cluster's GPU busy share of a run of several jobs (``result.jobs["cluster"]``, the GPUs'
+    busy time over GPUs x makespan); NaN for a run of one job."""
+    value = ((result.jobs or {}).get("cluster") or {}).get("gpu_busy_share")
+    return math.nan if value is None else float(value)
 
 
 def nodes_per_second(result: RunResult) -> float:
@@ -378,6 +393,9 @@ METRICS: dict[str, Callable[[RunResult], float]] = {
     "request_throughput": request_throughput,
     "fidelity_ok": lambda r: 1.0 if r.fidelity.get("ok", True) else 0.0,
     "wall_seconds": lambda r: r.wall_seconds,
+    "jct_mean": lambda r: _mean(job_completion_times(r)),
+    "jct_p99": lambda r: percentile(job_completion_times(r), 99),
+    "gpu_busy_share": gpu_busy_share,
 }
 
 DEFAULT_METRICS = ["makespan", "iteration_mean", "fct_p50", "fct_p99", "cct_p99"]

@@ -121,12 +121,22 @@ DESCRIBERS: dict[str, Callable[[dict[str, Any]], list[str]]] = {
 def _saved(job: Job) -> list[str]:
     """A saved job: its name, GPU endpoints and iterations, counted from its items."""
     gpus = {(e.pin.server, e.pin.device) for e in job.endpoints.values() if e.pin and e.pin.device.startswith("gpu")}
-    iterations = {item.attrs.get("iteration", 0) for item in job.items.values()}
+    iterations = {item.iteration for item in job.items.values()}
     return [job.name, _plural(len(gpus), "GPU"), _plural(len(iterations), "iteration")]
+
+
+def _with_iterations(entry: dict[str, Any]) -> dict[str, Any]:
+    """A ``jobs:`` entry as a ``job:`` (its ``iterations`` are its generator's argument)."""
+    if "iterations" not in entry or not isinstance(entry.get("args", {}), dict):
+        return entry
+    return {**entry, "args": {**(entry.get("args") or {}), "iterations": entry["iterations"]}}
 
 
 def job_label(source: dict[str, Any], job: Job | None) -> str:
     """The job part of a label from the scenario mapping (and the built job, for saved ones)."""
+    if isinstance(source.get("jobs"), list):  # several jobs (issue 45): each one's, by name
+        return "; ".join(f"job {e.get('name', f'job{i}')}: {job_label({'job': _with_iterations(e)}, None)}"
+                         for i, e in enumerate(source["jobs"]) if isinstance(e, dict))  # fmt: skip
     spec = source.get("job") or {}
     generator = spec.get("generator")
     if generator in DESCRIBERS:

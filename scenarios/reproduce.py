@@ -121,7 +121,7 @@ from scenarios.claims import (
 
 PAPERS = (
     "platform", "mechanisms", "dgtp", "hermod", "leo", "dgcl", "distdgl", "bytegnn", "sancus", "adagl", "dgs", "g3",
-    "unbuilt",
+    "cassini", "crux", "unbuilt",
 )  # fmt: skip
 HERE = Path(__file__).resolve().parent
 BEGIN, END = "<!-- reproduce:begin -->", "<!-- reproduce:end -->"

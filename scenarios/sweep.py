@@ -310,15 +310,16 @@ def scenario_mapping(raw: Any, base: Path) -> tuple[dict, Path]:
     if nested:
         raise SpecError("scenario", f"{where} is a sweep file (it has {', '.join(nested)}), not a scenario: "
                         "a sweep's scenario is the scenario file it varies")  # fmt: skip
-    for key in ("cluster", "job", "schedulers"):
+    for key in ("cluster", "job" if "jobs" not in raw else "jobs", "schedulers"):
         if key not in raw:
             raise SpecError(f"scenario.{key}", f"missing in {where}")
     data = copy.deepcopy(raw)
     if isinstance(data.get("cluster"), str):
         data["cluster"] = load_yaml_file(base / data["cluster"], "scenario.cluster")
-    job = data.get("job")
-    if isinstance(job, dict) and "file" in job:
-        job["file"] = str((base / str(job["file"])).resolve())
+    jobs = data.get("jobs") if isinstance(data.get("jobs"), list) else [data.get("job")]
+    for job in jobs:  # a scenario of several jobs (issue 45): each one's file, as job's
+        if isinstance(job, dict) and "file" in job:
+            job["file"] = str((base / str(job["file"])).resolve())
     return data, base
 
 

@@ -32,6 +32,8 @@ from railbed import plugins
 from railbed.errors import SpecError
 from railbed.scheduler import HOLD, Decision, RunView, Scheduler
 from schedulers.cagnet import SCHEDULERS as _CAGNET
+from schedulers.cassini import Cassini
+from schedulers.crux import Crux
 from schedulers.dgcl import SCHEDULERS as _DGCL
 from schedulers.dgtp import Dgtp, DgtpLiteral, DgtpOes, DgtpPlace, DistDgl, DistDglPrefetch, Mrtf, OmCoflow
 from schedulers.example import SmallFirst
@@ -59,6 +61,7 @@ REGISTRY.update({cls.name: cls for cls in _LEO})  # seed 004, chapter 6
 REGISTRY.update({cls.name: cls for cls in _DGCL})  # seed 002
 REGISTRY.update({cls.name: cls for cls in _CAGNET})  # seed 001, SANCUS
 REGISTRY.update({cls.name: cls for cls in _MULTIJOB})  # issue 45: several jobs
+REGISTRY.update({cls.name: cls for cls in (Cassini, Crux)})  # issue 45: NSDI'24, SIGCOMM'24
 
 
 @dataclass(frozen=True)

@@ -1,17 +1,15 @@
-"""Crux (SIGCOMM'24) as a cluster-wide scheduler: thin glue over :mod:`schedulers.crux_alg`.
+"""Crux (SIGCOMM'24) as a cluster-wide scheduler, registered ``crux``: thin glue over
+:mod:`schedulers.crux_alg`.
 
-**Not registered yet** (issue 45): it needs the multi-job core. What it uses of it, by name:
-
-* ``item.job``: the name of the job an item belongs to;
-* ``on_job_arrived(job_name, job, view)`` / ``on_job_finished(job_name, view)``: Crux
-  "reassigns paths and priorities for all existing jobs" at every arrival and completion (§5);
-* a profile per job (:class:`CruxProfile`), which Crux measures in its first iterations with
-  the job alone at the highest priority (§5, "Job information measurement"): here the core's
-  cached alone run (GPU-seconds of compute per iteration, bytes per link per iteration, the
-  iteration's transfer and compute time on its bottleneck link), given with :meth:`Crux.set_profile`;
-* for path selection, a way to pin a job's flows between leaves to a spine (today's ECMP
-  picks it, ``ItemRecord.spine``): :meth:`Crux.spine_for` says which one, the core must
-  apply it (not in today's contract, whose ``choose_path`` picks among a flow's ``options``).
+What it uses of the multi-job core: ``item.job``; ``on_job_arrived`` / ``on_job_finished``
+(Crux "reassigns paths and priorities for all existing jobs" at every arrival and completion,
+§5); a profile per job (:class:`CruxProfile`), which Crux measures in its first iterations with
+the job alone at the highest priority (§5, "Job information measurement"). Here ``place``
+(before the shared run) runs each job alone on its placement through the ``fluid`` backend
+(:func:`schedulers.multijob_profile.alone_run`, cached) and reads the profile from it
+(:func:`~schedulers.multijob_profile.crux_profile`: GPU-seconds of the job's own tasks per
+iteration, bytes per link per iteration, the bottleneck link's transfer and compute time);
+:meth:`Crux.set_profile` gives one by hand (tests).
 
 What it decides (docs/multi-job-schedulers.md, "Crux"): intensities (Eq. 2) with GPU work in
 GPU-seconds (equal GPUs; FLOPs when the job gives them), correction factors against the
@@ -19,7 +17,13 @@ reference job (the most traffic) over ``horizon`` seconds of the two-job link mo
 ``P = k I``, the contention DAG of jobs sharing a link, compressed onto ``levels`` classes by
 Algorithm 1 (``samples`` random topological orders, ``seed``), each class a DSCP class
 selector from the top (:func:`~schedulers.crux_alg.dscp_of_level`); every flow of a job gets
-its job's DSCP (``on_ready``).
+its job's DSCP (``on_ready``). Not for ``fluid-rules`` (the classes change as jobs come and go).
+
+**Path choice is not applied** (left): §4.1 pins a job's transfers between leaves to a spine
+(:meth:`Crux.spine_for` says which, when a profile gives its candidate ``paths``); today's
+contract lets ``choose_path`` pick only among a flow's ``options`` (a flow's alternatives the
+job offers), not the spine of a flow's route, which ECMP picks. The profiles read from a run
+give no ``paths``, so the class assignment is the whole of what this scheduler does.
 """
 
 from __future__ import annotations
@@ -28,8 +32,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from railbed.errors import SpecError
-from railbed.job import Item, Job
-from railbed.scheduler import Decision, RunView, Scheduler
+from railbed.job import Item, Job, Placement
+from railbed.jobs import arrivals
+from railbed.scheduler import Decision, RunView, Scheduler, default_placement
+from railbed.spec import ClusterSpec
+from railbed.topology import Topology
 from schedulers import crux_alg as alg
 
 
@@ -128,6 +135,16 @@ class Crux(Scheduler):
             f"t={now:.6g}: " + ", ".join(f"{n} P={a.priority[n]:.3g} class {a.level[n]}" for n in sorted(a.level))
         )
         return self.last
+
+    def place(self, job: Job, cluster: ClusterSpec) -> Placement:
+        from schedulers.multijob_profile import alone_run, byte_rates, crux_profile, profiled_iteration
+
+        topo = Topology(cluster)
+        for name in arrivals(job):
+            if name not in self.profiles:
+                sub, result = alone_run(job, name, cluster)
+                self.set_profile(crux_profile(name, sub, result, topo, profiled_iteration(sub)), byte_rates(topo))
+        return default_placement(job, cluster)
 
     def on_job_arrived(self, job_name: str, job: Job, view: RunView) -> None:
         self.active.add(job_name)

@@ -3,10 +3,15 @@ and a fixed time shift of a job's start.
 
 ``job-priority``
     The issue's baseline "per-job strict priority in arrival order": the jobs of a run
-    (:mod:`railbed.jobs`), ordered by arrival (ties: their order in the scenario), get DSCP
-    classes 7, 6, ... (DSCP ``class << 3``, the ``dscp-priority`` policy's class selector); the
-    eighth job and later share class 0. Tasks start at once; no caps. Its decisions are a
-    pure function of the flow (``rule``), so the compact engine runs it too.
+    (:mod:`railbed.jobs`), ordered by arrival (ties: their order in the scenario), take the
+    class levels from the top, level *r* the class selector ``(7 - r) << 3``
+    (:func:`schedulers.crux_alg.dscp_of_level`, the ``dscp-priority`` policy's classes); beyond
+    ``levels`` classes (default 8) the later jobs share the lowest. Tasks start at once; no caps.
+    The ranks are fixed once, from every job's arrival, when the run is placed: its decisions
+    are then a pure function of the flow (``rule``), so the compact engine runs it too. A
+    variant that ranks the jobs again when one finishes (the survivors move up) cannot be a
+    ``rule`` (a rule sees no time): it is not provided; with ``levels`` >= the number of jobs
+    the two agree, since a strict order of classes is the same order whatever their numbers.
 ``delay``
     Job ``job``'s start (every job's when ``job`` is empty) shifted by ``shift`` model seconds
     after its arrival (``on_job_arrived``), otherwise FIFO: it places one job's iterations
@@ -22,6 +27,7 @@ from railbed.job import Flow, Item, Job, Placement
 from railbed.jobs import arrivals
 from railbed.scheduler import Decision, Rule, RunView, Scheduler, default_placement
 from railbed.spec import ClusterSpec
+from schedulers.crux_alg import dscp_of_level
 
 
 class JobPriority(Scheduler):
@@ -29,7 +35,10 @@ class JobPriority(Scheduler):
 
     name = "job-priority"
 
-    def __init__(self) -> None:
+    def __init__(self, levels: int = 8) -> None:
+        if isinstance(levels, bool) or not isinstance(levels, int) or not 1 <= levels <= 8:
+            raise SpecError("levels", f"expected 1..8 priority classes, got {levels!r}")
+        self.levels = levels
         self.rank: dict[str, int] = {}
 
     def place(self, job: Job, cluster: ClusterSpec) -> Placement:
@@ -38,7 +47,8 @@ class JobPriority(Scheduler):
         return default_placement(job, cluster)
 
     def dscp(self, job: str | None) -> int:
-        return max(0, 7 - self.rank.get(job, 7)) << 3
+        rank = self.rank.get(job, self.levels - 1) if job is not None else self.levels - 1
+        return dscp_of_level(min(rank, self.levels - 1), self.levels)
 
     def on_ready(self, item: Item, view: RunView) -> Decision:
         return Decision(dscp=self.dscp(item.job)) if isinstance(item, Flow) else Decision()

@@ -19,15 +19,41 @@ the iteration as compute, no overlap.
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Mapping
 
+from railbed.backend import RunOptions
+from railbed.backend import backend as get_backend
 from railbed.errors import SpecError
 from railbed.job import Job
+from railbed.jobs import alone
 from railbed.results import ItemRecord, RunResult
+from railbed.spec import ClusterSpec
 from railbed.topology import Topology
 from schedulers.cassini_alg import JobTraffic, phases_from_transfers
 from schedulers.crux import CruxProfile
 from schedulers.crux_alg import LinkJob, gpu_intensity
+from schedulers.fifo import Fifo
+
+_ALONE: dict[str, RunResult] = {}
+_ALONE_MAX = 64
+
+
+def alone_run(job: Job, name: str, cluster: ClusterSpec) -> tuple[Job, RunResult]:
+    """Job ``name`` of the merged ``job`` run by itself (:func:`railbed.jobs.alone`: its items
+    and pins, arriving at 0) under ``fifo`` on the ``fluid`` backend, through the backend
+    registry (schedulers import no simulator). This is the profile CASSINI and Crux measure
+    before the shared run (they see the job's first iterations alone); kept per (job, cluster)
+    for the process, so a scenario's schedulers and runs share it. Whatever backend runs the
+    shared run, the profile is the fluid simulator's: the schedulers' input, not a result."""
+    sub = alone(job, name)
+    key = hashlib.sha1(json.dumps([sub.to_dict(), repr(cluster)], sort_keys=True, default=str).encode()).hexdigest()
+    if key not in _ALONE:
+        if len(_ALONE) >= _ALONE_MAX:
+            _ALONE.pop(next(iter(_ALONE)))
+        _ALONE[key] = get_backend("fluid").run(sub, Fifo(), cluster, RunOptions(analysis=False))
+    return sub, _ALONE[key]
 
 
 def links_of(record: ItemRecord, topology: Topology) -> list[str]:
@@ -43,6 +69,11 @@ def links_of(record: ItemRecord, topology: Topology) -> list[str]:
 def capacities(topology: Topology) -> dict[str, float]:
     """Every egress queue's rate, bit/s."""
     return {f"{node}:{ifname}": port.rate for (node, ifname), port in topology.ports.items()}
+
+
+def profiled_iteration(job: Job) -> int:
+    """The iteration a profile reads: the second (1, past any start-up) when the job has one."""
+    return 1 if any(it.iteration >= 1 for it in job.items.values()) else 0
 
 
 def iteration_window(job: Job, result: RunResult, iteration: int) -> tuple[float, float]:

@@ -1,5 +1,5 @@
-"""The thin CASSINI and Crux scheduler classes, on their pure parts and with stand-ins for the
-multi-job core's hooks (``item.job``, ``on_job_arrived``), which the core does not have yet."""
+"""The CASSINI and Crux scheduler classes and the job-priority baseline: on their pure parts with
+stand-ins for the hooks' arguments, and on the simulators with the two-job mechanism."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 import pytest
 
 from railbed.errors import SpecError
-from railbed.scheduler import HOLD, Decision
+from railbed.scheduler import Decision
 from schedulers.cassini import Cassini
 from schedulers.cassini_alg import JobTraffic
 from schedulers.crux import Crux, CruxProfile, assign
@@ -33,24 +33,75 @@ class View:
         self.wakes.append(t)
 
 
-def test_cassini_holds_the_next_iteration_by_its_shift():
+def test_cassini_shifts_the_arriving_job_against_a_running_one():
     """Two jobs each sending at the link rate for half of a 1 s iteration: the second arrival's
-    replan shifts one of them by half a period; its next iteration is held until then."""
+    plan puts it half a period after the first, whose phase is kept (it started at 0.2 s)."""
     sched = Cassini(tick=0.01)
     for name in ("a", "b"):
         sched.set_profile(JobTraffic(name, 1.0, {"up": [(0.0, 0.5, C)]}), {"up": C})
-    view = View(now=2.0)
-    sched.on_job_arrived("a", None, view)
-    assert sched.on_ready(Item("a", 0), view) == Decision()
-    sched.on_ready(Item("a", 1), view)  # a is now in iteration 1
-    sched.on_job_arrived("b", None, view)
+    assert sched.on_job_arrived("a", None, View(now=0.2)) == 0.0
+    shift = sched.on_job_arrived("b", None, View(now=2.0))
     assert sched.last.shifts == pytest.approx({"a": 0.0, "b": 0.5}) and sched.last.score == pytest.approx(1.0)
-    assert sched.on_ready(Item("b", 0), view) == HOLD and view.wakes == [2.5]
-    assert sched.on_ready(Item("a", 2), view) == Decision()  # a's shift is 0
-    assert sched.on_ready(Item("b", 0), View(now=2.5)) == Decision()
-    assert "b 0.5s" in sched.notes()[-1]
+    assert shift == pytest.approx(0.7)  # b starts at 2.7 = 0.2 + 0.5 + 2 periods
+    assert "b shifted 0.7s against a" in sched.notes()[-1]
+    sched.on_job_finished("a", View(now=3.0))
+    assert sched.on_job_arrived("c", None, View(now=3.0)) == 0.0  # no profile: no shift
     with pytest.raises(SpecError, match="tick"):
         Cassini(tick=0)
+
+
+# ------------------------------------------------------------------ on the simulators
+def two_jobs(compute_a=1e-3, iterations=4):
+    """The two-job mechanism (scenarios/mechanisms/two-jobs.yaml): ``periodic`` jobs of
+    ``compute`` then a 1 ms flow (1,000,000 bytes on the wire at 8 Gbit/s), a on server 0 and b on
+    server 1, both sending into server 2 through one switch port."""
+    from railbed.jobs import JobEntry, merge, parse_placement
+    from railbed.spec import ClusterSpec
+    from workloads.mechanisms import periodic
+
+    cl = ClusterSpec.from_dict({"servers": [{"count": 3, "gpus": 2, "nic_rate": "8Gbit"}],
+                                "fabric": {"type": "single_switch"}})  # fmt: skip
+    entries = [JobEntry(n, periodic(iterations, compute), 0.0, parse_placement({"explicit": {"g": s, "r": 2}}, "p"),
+                        f"jobs[{s}]") for n, s, compute in (("a", 0, compute_a), ("b", 1, 1e-3))]  # fmt: skip
+    return merge(entries, cl), cl
+
+
+@pytest.mark.parametrize("name", ["fluid", "fluid-reference"])
+def test_cassini_finds_the_half_period_shift_and_both_jobs_run_as_if_alone(name):
+    """Hand arithmetic (scenarios/mechanisms/__init__.py, TWO_JOBS): c = p = 1 ms, a period of
+    2 ms, 4 iterations: alone a job ends at 8 ms. CASSINI's plan from the jobs' profiles alone
+    shifts b by half a period (1 ms): a ends at 8 ms, b at 1 + 8 = 9 ms, exactly as alone (fifo
+    would give both 4 x (1 + 2) = 12 ms)."""
+    from railbed.backend import RunOptions, backend
+    from schedulers import by_name
+
+    job, cl = two_jobs()
+    sched = by_name("cassini")
+    res = backend(name).run(job, sched, cl, RunOptions(analysis=False))
+    assert sched.last.shifts == pytest.approx({"a": 0.0, "b": 1e-3}, abs=1e-12)
+    assert res.items["b.c0"].start == pytest.approx(1e-3, rel=1e-12)
+    assert res.items["a.f3"].end == pytest.approx(8e-3, rel=1e-9)
+    assert res.items["b.f3"].end == pytest.approx(9e-3, rel=1e-9)
+
+
+def test_crux_gives_the_more_gpu_intensive_job_the_higher_class():
+    """a computes 2 ms per 1 MB flow, b 1 ms: intensities (Eq. 2, GPU-seconds over the longest
+    per-link transfer, 956,374 bytes at 1e9 B/s) 2e-3 / 0.956374e-3 = 2.0912 and half that; they
+    share the port into server 2, so Crux separates them: a in class 0 (DSCP 56), b in class 1
+    (48), every flow of each job marked so, on the fluid simulator."""
+    from railbed.backend import RunOptions, backend
+    from schedulers import by_name
+    from schedulers.crux import assign
+
+    job, cl = two_jobs(compute_a=2e-3, iterations=2)
+    sched = by_name("crux")
+    res = backend("fluid").run(job, sched, cl, RunOptions(analysis=False))
+    both = assign([sched.profiles["a"], sched.profiles["b"]], sched.bandwidth, 4, 10.0)
+    assert both.intensity["a"] == pytest.approx(2e-3 / 0.956374e-3, rel=1e-9)
+    assert both.intensity["b"] == pytest.approx(both.intensity["a"] / 2, rel=1e-9)
+    assert both.level == {"a": 0, "b": 1}
+    assert {res.items[f"a.f{k}"].dscp for k in range(2)} == {56}
+    assert {res.items[f"b.f{k}"].dscp for k in range(2)} == {48}
 
 
 def profile(name, work, link, transfer=1.0, compute=1.0):
@@ -94,16 +145,37 @@ def test_crux_marks_each_jobs_flows_with_its_class():
         Crux(levels=9)
 
 
-def test_arrival_priority_ranks_jobs_oldest_first():
-    from schedulers.job_priority import ArrivalPriority
+def test_job_priority_ranks_jobs_by_arrival_onto_its_levels():
+    from railbed.job import Flow
+    from railbed.jobs import JobEntry, merge, parse_placement
+    from railbed.spec import ClusterSpec
+    from schedulers.multijob import JobPriority
+    from workloads.mechanisms import periodic
 
-    sched, view = ArrivalPriority(levels=2), View()
-    for name in ("a", "b", "c"):
-        sched.on_job_arrived(name, None, view)
-    assert sched.dscp == {"a": 56, "b": 48, "c": 48}  # beyond two classes, the later share the lowest
-    assert sched.on_ready(Item("a", 0, "flow"), view) == Decision(dscp=56)
-    assert sched.on_ready(Item("a", 0, "task"), view) == Decision()
-    sched.on_job_finished("a", view)
-    assert sched.dscp == {"b": 56, "c": 48}
+    cl = ClusterSpec.rail_optimized(4, 2, spines=1, nic_rate=100e9)
+    entries = [JobEntry(n, periodic(), at, parse_placement({"explicit": {"g": s, "r": s}}, "p"), f"jobs[{k}]")
+               for k, (n, at, s) in enumerate((("c", 0.002, 0), ("a", 0.0, 1), ("b", 0.001, 2)))]  # fmt: skip
+    job = merge(entries, cl)
+    sched = JobPriority(levels=2)
+    sched.place(job, cl)
+    assert {j: sched.dscp(j) for j in "abc"} == {"a": 56, "b": 48, "c": 48}  # beyond two classes, one
+    flow = next(it for it in job.items.values() if isinstance(it, Flow) and it.job == "a")
+    assert sched.rule(flow, None, cl).dscp == 56
+    full = JobPriority()
+    full.place(job, cl)
+    assert {j: full.dscp(j) for j in "abc"} == {"a": 56, "b": 48, "c": 40}
     with pytest.raises(SpecError, match="levels"):
-        ArrivalPriority(levels=0)
+        JobPriority(levels=0)
+
+
+def test_job_metrics_read_the_per_job_results():
+    import math
+
+    from railbed.metrics import metric
+    from railbed.results import RunResult
+
+    per = {n: {"jct": v} for n, v in zip("abcd", (4.0, 1.0, 3.0, 2.0), strict=True)}
+    r = RunResult("simulator", "jobs", "fifo", "c", jobs={"per_job": per, "cluster": {"gpu_busy_share": 0.25}})
+    assert metric(r, "jct_mean") == 2.5 and metric(r, "jct_p99") == 4.0 and metric(r, "gpu_busy_share") == 0.25
+    one = RunResult("simulator", "job", "fifo", "c")
+    assert all(math.isnan(metric(one, m)) for m in ("jct_mean", "jct_p99", "gpu_busy_share"))

@@ -94,3 +94,18 @@ def test_a_multi_job_scenario_writes_per_job_results(tmp_path):
     assert set(doc["jobs"]["per_job"]) == {"a", "b"} and doc["jobs"]["per_job"]["a"]["slowdown"] > 1.0
     assert "job a" in (tmp_path / "fifo" / "summary.txt").read_text()
     assert results[0].jobs["cluster"]["interference"]["jobs"] == ["a", "b"]
+
+
+def test_cassini_shifts_the_two_jobs_on_real_tcp(tmp_path):
+    """CASSINI (registered ``cassini``) on the two-job scenario, emulated: its plan from the jobs'
+    fluid profiles alone shifts b by half a period (1 ms model), so a ends as alone (n (c + p) =
+    8 ms) and b at its shift + 8 ms = 9 ms, each within the emulator's band (the simulators:
+    exact, tests/test_multijob_schedulers.py)."""
+    from scenarios.mechanisms import BAND, two_jobs_numbers
+
+    want = two_jobs_numbers(JOB_MECHANISMS[0].source())
+    results = run_scenario(Scenario.load(MECH), tmp_path, echo=lambda _: None, schedulers=["cassini"], plots=False)
+    per = results[0].jobs["per_job"]
+    assert per["a"]["end"] == pytest.approx(want["alone"], rel=BAND), per["a"]
+    assert per["b"]["end"] == pytest.approx(want["alone"] + want["period"] / 2, rel=BAND), per["b"]
+    assert any("b shifted 0.001s" in line for line in results[0].notes), results[0].notes
