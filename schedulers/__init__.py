@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from railbed.errors import SpecError
-from railbed.scheduler import HOLD, Decision, RunView, Scheduler
+from railbed.scheduler import HOLD, Decision, OnDone, OnNic, OnSlot, OnTime, RunView, Scheduler, hold
 from schedulers.cagnet import SCHEDULERS as _CAGNET
 from schedulers.dgcl import SCHEDULERS as _DGCL
 from schedulers.dgtp import Dgtp, DgtpLiteral, DgtpOes, DgtpPlace, DistDgl, DistDglPrefetch, Mrtf, OmCoflow
@@ -140,6 +140,10 @@ def _check_type(value: Any, hint: Any, where: str) -> None:
 __all__ = [
     "HOLD",
     "Decision",
+    "OnDone",
+    "OnNic",
+    "OnSlot",
+    "OnTime",
     "Fifo",
     "REGISTRY",
     "RunView",
@@ -148,6 +152,7 @@ __all__ = [
     "SmallFirst",
     "TagPriority",
     "by_name",
+    "hold",
     "make",
     "scheduler_spec",
 ]
