@@ -59,6 +59,16 @@ Several jobs
     would become ready, the scheduler's ``on_job_arrived`` is asked first; its shift delays every
     item of the job to arrival + shift (release waits, as above). After a job's last item ends,
     ``on_job_finished``.
+Held items
+    A plain ``HOLD`` is offered again at every settling (after every event).
+    A hold that names its wake-up events (:func:`railbed.scheduler.hold`) is
+    offered again only at the first settling after one of them: a network flow
+    starting or ending at a NIC, as its source or as its destination
+    (:class:`OnNic`), an item finishing
+    (:class:`OnDone`), a task starting or ending on a device (:class:`OnSlot`),
+    a model time (:class:`OnTime`: a wait keyed ``/wake/t<n>``). An event during
+    an offer round wakes an item later in the round in time for that round, as
+    a re-offer would have seen it. Offers keep the order items became ready.
 
 Progress
     A backend sets :attr:`Dispatcher.progress_source` (flow id -> bytes
@@ -68,6 +78,8 @@ Progress
 
 from __future__ import annotations
 
+import heapq
+import math
 from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
@@ -83,11 +95,16 @@ from railbed.scheduler import (
     Change,
     Decision,
     DoneRecords,
+    OnDone,
+    OnNic,
+    OnSlot,
+    OnTime,
     ProgressSource,
     RunView,
     Scheduler,
     Split,
     SubFlow,
+    Wake,
     crowding_note,
 )
 from railbed.spec import ClusterSpec, Server
@@ -254,7 +271,9 @@ class Dispatcher:
         self.events: list[tuple[float, str, str]] = []
         self.notes: list[str] = [f"placement: {crowding}"] if crowding else []
         self.progress_source: ProgressSource | None = None
-        self._held: list[str] = []
+        self._held: dict[str, int] = {}  # held item -> its rank in ready order (the dict keeps that order)
+        self._ranks = 0  # the next rank
+        self._due: dict[str, None] = {}  # held items to offer at the next round: not waiting for an event
         self._queues: dict[tuple[int, str], deque[str]] = {}
         self._busy: dict[tuple[int, str], int] = {}
         self._phase: dict[str, str] = {}  # flow id -> "src" | "net" | "dst" | "local" | "split"
@@ -276,6 +295,10 @@ class Dispatcher:
             if it.job is not None:
                 self._job_left[it.job] = self._job_left.get(it.job, 0) + 1
         self._job_start: dict[str, float] = {}  # job -> when its items may start: arrival + the scheduler's shift
+        self._waiting: dict[str, tuple[Wake, ...]] = {}  # held item -> the events it waits for
+        self._waiters: dict[Wake, set[str]] = {}  # event -> the held items waiting for it
+        self._timers: dict[str, float] = {}  # OnTime waits: wait key -> model time
+        self._woken: list[str] | None = None  # during an offer round: the items events woke
         self._calls_on_done = type(scheduler).on_done is not Scheduler.on_done
 
     # ----------------------------------------------------------------- API
@@ -303,6 +326,11 @@ class Dispatcher:
             item_id, at = self._releases.pop(key)
             self.view.now = now = max(now, at)
             return self._settle(now, [item_id])
+        if key in self._timers:  # an OnTime hold: wakes its items only
+            t = self._timers.pop(key)
+            self.view.now = now = max(now, t)
+            self._wake(OnTime(t))
+            return self._settle(now, [])
         item_id, _, phase = key.partition("/")
         item = self.items[item_id]
         if isinstance(item, Task):
@@ -310,6 +338,8 @@ class Dispatcher:
             dev = (loc.server, loc.device)
             self._busy[dev] -= 1
             self.view.running.pop(item_id, None)
+            if self._waiters:
+                self._wake(OnSlot(*dev))
             ready = self._finish(item_id, now)
             return self._settle(now, ready, freed=[dev])
         if phase == "src":
@@ -323,7 +353,9 @@ class Dispatcher:
         """The network part of a flow finished: the receiver has every byte."""
         self.view.now = now
         self.view.active.pop(flow_id, None)
-        self._net.pop(flow_id, None)
+        net = self._net.pop(flow_id, None)
+        if net is not None:
+            self._nic_event(net, -1)
         self._flows_changed = True
         rec = self.records[flow_id]
         rec.received = received if received is not None else rec.size
@@ -385,6 +417,8 @@ class Dispatcher:
     def _finish(self, item_id: str, now: float) -> list[str]:
         self._log(now, "end", item_id)
         self.view.done.add(item_id)
+        if self._waiters:
+            self._wake(OnDone(item_id))
         rec = self.records[item_id]
         if self._calls_on_done:
             self.scheduler.on_done(self._public(item_id), rec, self.view)
@@ -527,7 +561,7 @@ class Dispatcher:
                 actions.append(StartWait(key, 0, at - now))
                 continue
             self._became_ready(i, now)
-            self._held.append(i)
+            self._hold(i)
         for fid in start_net or ():
             actions.append(self._start_net(fid, now))
         for i in subs:
@@ -547,7 +581,7 @@ class Dispatcher:
             actions.extend(self._take_wakes(now))
         if self._held and not actions and not self._in_flight():
             raise RunStalled(
-                f"{self.scheduler.name} holds {len(self._held)} ready items ({', '.join(self._held[:3])}...) "
+                f"{self.scheduler.name} holds {len(self._held)} ready items ({', '.join(list(self._held)[:3])}...) "
                 "and nothing is running"
             )
         return actions
@@ -570,41 +604,113 @@ class Dispatcher:
         if not self._job_left[job]:
             self.view.jobs_done[job] = now
             self.scheduler.on_job_finished(job, self.view)
+    def _hold(self, item_id: str) -> None:
+        """A newly ready item joins the held items, last in ready order, to be offered."""
+        self._held[item_id] = self._ranks
+        self._ranks += 1
+        self._due[item_id] = None
 
     def _offer_held(self, now: float, touched: set) -> list[Action]:
-        """Offer every held item (new ones included) in ready order; start what the scheduler lets go."""
+        """Offer every held item (new ones included) in ready order, but those waiting for events
+        that have not happened (:func:`railbed.scheduler.hold`); start what the scheduler lets go."""
         actions: list[Action] = []
-        held, self._held = self._held, []
+        due, held = self._due, self._held
+        if not due:  # every held item waits for an event still to come
+            return actions
         self.view.held = list(held)  # while offering, the scheduler sees every held item, this one included
-        split_away: set[str] = set()
-        for pos, i in enumerate(held):
-            if i in split_away:
-                continue
-            decision = self._offer(i)
-            if isinstance(decision, Split):  # may take this item and any still held (not started above)
-                still_held = (set(self._held) | set(held[pos:])) - split_away
-                split_away |= self._check_split(decision, i, still_held)
-                actions.extend(self._split(decision, now))
-                self._held = [h for h in self._held if h not in split_away]
-                continue
-            if not decision.start:
-                self._held.append(i)
-                continue
-            item = self.items[i]
-            if isinstance(item, Task):
-                loc = self.placement[item.endpoint]
-                dev = (loc.server, loc.device)
-                self._queues.setdefault(dev, deque()).append(i)
-                touched.add(dev)
+        order = [(r, i) for i, r in held.items()] if len(due) == len(held) else sorted((held[i], i) for i in due)
+        self._due, self._woken = {}, (woken := [])
+        later: list[tuple[int, str]] = []  # a heap: items woken during the round, after their place
+        k = 0
+        while k < len(order) or later:
+            if later and (k == len(order) or later[0] < order[k]):
+                rank, i = heapq.heappop(later)
             else:
-                actions.extend(self._start_flow(item, decision, now))
+                rank, i = order[k]
+                k += 1
+            if i in held:  # not started or split away earlier in this round
+                actions.extend(self._offer_one(i, now, touched))
+            for w in woken:  # an event of this offer woke them: those after it join this round
+                if held[w] > rank:
+                    heapq.heappush(later, (held[w], w))
+                else:
+                    self._due[w] = None
+            woken.clear()
+        self._woken = None
         return actions
+
+    def _offer_one(self, i: str, now: float, touched: set) -> list[Action]:
+        """Offer held item ``i``: start it, split it (and the others a split takes), or keep it held."""
+        decision = self._offer(i)
+        if isinstance(decision, Split):  # may take this item and any still held (not started above)
+            for h in self._check_split(decision, i, set(self._held)):
+                del self._held[h]
+                self._due.pop(h, None)
+                self._unwait(h)
+            return self._split(decision, now)
+        if not decision.start:
+            if decision.until is None:
+                self._due[i] = None
+                return []
+            return self._wait_for(i, decision.until, now)
+        del self._held[i]
+        item = self.items[i]
+        if isinstance(item, Task):
+            loc = self.placement[item.endpoint]
+            dev = (loc.server, loc.device)
+            self._queues.setdefault(dev, deque()).append(i)
+            touched.add(dev)
+            return []
+        return self._start_flow(item, decision, now)
+
+    def _wait_for(self, item_id: str, until: tuple[Wake, ...], now: float) -> list[Action]:
+        """Register a held item's wake-up events; a wait for each model time not yet asked for."""
+        if not isinstance(until, tuple) or not until:
+            raise SchedulerError(f"{self.scheduler.name}.on_ready({item_id}) held until {until!r}: use hold(...)")
+        out: list[Action] = []
+        self._waiting[item_id] = until
+        for w in until:
+            if isinstance(w, OnTime) and w not in self._waiters:
+                if not isinstance(w.t, (int, float)) or not math.isfinite(w.t):
+                    raise SchedulerError(f"{self.scheduler.name}: {item_id} held until {w!r}, not a finite time")
+                key = f"{WAKE_PREFIX}t{len(self._timers)}-{w.t!r}"
+                self._timers[key] = w.t
+                out.append(StartWait(key, 0, max(w.t - now, 0.0)))
+            self._waiters.setdefault(w, set()).add(item_id)
+        return out
+
+    def _unwait(self, item_id: str) -> None:
+        for w in self._waiting.pop(item_id, ()):
+            self._waiters[w].discard(item_id)
+
+    def _wake(self, event: Wake) -> None:
+        """``event`` happened: the items waiting for it are offered at the next settling."""
+        for i in self._waiters.pop(event, ()):
+            keys = self._waiting.pop(i, ())
+            if len(keys) > 1:
+                for w in keys:
+                    if w != event:
+                        self._waiters[w].discard(i)
+            if self._woken is not None:  # during an offer round: placed by the round
+                self._woken.append(i)
+            else:
+                self._due[i] = None
+
+    def _nic_event(self, flow: StartFlow, delta: int) -> None:
+        """A network flow started (``delta`` 1) or ended (-1): count it at its source NIC
+        (``view.sending``) and wake the items waiting for either of its NICs."""
+        sending = self.view.sending
+        sending[flow.src] = sending.get(flow.src, 0) + delta
+        if self._waiters:
+            self._wake(OnNic(*flow.src, "src"))
+            self._wake(OnNic(*flow.dst, "dst"))
 
     def _in_flight(self) -> bool:
         return (
             bool(self.view.active)
             or bool(self._wakes)
             or bool(self._releases)
+            or bool(self._timers)
             or any(self._busy.values())
             or any(p in ("src", "dst", "local") for i, p in self._phase.items() if i not in self.view.done)
         )
@@ -629,6 +735,8 @@ class Dispatcher:
             task = self.items[i]
             assert isinstance(task, Task)
             self.view.running[i] = task
+            if self._waiters:
+                self._wake(OnSlot(*dev))
             self._log(now, "start", i)
             out.append(StartWait(i, dev[0], task.duration))
         return out
@@ -815,6 +923,7 @@ class Dispatcher:
         rec.spine = action.spine
         self._next_index += 1
         self._net[flow_id] = action
+        self._nic_event(action, 1)
         self.view.active[flow_id] = ActiveFlow(
             self._public(flow_id),
             Location(src.server, src.device, src_nic),

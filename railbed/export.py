@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import csv
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -179,12 +180,20 @@ def export_run(result: RunResult, run_dir: Path, trace: bool = True) -> list[Pat
     return [*traced, *write_csvs(result, run_dir)]
 
 
-def export_results(results_dir: Path, have: dict[str, RunResult] | None = None, trace: bool = True) -> list[Path]:
+def export_results(
+    results_dir: Path,
+    have: dict[str, RunResult] | None = None,
+    trace: bool = True,
+    progress: Callable[[str], None] | None = None,
+) -> list[Path]:
     """:func:`export_run` for every run of a results directory (``have``: results in memory,
-    as :func:`railbed.plots.load_runs`)."""
+    as :func:`railbed.plots.load_runs`; ``progress``: told each run's name before its export)."""
     from railbed.plots import load_runs
 
     out = []
-    for name, result in load_runs(Path(results_dir), have).items():
+    runs = load_runs(Path(results_dir), have)
+    for k, (name, result) in enumerate(runs.items()):
+        if progress is not None:
+            progress(f"export: {name} ({k + 1} of {len(runs)} runs): trace.json and CSVs")
         out += export_run(result, Path(results_dir) / name, trace)
     return out

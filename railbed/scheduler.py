@@ -16,6 +16,9 @@ core they build on.
     every later event while the item is held. Return ``Decision()`` to start
     now (tasks still queue for a device slot), ``HOLD`` to wait, and for
     flows the DSCP (0..63) and an optional rate cap (model wire bit/s).
+    ``hold(*events)`` waits too, and says what can change the answer: the
+    item is offered again only after one of those events (:class:`OnNic`,
+    :class:`OnDone`, :class:`OnSlot`, :class:`OnTime`), not after every one.
     For a flow, :class:`Split` replaces it (and any other held flows) with
     scheduler-made sub-flows: chunks, phases, relays through other
     endpoints. The original is done when its last sub-flow is.
@@ -72,7 +75,8 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from functools import lru_cache
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -89,9 +93,63 @@ class Decision:
     start: bool = True
     dscp: int = 0
     rate: float | None = None  # model wire bit/s; None = uncapped
+    until: tuple[Wake, ...] | None = None  # a hold's wake-up events (see hold); None: every event
 
 
 HOLD = Decision(start=False)
+
+
+class OnNic(NamedTuple):
+    """A held item's wake-up: a network flow starts or ends with NIC ``nic`` of ``server`` as its
+    ``end`` (``"src"``: the flows sending from that NIC changed, ``view.sending``; ``"dst"``: the
+    flows into it)."""
+
+    server: int
+    nic: int
+    end: str = "src"
+
+
+class OnDone(NamedTuple):
+    """A held item's wake-up: the item ``item`` finished."""
+
+    item: str
+
+
+class OnSlot(NamedTuple):
+    """A held item's wake-up: a task starts or ends on ``device`` of ``server`` (its slots changed)."""
+
+    server: int
+    device: str
+
+
+class OnTime(NamedTuple):
+    """A held item's wake-up: model time ``t`` is reached."""
+
+    t: float
+
+
+Wake = OnNic | OnDone | OnSlot | OnTime  # tuples of distinct shapes: each equals only its own kind
+
+
+def hold(*until: Wake) -> Decision:
+    """Hold the offered item until one of ``until`` happens; then it is offered again (at the next
+    settling of the run, in the order items became ready). Without events: ``HOLD`` (offered again
+    after every event). Only the events named wake it: a scheduler whose answer can change on
+    anything else must name that too (or hold with ``HOLD``). ``view.wake_at`` does not wake it."""
+    if not until:
+        return HOLD
+    for w in until:
+        if type(w) not in _WAKES:
+            raise TypeError(f"hold() takes OnNic, OnDone, OnSlot or OnTime events, got {w!r}")
+    return _hold(until)
+
+
+@lru_cache(maxsize=1 << 12)
+def _hold(until: tuple[Wake, ...]) -> Decision:  # one immutable Decision per set of events: holds are frequent
+    return Decision(start=False, until=until)
+
+
+_WAKES = frozenset((OnNic, OnDone, OnSlot, OnTime))
 
 
 @dataclass(frozen=True)
@@ -314,7 +372,8 @@ class RunView:
     ``now`` is model time. ``active`` are flows in the network, ``running``
     tasks holding a device slot, ``held`` the ids the scheduler held, ``done``
     finished ids and ``records`` their :class:`~railbed.results.ItemRecord`,
-    ``ready_at`` the time each item became ready.
+    ``ready_at`` the time each item became ready, ``sending`` the number of active flows per
+    source NIC (``(server, nic)``; a NIC with none may be absent).
     """
 
     job: Job
@@ -331,6 +390,7 @@ class RunView:
     wakes: list[float] = field(default_factory=list)
     jobs: dict[str, float] = field(default_factory=dict)  # job -> its arrival time, once it arrived
     jobs_done: dict[str, float] = field(default_factory=dict)  # job -> the end of its last item
+    sending: dict[tuple[int, int], int] = field(default_factory=dict)
 
     def location(self, endpoint: str) -> Location:
         return self.placement[endpoint]

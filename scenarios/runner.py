@@ -565,9 +565,9 @@ def write_figures(out_dir: Path, echo: Callable[[str], None] = print, have: dict
     from railbed.export import export_results
     from railbed.plots import plot_results
 
-    try:
-        pngs = plot_results(out_dir, have=have)
-        export_results(out_dir, have)
+    try:  # the exports (trace, CSVs: the results) first, then the figures (slower, and only views)
+        export_results(out_dir, have, progress=echo)
+        pngs = plot_results(out_dir, have=have, progress=echo)
     except Exception as exc:  # noqa: BLE001 - the run's results are saved; say what failed
         echo(f"figures failed ({type(exc).__name__}: {exc}); retry with: railbed plot {out_dir}")
         return

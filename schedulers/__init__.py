@@ -30,7 +30,7 @@ from typing import Any
 
 from railbed import plugins
 from railbed.errors import SpecError
-from railbed.scheduler import HOLD, Decision, RunView, Scheduler
+from railbed.scheduler import HOLD, Decision, OnDone, OnNic, OnSlot, OnTime, RunView, Scheduler, hold
 from schedulers.cagnet import SCHEDULERS as _CAGNET
 from schedulers.cassini import Cassini
 from schedulers.crux import Crux
@@ -195,6 +195,10 @@ def _check_type(value: Any, hint: Any, where: str) -> None:
 __all__ = [
     "HOLD",
     "Decision",
+    "OnDone",
+    "OnNic",
+    "OnSlot",
+    "OnTime",
     "Fifo",
     "REGISTRY",
     "RunView",
@@ -205,6 +209,7 @@ __all__ = [
     "by_name",
     "default_label",
     "scheduler_class",
+    "hold",
     "make",
     "scheduler_spec",
 ]

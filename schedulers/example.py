@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from railbed.errors import SpecError
 from railbed.job import Flow
-from railbed.scheduler import HOLD, Change, Decision, Scheduler, Split, SubFlow, default_placement
+from railbed.scheduler import Change, Decision, OnNic, Scheduler, Split, SubFlow, default_placement, hold
 
 
 class SmallFirst(Scheduler):
-    """Smaller flows in higher DSCP classes, demoted to 0 once half delivered; at most ``limit``
-    flows per source NIC; flows over ``chunk`` bytes cut into chunks sent in turn; background
-    capped to half a NIC while urgent flows run; the "acc" path if offered; flows' and jobs' completion times."""
+    """Smaller flows in higher DSCP classes, demoted to 0 once half delivered (looked at every
+    ms); at most ``limit`` flows per source NIC (held until a flow starts or ends there); flows
+    over ``chunk`` bytes cut into chunks sent in turn; background capped to half a NIC while
+    urgent flows run; the "acc" path if offered; flows' and jobs' completion times."""
 
     name = "small-first"
 
@@ -22,6 +23,7 @@ class SmallFirst(Scheduler):
         self.limit, self.chunk = limit, chunk
         self.times: dict[str, float] = {}  # flow id -> completion time, from on_done
         self.jct: dict[str, float] = {}  # job -> its completion time, in a run of several jobs
+        self.look = 0.0  # model time of the next wake-up asked for
 
     def place(self, job, cluster):
         return default_placement(job, cluster)  # pins, then round-robin over servers
@@ -35,10 +37,8 @@ class SmallFirst(Scheduler):
             after = [(f"{item.id}.c{k - 1}",) if k else () for k in range(n)]
             return Split({item.id: [SubFlow(f"{item.id}.c{k}", size[k], deps=after[k]) for k in range(n)]})
         src = view.location(item.src)
-        busy = sum(1 for f in view.active.values() if (f.src.server, f.src.nic) == (src.server, src.nic))
-        if busy >= self.limit:
-            view.wake_at(view.now + 1e-3)  # offered again after the next event, or in 1 ms at the latest
-            return HOLD
+        if view.sending.get((src.server, src.nic), 0) >= self.limit:  # active flows from this NIC
+            return hold(OnNic(src.server, src.nic))  # offered again only when that count may change
         cls = 7 if item.size is not None and item.size < 1 << 20 else 4 if (item.size or 0) < 64 << 20 else 0
         return Decision(dscp=cls << 3)
 
@@ -48,9 +48,14 @@ class SmallFirst(Scheduler):
         out = {}
         for fid, f in view.active.items():
             if f.dscp == 0:
-                out[fid] = servers[f.src.server].nic_rates[f.src.nic] / 2 if urgent else None
+                cap = servers[f.src.server].nic_rates[f.src.nic] / 2 if urgent else None
+                if cap != f.rate:  # only what changes
+                    out[fid] = cap
             elif f.remaining is not None and 2 * f.remaining < f.flow.size:  # half delivered: demote
                 out[fid] = Change(dscp=0)
+            elif view.now >= self.look:  # one wake-up at a time: look again in 1 ms
+                self.look = view.now + 1e-3
+                view.wake_at(self.look)
         return out
 
     def on_done(self, item, record, view):

@@ -76,6 +76,7 @@ int32 in the kernel's work arrays (about 16 bytes per item there: the work lists
 from __future__ import annotations
 
 import math
+import threading
 import time
 import zlib
 from collections.abc import Mapping
@@ -1212,13 +1213,14 @@ def run_compact(cj: CompactJob, analysis: bool = False, work: int = 1024) -> Com
         hold = np.where(cj.nic >= 0, cj.nic.astype(np.int64) * 8 + (cj.dscp.astype(np.int64) >> 3), -1).astype(np.int32)
         nholds = cj.nics * 8
     release = _padded(cj.release, n) if len(cj.release) else cj.release  # sub-flows have none of their own
-    code = _run_kernel(
+    args = (
         cj.kind, cj.device, cj.duration, cj.route, cj.bits, cj.prio, cj.cap, cj.key, cj.bar, cj.queued, hold,
         cj.missing.copy(), cj.dep_ptr, cj.dep_idx, cj.device_cap, cj.route_links, cj.route_hops, cj.route_latency,
         cj.link_cap, nholds, cj.gate, cj.gate_size, cj.gate_sub, cj.parent, cj.children, ready, start, end,
         link_bits, peak_load, stats, analysis, ftype, meter.hit, meter.total, meter.load,
-        meter.mask, meter.top, meter.nhit, meter.ntot, meter.classes, work, release,
+        meter.mask, meter.top, meter.nhit, meter.ntot, meter.classes, work, release, ctl := np.zeros(2),
     )  # fmt: skip
+    code = _interruptible(_run_kernel, args, ctl, stats, n)
     if code == 1:
         raise RuntimeError(f"compact engine: {n - stats[2]} items unfinished and nothing pending (a bug)")
     if code == 2:
@@ -1235,6 +1237,36 @@ def run_compact(cj: CompactJob, analysis: bool = False, work: int = 1024) -> Com
         run.analysis = _analysis(run, meter)
         run.wall_seconds = time.perf_counter() - t0
     return run
+
+
+def _interruptible(kernel, args: tuple, ctl: np.ndarray, stats: np.ndarray, n: int) -> int:
+    """``kernel(*args)`` in a worker thread (it runs without the GIL) while this thread waits in
+    slices of 20 ms, so Ctrl-C (SIGINT, handled only by the main thread between bytecodes) is
+    seen at once; then the kernel is asked to stop (``ctl[0] = 1``, read once per event of its
+    loop) and :class:`KeyboardInterrupt` says the model time it reached, for the results
+    folder's ``PARTIAL`` marker. The kernel's result is the same as called directly: one thread
+    runs it, the other only waits."""
+    box: dict[str, object] = {}
+
+    def work() -> None:
+        try:
+            box["code"] = kernel(*args)
+        except BaseException as exc:  # noqa: BLE001 - handed to the caller's thread
+            box["error"] = exc
+
+    threading.Thread(target=work, name="compact-kernel", daemon=True).start()
+    try:  # polled, not joined: a join interrupted by Ctrl-C may return early later (CPython bpo-45274)
+        while not box:
+            time.sleep(0.02)
+    except KeyboardInterrupt:
+        ctl[0] = 1.0
+        while not box:
+            time.sleep(0.02)
+        where = f"at model time {ctl[1]!r} s" if box.get("code") == 4 else "as its kernel ended"
+        raise KeyboardInterrupt(f"compact engine stopped {where}, {int(stats[2])} of {n} items done") from None
+    if "error" in box:
+        raise box["error"]  # type: ignore[misc]
+    return int(box["code"])  # type: ignore[arg-type]
 
 
 def network_free_run(cj: CompactJob) -> CompactResult:
@@ -1437,17 +1469,19 @@ def _start_flow(i, now, kind, start_t, local, nlocal, started, nstarted, any_rul
     return nlocal, nstarted + 1
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _run_kernel(
     kind, device, duration, route, bits, prio, cap, key, bar, queued, nic, missing, dep_ptr, dep_idx, device_cap,
     route_links, route_hops, route_latency, link_cap, nnics, gate, gate_size, gate_sub, parent, children, ready_t,
     start_t, end_t, link_bits, peak_load, stats, metered, ftype, m_hit, m_total, m_load, m_mask, m_top, m_nhit,
-    m_ntot, m_classes, work, release,
+    m_ntot, m_classes, work, release, ctl,
 ):  # fmt: skip  # pragma: no cover - numba
-    """The whole run (module docstring). Returns 0, or 1 (nothing pending), 2 (no progress), 3 (stalled).
-    ``metered``: measure contention (simulator.contention.meter_step) by the items' type ids ``ftype``.
-    ``release``: items' release times (empty: none); an item whose deps are done before its
-    release gets a timer then (Dispatcher's ``/release/`` wait), and is ready when it pops."""
+    """The whole run (module docstring). Returns 0, or 1 (nothing pending), 2 (no progress), 3 (stalled),
+    4 (stopped: ``ctl[0]`` was set by another thread, :func:`_interruptible`; ``ctl[1]`` is the model
+    time reached). ``metered``: measure contention (simulator.contention.meter_step) by the items'
+    type ids ``ftype``. ``release``: items' release times (empty: none); an item whose deps are done
+    before its release gets a timer then (Dispatcher's ``/release/`` wait), and is ready when it pops.
+    Runs without the GIL."""
     n = kind.shape[0]
     ndev = device_cap.shape[0]
     nlinks = link_cap.shape[0]
@@ -1543,6 +1577,10 @@ def _run_kernel(
             nready += 1
     first = True
     while True:
+        if ctl[0] != 0.0:  # asked to stop (Ctrl-C in the calling thread)
+            ctl[1] = now
+            stats[0], stats[1], stats[2] = events, steps, done
+            return 4
         # ------------------------------------------------ the next report (Simulation._run)
         if first:
             first = False
