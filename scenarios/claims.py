@@ -596,7 +596,7 @@ def _unstated(raw: Any, claims: list[Claim], where: str) -> Unstated:
 
 
 # ------------------------------------------------------------------ tuned
-TUNED_KEYS = {"name", "set", "scheduler_args", "value", "before", "commit", "why", "claims"}
+TUNED_KEYS = {"name", "set", "scheduler_args", "not_run", "value", "before", "commit", "why", "claims"}
 
 
 @dataclass
@@ -613,6 +613,7 @@ class Tuned:
     claims: list[str]
     set: dict[str, Any] = field(default_factory=dict)
     scheduler_args: dict[str, Any] = field(default_factory=dict)
+    not_run: str | None = None  # why the value before cannot be set from a claims file (then no rows)
 
 
 def _tuned(raw: Any, claims: list[Claim], where: str) -> Tuned:
@@ -628,8 +629,12 @@ def _tuned(raw: Any, claims: list[Claim], where: str) -> Tuned:
         raise SpecError(f"{where}.commit", "expected the commit that chose the value (hex)")
     if not isinstance(raw["why"], str) or len(raw["why"]) < 20:
         raise SpecError(f"{where}.why", "say why the value was changed, and what the run before showed")
-    if bool(raw.get("set")) == bool(raw.get("scheduler_args")):
-        raise SpecError(f"{where}.set", "give the value before as dotted overrides (set) or scheduler_args")
+    ways = [k for k in ("set", "scheduler_args", "not_run") if raw.get(k)]
+    if len(ways) != 1:
+        raise SpecError(f"{where}.set", "give the value before as dotted overrides (set), scheduler_args, or why "
+                        "it cannot run (not_run)")  # fmt: skip
+    if raw.get("not_run") and raw["claims"]:
+        raise SpecError(f"{where}.claims", "a value before that cannot run has no rows ([])")
     ids = {c.id: c for c in claims}
     names = raw["claims"] if isinstance(raw["claims"], list) else None
     if names is None:
@@ -639,7 +644,7 @@ def _tuned(raw: Any, claims: list[Claim], where: str) -> Tuned:
             raise SpecError(f"{where}.claims[{i}]", f"no measured claim with id {name!r}")
     return Tuned(str(raw["name"]), raw["value"], raw["before"], str(raw["commit"]), raw["why"], list(names),
                  _overrides(raw.get("set"), f"{where}.set"), _overrides(raw.get("scheduler_args"),
-                 f"{where}.scheduler_args"))  # fmt: skip
+                 f"{where}.scheduler_args"), raw.get("not_run"))  # fmt: skip
 
 
 def with_values_before(claims: list[Claim], tuned: list[Tuned]) -> list[Claim]:

@@ -203,10 +203,10 @@ def _scenario(claim: Claim, point: dict[str, Any], quick: bool, extra: dict[str,
     data, base = scenario_mapping(str(claim.scenario_of(point)), Path("."))
     for name, overrides in [*claim.overrides(point, quick), ("extra", extra or {})]:
         for key, value in overrides.items():
-            if key == "scheduler_args":  # a tuned scheduler option's value before (claims.Tuned)
-                _scheduler_args(data, claim, value)
-                continue
-            set_dotted(data, key, copy.deepcopy(value), f"{name}.{key}")
+            if key != "scheduler_args":
+                set_dotted(data, key, copy.deepcopy(value), f"{name}.{key}")
+    if claim.set.get("scheduler_args"):  # a tuned scheduler option's value before (claims.Tuned), after quick's
+        _scheduler_args(data, claim, claim.set["scheduler_args"])
     return Scenario.from_dict(data, base, arrays="always" if claim.full_size else False)
 
 
