@@ -36,6 +36,7 @@ SUMMARY_BEGIN, SUMMARY_END = "<!-- reproduce:summary:begin -->", "<!-- reproduce
 SECTION = re.compile(r"^<!-- reproduce:section (\w+)((?: --[\w-]+)*) -->$", re.M)
 INPUTS = re.compile(r"^<!-- reproduce:inputs (\w+) made at (\S+) -->\n", re.M)
 STALE = re.compile(r"^\*\*Stale since [^\n]*\n\n", re.M)
+WALL = re.compile(r"^Wall time of the command: [^\n]*\n\n", re.M)
 PACKAGES = ("railbed", "simulator", "schedulers", "workloads", "hwmodels")
 # the verdict column's words -> the summary's columns
 COLUMNS = ("claims", "hold", "do not hold", "input check", "quick: no verdict", "skipped", "not built",
@@ -83,6 +84,12 @@ def head_commit() -> str:
     return out.stdout.strip() or "unknown"
 
 
+def wall_line(seconds: float | None) -> str:
+    """The section's wall time (varies between runs of the same code: left out of comparisons)."""
+    took = "not measured" if seconds is None else f"{seconds:.0f} s ({seconds / 60:.1f} min)"
+    return f"Wall time of the command: {took}, at commit {head_commit()}."
+
+
 def inputs_line(paper: str, flags: str, claims_dir: Path) -> str:
     return f"<!-- reproduce:inputs {inputs_digest(paper, flags, claims_dir)} made at {head_commit()} -->"
 
@@ -97,8 +104,8 @@ def block_sections(text: str) -> dict[tuple[str, str], str]:
 
 
 def without_inputs(section: str) -> str:
-    """A section without its inputs line and stale mark (what two runs of the same code share)."""
-    return STALE.sub("", INPUTS.sub("", section))
+    """A section without its inputs line, wall time and stale mark (what two runs of the same code share)."""
+    return WALL.sub("", STALE.sub("", INPUTS.sub("", section)))
 
 
 def stale(sections: dict[tuple[str, str], str], claims_dir: Path) -> dict[tuple[str, str], str]:
@@ -206,4 +213,3 @@ def write_summary(text: str, papers: tuple[str, ...], claims_dir: Path) -> str:
     head, rest = text.split(SUMMARY_BEGIN, 1)
     _old, tail = rest.split(SUMMARY_END, 1)
     return head + SUMMARY_BEGIN + "\n\n" + "\n".join(lines) + "\n\n" + SUMMARY_END + tail
-

@@ -129,7 +129,17 @@ import yaml
 from railbed.errors import SpecError
 from railbed.metrics import CURVE_METRICS, curve_metric, metric
 from railbed.results import RunResult, fmt_time, percentile
-from scenarios.block import BEGIN, END, SUMMARY_BEGIN, block_sections, inputs_line, mark_stale, stale, write_summary
+from scenarios.block import (
+    BEGIN,
+    END,
+    SUMMARY_BEGIN,
+    block_sections,
+    inputs_line,
+    mark_stale,
+    stale,
+    wall_line,
+    write_summary,
+)
 from scenarios.claims import (
     CROSSCHECK_METRICS,
     NOTE_FIELD,
@@ -591,7 +601,7 @@ def render(sections: list[tuple[str, str, list]], out: Path, how: str, seconds: 
 
 
 def write_block(path: Path, sections: list[tuple[str, str, list]], how: str, claims_dir: Path = HERE,
-                papers: tuple[str, ...] = PAPERS) -> None:  # fmt: skip
+                papers: tuple[str, ...] = PAPERS, seconds: dict[str, float] | None = None) -> None:  # fmt: skip
     """Replace, in ``path``'s block between the reproduce markers, the sections of the papers just
     run with these flags (tables and notes, no figures, each with its inputs line); other sections
     stay as they were, marked "Stale since" when their inputs changed; the summary is rewritten."""
@@ -603,7 +613,9 @@ def write_block(path: Path, sections: list[tuple[str, str, list]], how: str, cla
     kept = block_sections(old)
     for paper, title, rows in sections:
         mark = f"<!-- reproduce:section {paper}{how} -->"
-        body = [mark, inputs_line(paper, how, claims_dir), "", *section(paper, title, rows, how)]
+        lines = section(paper, title, rows, how)
+        wall = wall_line((seconds or {}).get(paper))  # after the provenance line
+        body = [mark, inputs_line(paper, how, claims_dir), "", *lines[:4], wall, "", *lines[4:]]
         kept[(paper, how)] = "\n".join(body).rstrip() + "\n"
     old_ones = stale(kept, claims_dir)
     for key in kept:
@@ -636,19 +648,21 @@ def reproduce(
     how = flags(quick, emulate, full_size)
     t0 = time.perf_counter()
     out.mkdir(parents=True, exist_ok=True)
-    sections = []
+    sections, seconds = [], {}
     for paper in chosen:
+        t1 = time.perf_counter()
         if paper == "mechanisms":
             from scenarios.mechanisms import mechanism_rows
 
             sections.append((paper, "scheduler mechanisms with known answers", mechanism_rows(emulate, echo)))
-            continue
-        title, rows = reproduce_paper(paper, out, quick, emulate, echo, claims_dir, resume, full_size, plots)
-        sections.append((paper, title, rows))
+        else:
+            title, rows = reproduce_paper(paper, out, quick, emulate, echo, claims_dir, resume, full_size, plots)
+            sections.append((paper, title, rows))
+        seconds[paper] = time.perf_counter() - t1
     report = out / "REPRODUCTION.md"
     report.write_text(render(sections, out, how, time.perf_counter() - t0))
     provenance.write(out, extra_seeds=None)
     if write is not None:
-        write_block(write, sections, how, claims_dir, papers)
+        write_block(write, sections, how, claims_dir, papers, seconds)
     echo(f"report: {report}")
     return report
