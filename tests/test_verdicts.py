@@ -193,3 +193,14 @@ def test_no_committed_row_holds_without_half_the_papers_effect():
 def test_the_committed_summary_is_what_its_sections_give():
     text = COMMITTED.read_text()
     assert block.write_summary(text, PAPERS, ROOT / "scenarios") == text
+
+
+def test_the_check_command_exits_1_on_a_stale_section(tmp_path, capsys):
+    """``railbed reproduce --check FILE``: a section without an inputs line (made before sections
+    recorded them) is stale; the command names it and exits 1."""
+    from railbed.cli import main
+
+    md = tmp_path / "R.md"
+    md.write_text(f"{BEGIN}\n<!-- reproduce:section dgtp --quick -->\n\n### dgtp: t\n\nold\n{END}\n")
+    assert main(["reproduce", "--check", str(md)]) == 1
+    assert "stale since unknown: railbed reproduce dgtp --quick --write R.md" in capsys.readouterr().out
