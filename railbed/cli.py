@@ -386,6 +386,11 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 
 def cmd_reproduce(args: argparse.Namespace) -> int:
     write = args.write or args.readme
+    if args.check:  # the sections whose inputs changed since they were made (scenarios/block.py)
+        from scenarios.block import check
+        from scenarios.reproduce import HERE
+
+        return check(Path(args.check), HERE, echo=_say)
     if args.sensitivity:
         from scenarios.sensitivity import sensitivity
 
@@ -557,6 +562,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="also rewrite this file's reproduce:begin/end block (REPRODUCTION.md)",
     )
     rp.add_argument("--readme", default=None, help=argparse.SUPPRESS)  # the old name of --write
+    rp.add_argument("--check", default=None, metavar="FILE", help="list FILE's stale sections (exit 1 if any)")
     rp.add_argument(
         "--resume", action="store_true", help="reuse runs in --out that finished with the same scenario.yaml"
     )

@@ -4,12 +4,18 @@ Pure: loading (errors name ``claims[i].field`` or ``unstated[i].field``),
 the paper's number and its band, a measurement in the paper's unit and the
 verdict. Running the scenarios behind the claims is :mod:`scenarios.reproduce`'s.
 
-The rules (issue 22): a claim with a number holds only inside a band around
-it (default: 10 points of a percentage, 20 % of anything else); "up to X" is
-judged on the best point of the sweep the paper ran, "X on average" on the
-mean; a claim whose paper gives no number may carry a direction (``bound``)
-and then says ``direction only``; rows reading one run name the same
-``experiment``.
+The rules (issues 22 and 41): a claim with a number holds only inside a band
+around it (default: 10 points of a percentage, 20 % of anything else; a wider
+band needs its ``band_reason``, printed in the row) *and*, for a comparison of
+two runs, only when its effect is at least half the paper's on the paper's
+side ((r - 1) >= (R - 1) / 2 for ratios, half the points of a change; for a
+range, half of its smaller effect). "Up to X" is judged on the best point of
+the sweep the paper ran, "X on average" on the mean; a claim whose paper
+gives no number may carry a direction (``bound``) and then says ``direction
+only``; a row whose number follows from its inputs (``input_check``) says
+``input check``, never ``holds``; rows reading one run name the same
+``experiment``. Parameters chosen after a result was seen are listed under
+``tuned`` (:class:`Tuned`); their rows also run at the value before.
 """
 
 from __future__ import annotations
@@ -37,11 +43,13 @@ CROSSCHECK_METRICS = ("makespan_rel", "fct_rel_median", "fct_rel_worst", "order_
 RATIO_UNITS = ("x", "speedup")
 TIME_UNITS = {"s": 1.0, "ms": 1e3, "us": 1e6}
 UNITS = (*RATIO_UNITS, "%", *TIME_UNITS, "count")
+TUNED_MARK = "value before tuning:"  # in the claim column of a row at a tuned parameter's value before
 KINDS = ("value", "up_to", "mean", "direction", "measured")
 BANDS = ("absolute", "relative", "factor")
 CLAIM_KEYS = {
     "id", "claim", "paper", "kind", "band", "bound", "scenario", "backend", "engine", "scheduler", "relative_to",
-    "metric", "set", "quick", "sweep", "experiment", "note", "not_reproduced", "not_built",
+    "metric", "set", "quick", "sweep", "experiment", "note", "not_reproduced", "not_built", "band_reason",
+    "input_check", "stand_in",
 }  # fmt: skip
 PAPER_KEYS = {"value", "unit", "source", "text"}
 UNSTATED_KEYS = {"name", "set", "value", "reason", "range", "claims"}
@@ -109,6 +117,18 @@ class Claim:
     note: str | None = None
     not_reproduced: str | None = None  # an outside system's row: why railbed does not measure it
     not_built: str | None = None  # a seed system railbed has not built yet
+    band_reason: str | None = None  # why a band wider than the default (cited), printed in the row
+    input_check: str | None = None  # why the number follows from the row's inputs: "input check", never holds
+    stand_in: str | None = None  # the baseline or system the row runs in place of the paper's, named in the row
+    tuned_from: tuple[str, Any] | None = None  # a row variant at a tuned parameter's value before (Tuned)
+
+    @property
+    def label(self) -> str:
+        """The claim column: the paper's claim, the stand-in it runs and the value before, if any."""
+        text = self.claim + (f" [stand-in: {self.stand_in}]" if self.stand_in else "")
+        if self.tuned_from:
+            text += f" [{TUNED_MARK} {self.tuned_from[0]} = {self.tuned_from[1]}]"
+        return text
 
     @property
     def full_size(self) -> bool:
@@ -157,8 +177,18 @@ class Claim:
             return self.bound.get("min", -math.inf), self.bound.get("max", math.inf)
         lo, hi = self.paper.span()
         a, b = (self.band or default_band(self.paper.unit)).interval(lo, hi)
-        side = self.side()  # an effect holds only on its own side of "no effect" (never a slowdown for 1.18x)
-        return (max(a, self.paper.neutral), b) if side > 0 else (a, min(b, self.paper.neutral)) if side < 0 else (a, b)
+        side, edge = self.side(), self.effect_edge()  # on the paper's side, with at least half its effect
+        return (max(a, edge), b) if side > 0 else (a, min(b, edge)) if side < 0 else (a, b)
+
+    def effect_edge(self) -> float:
+        """The least effect that holds: half of the paper's (its smaller end for a range) for a
+        comparison of two runs ((r - 1) >= (R - 1) / 2; half the points of a change), "no effect"
+        (excluded) for a number that is not a comparison (issue 41)."""
+        lo, hi = self.paper.span()
+        neutral, side = self.paper.neutral, self.side()
+        if not self.relative_to or not side:
+            return neutral
+        return neutral + ((lo if side > 0 else hi) - neutral) / 2
 
     def side(self) -> int:
         """+1 / -1 when the paper's number (all of its range) is above / below "no effect", else 0."""
@@ -176,7 +206,12 @@ class Claim:
         return max(good) if self.paper.span()[1] >= self.paper.neutral else min(good)
 
 
-def verdict(claim: Claim, value: float | None) -> str:
+QUICK_VERDICT = "quick: no verdict"  # a --quick section is a smoke test (issue 41)
+INPUT_CHECK = "input check"
+
+
+def verdict(claim: Claim, value: float | None, quick: bool = False) -> str:
+    """The row's verdict; ``quick`` (a smoke test, not the paper's size) never judges."""
     if claim.not_built:
         return "not built yet"
     if claim.not_reproduced:
@@ -185,8 +220,13 @@ def verdict(claim: Claim, value: float | None) -> str:
         return "measured"
     if value is None or math.isnan(value):
         return "no value"
+    if claim.input_check:
+        return INPUT_CHECK
+    if quick:
+        return QUICK_VERDICT
     lo, hi = claim.interval()
-    inside = lo <= value <= hi and (claim.kind == "direction" or value != claim.paper.neutral or not claim.side())
+    open_end = claim.kind != "direction" and claim.effect_edge() == claim.paper.neutral and claim.side()
+    inside = lo <= value <= hi and not (open_end and value == claim.paper.neutral)
     held = "holds" if inside else "does not hold"
     return f"{held} (direction only)" if claim.kind == "direction" else held
 
@@ -231,7 +271,18 @@ def paper_cell(claim: Claim) -> str:
         left = "(" if claim.side() > 0 and a == neutral else "["
         right = ")" if claim.side() < 0 and b == neutral else "]"
         words += f"; holds in {left}{fmt(p.unit, a)}, {fmt(p.unit, b)}{right}"
+        if claim.band_reason:
+            words += f" (band {_band_words(claim.band)}: {claim.band_reason})"
+    if claim.input_check:
+        words += f"; input check: {claim.input_check}"
     return words
+
+
+def _band_words(band: Band | None) -> str:
+    if band is None:
+        return "default"
+    words = {"absolute": f"+-{band.size:g}", "relative": f"{100 * band.size:g} %", "factor": f"x/{band.size:g}"}
+    return words[band.kind]
 
 
 NOTE_FIELD = re.compile(r"\{([^{}]*)\}")
@@ -262,14 +313,25 @@ def load_claims(path: Path) -> tuple[str, list[Claim], list[Unstated]]:
         raise SpecError(str(path), "not valid YAML") from None
     if not isinstance(data, dict) or not isinstance(data.get("claims"), list):
         raise SpecError("claims", f"{path}: expected a mapping with a list 'claims'")
-    unknown = set(data) - {"title", "claims", "unstated", "anchors"}
+    unknown = set(data) - {"title", "claims", "unstated", "anchors", "tuned"}
     if unknown:  # anchors: YAML anchors the claims repeat, read by nothing else
-        raise SpecError(sorted(unknown)[0], "unknown key (known: anchors, claims, title, unstated)")
+        raise SpecError(sorted(unknown)[0], "unknown key (known: anchors, claims, title, tuned, unstated)")
     claims = [_claim(c, path.parent, f"claims[{i}]", i) for i, c in enumerate(data["claims"])]
     _check_ids(claims)
-    _check_experiments(claims)
     unstated = [_unstated(u, claims, f"unstated[{i}]") for i, u in enumerate(data.get("unstated") or [])]
+    tuned = data.get("tuned") or []
+    if not isinstance(tuned, list):
+        raise SpecError("tuned", "expected a list of {name, value, before, commit, why, claims}")
+    claims = with_values_before(claims, [_tuned(t, claims, f"tuned[{i}]") for i, t in enumerate(tuned)])
+    _check_experiments(claims)
     return str(data.get("title", path.parent.name)), claims, unstated
+
+
+def load_tuned(path: Path) -> list[Tuned]:
+    """The ``tuned`` list of a claims file (parameters chosen after a result was seen)."""
+    data = yaml.safe_load(path.read_text())
+    claims = [_claim(c, path.parent, f"claims[{i}]", i) for i, c in enumerate(data["claims"])]
+    return [_tuned(t, claims, f"tuned[{i}]") for i, t in enumerate(data.get("tuned") or [])]
 
 
 def _claim(raw: Any, base: Path, where: str, index: int) -> Claim:
@@ -314,12 +376,28 @@ def _claim(raw: Any, base: Path, where: str, index: int) -> Claim:
     _check_metric(claim, where)
     claim.kind = _kind(raw, claim, where)
     claim.band = _band(raw.get("band"), f"{where}.band") if "band" in raw else None
+    for key in ("band_reason", "input_check", "stand_in"):
+        if raw.get(key) is not None:
+            if not isinstance(raw[key], str) or len(raw[key]) < 10:
+                raise SpecError(f"{where}.{key}", "expected the reason, as text (cite the source)")
+            setattr(claim, key, raw[key])
+    if claim.band is not None and claim.paper.value is not None and wider(claim) and not claim.band_reason:
+        raise SpecError(f"{where}.band_reason", "a band wider than the default (10 points of a %, 20 % of "
+                        "anything else) needs its cited reason (band_reason), printed in the row")  # fmt: skip
     if raw.get("bound") is not None:
         bound = raw["bound"]
         if not isinstance(bound, dict) or not bound or set(bound) - {"min", "max"}:
             raise SpecError(f"{where}.bound", "expected {min: X, max: Y} (either may be left out)")
         claim.bound = {k: _number(v, f"{where}.bound.{k}") for k, v in bound.items()}
     return claim
+
+
+def wider(claim: Claim) -> bool:
+    """Whether the claim's band reaches beyond the default band of its unit on either side."""
+    lo, hi = claim.paper.span()
+    a, b = claim.band.interval(lo, hi) if claim.band else (lo, hi)
+    da, db = default_band(claim.paper.unit).interval(lo, hi)
+    return a < da - 1e-12 or b > db + 1e-12
 
 
 def _kind(raw: dict, claim: Claim, where: str) -> str:
@@ -515,3 +593,71 @@ def _unstated(raw: Any, claims: list[Claim], where: str) -> Unstated:
         if not ids[name].measured or ids[name].kind == "measured":
             raise SpecError(f"{where}.claims[{i}]", f"{name!r} is not judged: nothing to be sensitive")
     return Unstated(str(raw["name"]), list(paths), raw["value"], raw["reason"], list(raw["range"]), list(names))
+
+
+# ------------------------------------------------------------------ tuned
+TUNED_KEYS = {"name", "set", "scheduler_args", "not_run", "value", "before", "commit", "why", "claims"}
+
+
+@dataclass
+class Tuned:
+    """A parameter whose value was chosen or changed after a run's result was known (issue 41): the
+    dotted overrides (``set``) or the scheduler's options (``scheduler_args``) that give the value
+    before, the commit that changed it and why; each claim in ``claims`` gets a row at the value before."""
+
+    name: str
+    value: Any
+    before: Any
+    commit: str
+    why: str
+    claims: list[str]
+    set: dict[str, Any] = field(default_factory=dict)
+    scheduler_args: dict[str, Any] = field(default_factory=dict)
+    not_run: str | None = None  # why the value before cannot be set from a claims file (then no rows)
+
+
+def _tuned(raw: Any, claims: list[Claim], where: str) -> Tuned:
+    if not isinstance(raw, dict):
+        raise SpecError(where, "expected a mapping")
+    unknown = set(raw) - TUNED_KEYS
+    if unknown:
+        raise SpecError(f"{where}.{sorted(unknown)[0]}", f"unknown key (known: {', '.join(sorted(TUNED_KEYS))})")
+    for key in ("name", "value", "before", "commit", "why", "claims"):
+        if key not in raw:
+            raise SpecError(f"{where}.{key}", "missing")
+    if not re.fullmatch(r"[0-9a-f]{7,40}", str(raw["commit"])):
+        raise SpecError(f"{where}.commit", "expected the commit that chose the value (hex)")
+    if not isinstance(raw["why"], str) or len(raw["why"]) < 20:
+        raise SpecError(f"{where}.why", "say why the value was changed, and what the run before showed")
+    ways = [k for k in ("set", "scheduler_args", "not_run") if raw.get(k)]
+    if len(ways) != 1:
+        raise SpecError(f"{where}.set", "give the value before as dotted overrides (set), scheduler_args, or why "
+                        "it cannot run (not_run)")  # fmt: skip
+    if raw.get("not_run") and raw["claims"]:
+        raise SpecError(f"{where}.claims", "a value before that cannot run has no rows ([])")
+    ids = {c.id: c for c in claims}
+    names = raw["claims"] if isinstance(raw["claims"], list) else None
+    if names is None:
+        raise SpecError(f"{where}.claims", "expected the ids of the rows to show at the value before ([] for none)")
+    for i, name in enumerate(names):
+        if name not in ids or not ids[name].measured:
+            raise SpecError(f"{where}.claims[{i}]", f"no measured claim with id {name!r}")
+    return Tuned(str(raw["name"]), raw["value"], raw["before"], str(raw["commit"]), raw["why"], list(names),
+                 _overrides(raw.get("set"), f"{where}.set"), _overrides(raw.get("scheduler_args"),
+                 f"{where}.scheduler_args"), raw.get("not_run"))  # fmt: skip
+
+
+def with_values_before(claims: list[Claim], tuned: list[Tuned]) -> list[Claim]:
+    """The claims with, after each one a ``tuned`` entry names, its row at the value before (its
+    own runs: the entry's overrides after the claim's ``set``; id ``<id>-before-<n>``)."""
+    from dataclasses import replace
+
+    out = []
+    for c in claims:
+        out.append(c)
+        for n, t in enumerate(tuned):
+            if c.id in t.claims:
+                extra = {**t.set, **({"scheduler_args": t.scheduler_args} if t.scheduler_args else {})}
+                out.append(replace(c, id=f"{c.id}-before-{n}", set={**c.set, **extra}, note=None,
+                                   tuned_from=(t.name, t.before)))  # fmt: skip
+    return out

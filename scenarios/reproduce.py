@@ -50,11 +50,31 @@ Each paper keeps its claims in ``scenarios/<paper>/claims.yaml`` (read by
         paper: {value: 3.5, unit: x, source: ...}
         not_built: no ByteGNN here yet     # a seed system railbed has not built: "not built yet"
 
-A row holds only inside the band around the paper's number; "up to X"
-is judged on the best point of the sweep the paper ran (``up_to``), "X on
-average" on the mean; a claim whose paper gives no number may have a
-``bound`` and says ``direction only``. Rows reading the same run name the
-same ``experiment`` (``load_claims`` refuses otherwise).
+A row holds only inside the band around the paper's number and, for a
+comparison of two runs, with at least half the paper's effect on its side
+(:meth:`Claim.effect_edge`); a band wider than the default needs
+``band_reason: '<why, cited>'``, printed in the row. "Up to X" is judged on the
+best point of the sweep the paper ran (``up_to``), "X on average" on the
+mean; a claim whose paper gives no number may have a ``bound`` and says
+``direction only``. ``input_check: '<why>'`` marks a row whose number follows
+from its inputs (a surrogate's, a calibration's): it prints ``input check``,
+never ``holds``; ``stand_in: '<what>'`` names, in the claim column, the model
+of another system (or the variant) a row runs in its place. A ``--quick``
+section is a smoke test: its rows print ``quick: no verdict``. Rows reading
+the same run name the same ``experiment`` (``load_claims`` refuses otherwise).
+
+A claims file lists under ``tuned:`` every parameter whose value was chosen
+or changed after a run's result was known::
+
+    tuned:
+      - name: expert grid (Mixtral testbed files)
+        value: strided                     # the value the scenarios run
+        before: megatron                   # the value before
+        set: {job.args.expert_grid: megatron}   # overrides giving the value before (or
+                                           # scheduler_args: {match: gpu}: the row's scheduler's options)
+        commit: 272d615                    # the commit that changed it
+        why: ...                           # why, and what the run before showed
+        claims: [mixtral-both-sim]         # rows shown again at the value before, beside the chosen one
 
 Every row's "ran" column is generated from the run's scenario and job
 (:mod:`scenarios.labels`: model, layers, GPUs, iterations, backend, quick);
@@ -109,6 +129,17 @@ import yaml
 from railbed.errors import SpecError
 from railbed.metrics import CURVE_METRICS, curve_metric, metric
 from railbed.results import RunResult, fmt_time, percentile
+from scenarios.block import (
+    BEGIN,
+    END,
+    SUMMARY_BEGIN,
+    block_sections,
+    inputs_line,
+    mark_stale,
+    stale,
+    wall_line,
+    write_summary,
+)
 from scenarios.claims import (
     CROSSCHECK_METRICS,
     NOTE_FIELD,
@@ -124,8 +155,7 @@ PAPERS = (
     "cassini", "crux", "unbuilt",
 )  # fmt: skip
 HERE = Path(__file__).resolve().parent
-BEGIN, END = "<!-- reproduce:begin -->", "<!-- reproduce:end -->"
-SECTION = re.compile(r"^<!-- reproduce:section (\w+)((?: --[\w-]+)*) -->$", re.M)
+__all__ = ["BEGIN", "END", "SUMMARY_BEGIN", "block_sections"]  # REPRODUCTION.md's block (scenarios.block)
 # the rest stay in each run's figures/
 REPORT_FIGURES = ("timeline-", "fct-cdf", "iterations", "crosscheck-fct", "latency-load", "throughput-load")
 HEAD = ("claim", "ran", "paper", "railbed", "verdict", "room (baseline)", "fidelity", "command")
@@ -183,8 +213,26 @@ def _scenario(claim: Claim, point: dict[str, Any], quick: bool, extra: dict[str,
     data, base = scenario_mapping(str(claim.scenario_of(point)), Path("."))
     for name, overrides in [*claim.overrides(point, quick), ("extra", extra or {})]:
         for key, value in overrides.items():
-            set_dotted(data, key, copy.deepcopy(value), f"{name}.{key}")
+            if key != "scheduler_args":
+                set_dotted(data, key, copy.deepcopy(value), f"{name}.{key}")
+    if claim.set.get("scheduler_args"):  # a tuned scheduler option's value before (claims.Tuned), after quick's
+        _scheduler_args(data, claim, claim.set["scheduler_args"])
     return Scenario.from_dict(data, base, arrays="always" if claim.full_size else False)
+
+
+def _scheduler_args(data: dict[str, Any], claim: Claim, args: dict[str, Any]) -> None:
+    """Keep only the row's two runs, the scheduler's with ``args`` added to its options."""
+    keep = []
+    for entry in data.get("schedulers") or []:
+        spec = {"name": entry} if isinstance(entry, str) else dict(entry)
+        label = spec.get("label", spec["name"])
+        if label == claim.scheduler:
+            spec = {**spec, "args": {**(spec.get("args") or {}), **args}, "label": label}
+        if label in (claim.scheduler, claim.relative_to):
+            keep.append(spec)
+    if not any(s.get("label") == claim.scheduler for s in keep):
+        raise SpecError("tuned.scheduler_args", f"{claim.scheduler!r} is not a run of {claim.scenario}")
+    data["schedulers"] = keep
 
 
 def run_group(
@@ -360,7 +408,7 @@ def reproduce_paper(
             continue
         for point in claim.points():
             row.points.append(_run_point(claim, point, quick, out / paper, groups, echo, resume, plots))
-        _judge(row)
+        _judge(row, quick)
     return title, rows
 
 
@@ -378,11 +426,11 @@ def _run_point(claim, point, quick, out, groups, echo, resume, plots) -> PointRu
     return PointRun(point, measure(claim, got), out / key, label, runs, sc.source or {})
 
 
-def _judge(row: Row) -> None:
+def _judge(row: Row, quick: bool = False) -> None:
     claim = row.claim
     row.value = claim.best([p.value for p in row.points])
     row.best = next((p for p in row.points if p.value == row.value), row.points[0])
-    row.verdict = verdict(claim, row.value)
+    row.verdict = verdict(claim, row.value, quick)
     read = [row.best.runs[n] for n in (claim.scheduler, claim.relative_to) if n in row.best.runs]
     row.fidelity = fidelity(read or list(row.best.runs.values()))
     baseline = row.best.runs.get(claim.relative_to or claim.scheduler or "")
@@ -470,7 +518,7 @@ def notes(rows: list[Row]) -> list[str]:
             text += (" " if text else "") + "Points: " + "; ".join(
                 f"{_point_name(p.point)}: {fmt(r.claim.paper.unit, p.value)}" for p in r.points) + "."  # fmt: skip
         if text:
-            out.append(f"- *{r.claim.claim}*: {text}")
+            out.append(f"- *{r.claim.label}*: {text}")
     return ["Notes:", "", *out, ""] if out else []
 
 
@@ -491,7 +539,7 @@ def table(rows: list[Row], rel_to: Path | None = None) -> str:
         cmd = r.paper_command if rel_to is None else r.command
         if rel_to is not None and r.run_dir is not None:
             cmd = cmd.replace(str(r.run_dir), os.path.relpath(r.run_dir, rel_to))
-        cells = (r.claim.claim, r.ran, paper_cell(r.claim), fmt(r.claim.paper.unit, r.value), r.verdict, r.room,
+        cells = (r.claim.label, r.ran, paper_cell(r.claim), fmt(r.claim.paper.unit, r.value), r.verdict, r.room,
                  r.fidelity, f"`{cmd}`")  # fmt: skip
         lines.append("| " + " | ".join(_cell(c) for c in cells) + " |")
     return "\n".join(lines)
@@ -539,7 +587,8 @@ def render(sections: list[tuple[str, str, list]], out: Path, how: str, seconds: 
             if " --quick" in how
             else ""
         )  # fmt: skip
-        + "Verdict: whether railbed's number is inside the band around the paper's; room: the baseline run's "
+        + "Verdict: whether railbed's number is inside the band around the paper's with at least half its "
+        "effect (`quick: no verdict` in quick mode); room: the baseline run's "
         "analysis (the largest speedup any network scheduler could give, coflow overlap); fidelity: the "
         "emulator's own report.",
         "",
@@ -551,18 +600,11 @@ def render(sections: list[tuple[str, str, list]], out: Path, how: str, seconds: 
     return "\n".join(lines).rstrip() + "\n"
 
 
-def block_sections(text: str) -> dict[tuple[str, str], str]:
-    """(paper, flags) -> its section, from a REPRODUCTION.md block."""
-    out = {}
-    marks = list(SECTION.finditer(text))
-    for m, nxt in zip(marks, marks[1:] + [None]):
-        out[(m.group(1), m.group(2))] = text[m.start() : nxt.start() if nxt else len(text)].rstrip() + "\n"
-    return out
-
-
-def write_block(path: Path, sections: list[tuple[str, str, list]], how: str) -> None:
+def write_block(path: Path, sections: list[tuple[str, str, list]], how: str, claims_dir: Path = HERE,
+                papers: tuple[str, ...] = PAPERS, seconds: dict[str, float] | None = None) -> None:  # fmt: skip
     """Replace, in ``path``'s block between the reproduce markers, the sections of the papers just
-    run with these flags (tables and notes, no figures); other sections stay as they were."""
+    run with these flags (tables and notes, no figures, each with its inputs line); other sections
+    stay as they were, marked "Stale since" when their inputs changed; the summary is rewritten."""
     text = path.read_text()
     if BEGIN not in text or END not in text:
         raise SpecError("write", f"{path} has no {BEGIN} ... {END} block")
@@ -571,9 +613,16 @@ def write_block(path: Path, sections: list[tuple[str, str, list]], how: str) -> 
     kept = block_sections(old)
     for paper, title, rows in sections:
         mark = f"<!-- reproduce:section {paper}{how} -->"
-        kept[(paper, how)] = "\n".join([mark, "", *section(paper, title, rows, how)]).rstrip() + "\n"
-    order = sorted(kept, key=lambda k: (PAPERS.index(k[0]) if k[0] in PAPERS else len(PAPERS), k[1]))
-    path.write_text(head + BEGIN + "\n\n" + "\n".join(kept[k] for k in order) + END + tail)
+        lines = section(paper, title, rows, how)
+        wall = wall_line((seconds or {}).get(paper))  # after the provenance line
+        body = [mark, inputs_line(paper, how, claims_dir), "", *lines[:4], wall, "", *lines[4:]]
+        kept[(paper, how)] = "\n".join(body).rstrip() + "\n"
+    old_ones = stale(kept, claims_dir)
+    for key in kept:
+        kept[key] = mark_stale(kept[key], key[0], key[1], old_ones.get(key))
+    order = sorted(kept, key=lambda k: (papers.index(k[0]) if k[0] in papers else len(papers), k[1]))
+    new = head + BEGIN + "\n\n" + "\n".join(kept[k] for k in order) + END + tail
+    path.write_text(write_summary(new, papers, claims_dir))
 
 
 def reproduce(
@@ -599,19 +648,21 @@ def reproduce(
     how = flags(quick, emulate, full_size)
     t0 = time.perf_counter()
     out.mkdir(parents=True, exist_ok=True)
-    sections = []
+    sections, seconds = [], {}
     for paper in chosen:
+        t1 = time.perf_counter()
         if paper == "mechanisms":
             from scenarios.mechanisms import mechanism_rows
 
             sections.append((paper, "scheduler mechanisms with known answers", mechanism_rows(emulate, echo)))
-            continue
-        title, rows = reproduce_paper(paper, out, quick, emulate, echo, claims_dir, resume, full_size, plots)
-        sections.append((paper, title, rows))
+        else:
+            title, rows = reproduce_paper(paper, out, quick, emulate, echo, claims_dir, resume, full_size, plots)
+            sections.append((paper, title, rows))
+        seconds[paper] = time.perf_counter() - t1
     report = out / "REPRODUCTION.md"
     report.write_text(render(sections, out, how, time.perf_counter() - t0))
     provenance.write(out, extra_seeds=None)
     if write is not None:
-        write_block(write, sections, how)
+        write_block(write, sections, how, claims_dir, papers, seconds)
     echo(f"report: {report}")
     return report
