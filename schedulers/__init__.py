@@ -27,6 +27,7 @@ from schedulers.fifo import Fifo
 from schedulers.hermod import SCHEDULERS as _HERMOD
 from schedulers.leo import SCHEDULERS as _LEO
 from schedulers.tagged import TagPriority
+from schedulers.varys import SCHEDULERS as _VARYS
 
 REGISTRY: dict[str, type[Scheduler]] = {
     "fifo": Fifo,
@@ -45,6 +46,7 @@ REGISTRY.update({cls.name: cls for cls in _HERMOD})  # seed 004, chapter 5
 REGISTRY.update({cls.name: cls for cls in _LEO})  # seed 004, chapter 6
 REGISTRY.update({cls.name: cls for cls in _DGCL})  # seed 002
 REGISTRY.update({cls.name: cls for cls in _CAGNET})  # seed 001, SANCUS
+REGISTRY.update({cls.name: cls for cls in _VARYS})  # Varys (SIGCOMM'14 §5): coflow baseline for traces
 
 
 @dataclass(frozen=True)

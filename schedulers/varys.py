@@ -1,0 +1,58 @@
+"""Varys's SEBF with MADD rates (SIGCOMM 2014, §5) as a scheduler: :mod:`schedulers.varys_alg`.
+
+Every flow starts when it is ready (a trace's flows at their release); at every change of the
+active flows the scheduler groups them by coflow (the ``coflow`` attribute; a flow without one
+is a coflow of its own), orders the coflows by their effective bottleneck on the remaining
+bytes and caps every flow at its MADD rate plus its share of the work-conserving backfill. A
+port is a NIC: the sender's NIC is the flow's uplink, the receiver's its downlink, each at the
+NIC's rate; the fabric is assumed not to constrain (Varys's non-blocking model: on an
+oversubscribed fabric the caps still hold, the network may give less). Rates are wire bit/s:
+a flow's remaining bits are the wire bits of its remaining payload.
+"""
+
+from __future__ import annotations
+
+from railbed.errors import SpecError
+from railbed.job import Flow
+from railbed.scheduler import Decision, RunView, Scheduler
+from railbed.units import wire_bytes
+from schedulers.varys_alg import CoflowFlow, sebf_madd
+
+
+class Sebf(Scheduler):
+    """Smallest-Effective-Bottleneck-First with MADD rates (Varys, SIGCOMM'14 §5)."""
+
+    name = "sebf"
+
+    def on_ready(self, item, view):
+        return Decision()  # flows start at once; on_flows_changed caps them before they move
+
+    def on_flows_changed(self, view: RunView):
+        coflows: dict[str, list[CoflowFlow]] = {}
+        arrival: dict[str, float] = {}
+        up_cap: dict = {}
+        down_cap: dict = {}
+        servers = view.cluster.servers
+        for fid, f in view.active.items():
+            up, down = (f.src.server, f.src.nic), (f.dst.server, f.dst.nic)
+            up_cap[up] = float(servers[up[0]].nic_rates[up[1]])
+            down_cap[down] = float(servers[down[0]].nic_rates[down[1]])
+            key = _coflow_of(f.flow)
+            coflows.setdefault(key, []).append(CoflowFlow(fid, up, down, 8.0 * wire_bytes(f.remaining or 0)))
+            arrival[key] = min(arrival.get(key, f.started), view.ready_at.get(fid, f.started))
+        return sebf_madd(coflows, up_cap, down_cap, arrival)
+
+    def check(self, job, cluster):
+        for f in job.flows:
+            if f.reveal == "hidden":  # Varys is clairvoyant: MADD needs every flow's remaining bytes
+                raise SpecError(f"items.{f.id}.reveal", "sebf needs flow sizes (Varys is clairvoyant), not 'hidden'")
+
+    def rule(self, flow, placement, cluster):
+        return None  # rates follow the active set: not a pure function of the flow (no compact engine)
+
+
+def _coflow_of(flow: Flow) -> str:
+    return f"coflow:{flow.coflow}" if flow.coflow is not None else f"flow:{flow.id}"
+
+
+SCHEDULERS = (Sebf,)
