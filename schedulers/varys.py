@@ -3,7 +3,8 @@
 Every flow starts when it is ready (a trace's flows at their release); at every change of the
 active flows the scheduler groups them by coflow (the ``coflow`` attribute; a flow without one
 is a coflow of its own), orders the coflows by their effective bottleneck on the remaining
-bytes and caps every flow at its MADD rate plus its share of the work-conserving backfill. A
+bytes and caps every flow at its MADD rate plus its share of the work-conserving backfill
+(``backfill``: ``paper``, §5's proportional one, or ``greedy``, Varys's code's). A
 port is a NIC: the sender's NIC is the flow's uplink, the receiver's its downlink, each at the
 NIC's rate; the fabric is assumed not to constrain (Varys's non-blocking model: on an
 oversubscribed fabric the caps still hold, the network may give less). Rates are wire bit/s:
@@ -16,13 +17,18 @@ from railbed.errors import SpecError
 from railbed.job import Flow
 from railbed.scheduler import Decision, RunView, Scheduler
 from railbed.units import wire_bytes
-from schedulers.varys_alg import CoflowFlow, sebf_madd
+from schedulers.varys_alg import BACKFILLS, CoflowFlow, sebf_madd
 
 
 class Sebf(Scheduler):
     """Smallest-Effective-Bottleneck-First with MADD rates (Varys, SIGCOMM'14 §5)."""
 
     name = "sebf"
+
+    def __init__(self, backfill: str = "paper") -> None:
+        if backfill not in BACKFILLS:
+            raise SpecError("backfill", f"expected one of {', '.join(BACKFILLS)}, got {backfill!r:.40}")
+        self.backfill = backfill  # work conservation: §5's proportional one, or Varys's code's greedy one
 
     def on_ready(self, item, view):
         return Decision()  # flows start at once; on_flows_changed caps them before they move
@@ -40,7 +46,7 @@ class Sebf(Scheduler):
             key = _coflow_of(f.flow)
             coflows.setdefault(key, []).append(CoflowFlow(fid, up, down, 8.0 * wire_bytes(f.remaining or 0)))
             arrival[key] = min(arrival.get(key, f.started), view.ready_at.get(fid, f.started))
-        return sebf_madd(coflows, up_cap, down_cap, arrival)
+        return sebf_madd(coflows, up_cap, down_cap, arrival, self.backfill)
 
     def check(self, job, cluster):
         for f in job.flows:

@@ -11,7 +11,7 @@ from railbed.errors import SpecError
 from railbed.job import Job, Location
 from railbed.spec import ClusterSpec
 from railbed.units import wire_bytes
-from schedulers import by_name
+from schedulers import SchedulerSpec, by_name, make
 from schedulers.varys_alg import CoflowFlow, bottleneck, madd_rates, sebf_madd, sebf_order
 from workloads.traces import trace_cluster
 
@@ -49,16 +49,37 @@ def test_madd_slows_a_coflows_short_flows_to_its_bottleneck_leaving_room_for_the
     assert rates == pytest.approx({"b1": 1.0, "b2": 1 / 3, "c": 2 / 3}, rel=1e-12)
 
 
-def test_a_blocked_coflow_gets_the_backfill_its_free_ports_allow_and_the_floor_elsewhere():
+def test_a_blocked_coflow_gets_the_greedy_backfill_its_free_ports_allow_and_only_the_floor_in_the_paper():
     """A = {a: s0->r0 1 bit} first (Gamma 1): a takes s0. B's b1 needs s0 (nothing left: Gamma
-    inf, no MADD rate); backfill gives b2 all of s1/r2; b1 keeps the floor."""
+    inf, no MADD rate). Greedy backfill (Varys's code) gives b2 all of s1/r2; the paper's gives
+    only flows with a MADD rate, so b2 keeps the floor like b1."""
     coflows = {
         "A": [CoflowFlow("a", "s0", "r0", 1.0)],
         "B": [CoflowFlow("b1", "s0", "r1", 3.0), CoflowFlow("b2", "s1", "r2", 1.0)],
     }
     assert sebf_order(coflows, CAP, DOWN) == ["A", "B"]
-    rates = sebf_madd(coflows, CAP, DOWN, floor=1e-6)
-    assert rates == pytest.approx({"a": 1.0, "b1": 1e-6, "b2": 1.0}, rel=1e-12)
+    greedy = sebf_madd(coflows, CAP, DOWN, backfill="greedy", floor=1e-6)
+    assert greedy == pytest.approx({"a": 1.0, "b1": 1e-6, "b2": 1.0}, rel=1e-12)
+    paper = sebf_madd(coflows, CAP, DOWN, floor=1e-6)
+    assert paper == pytest.approx({"a": 1.0, "b1": 1e-6, "b2": 1e-6}, rel=1e-12)
+
+
+def test_paper_backfill_shares_an_ingress_ports_rest_in_madd_ratios_greedy_gives_it_to_the_first():
+    """B = {b1: s1->r1 1, b2: s1->r2 1, b3: s2->r2 2}: Gamma 3 (r2 receives 3): MADD 1/3, 1/3,
+    2/3; left: s1 1/3, s2 1/3, r1 2/3, r2 0. Paper: s1's 1/3 split 1:1 between b1 and b2, b2's
+    half finds r2 full: b1 1/2. Greedy: b1 takes all of s1's 1/3: b1 2/3."""
+    coflows = {
+        "B": [CoflowFlow("b1", "s1", "r1", 1.0), CoflowFlow("b2", "s1", "r2", 1.0), CoflowFlow("b3", "s2", "r2", 2.0)]
+    }
+    madd = {"b2": 1 / 3, "b3": 2 / 3}
+    assert madd_rates(["B"], coflows, CAP, DOWN) == pytest.approx({"b1": 1 / 2, **madd}, rel=1e-12)
+    assert madd_rates(["B"], coflows, CAP, DOWN, "greedy") == pytest.approx({"b1": 2 / 3, **madd}, rel=1e-12)
+
+
+def test_sebf_refuses_an_unknown_backfill_by_its_argument():
+    with pytest.raises(SpecError) as err:
+        make(SchedulerSpec("sebf", {"backfill": "fair"}), "schedulers[1]")
+    assert err.value.field == "schedulers[1].args.backfill"
 
 
 # ------------------------------------------------------------------ runs
@@ -85,11 +106,15 @@ def ccts(res) -> dict[str, float]:
     return {"A": res.items["a"].end, "B": max(res.items["b1"].end, res.items["b2"].end)}
 
 
+@pytest.mark.parametrize("backfill", ["paper", "greedy"])
 @pytest.mark.parametrize("name", ["fluid", "fluid-reference"])
-def test_sebf_beats_fair_sharing_by_half_a_coflow_time_on_average(name):
+def test_sebf_beats_fair_sharing_by_half_a_coflow_time_on_average(name, backfill):
+    """With either backfill: b2 runs at R from 0 (greedy) or at the floor, then at R/3 beside b1
+    from T (paper, MADD on B alone: both end at 4T); B ends at 4T either way."""
     cluster = ClusterSpec.from_dict(trace_cluster(5, RATE))
     fair = ccts(backend(name).run(two_coflows(), by_name("fifo"), cluster, RunOptions(analysis=False)))
-    sebf = ccts(backend(name).run(two_coflows(), by_name("sebf"), cluster, RunOptions(analysis=False)))
+    sebf = make(SchedulerSpec("sebf", {"backfill": backfill}))
+    sebf = ccts(backend(name).run(two_coflows(), sebf, cluster, RunOptions(analysis=False)))
     assert fair == pytest.approx({"A": 2 * T, "B": 4 * T}, rel=1e-9)
     assert sebf == pytest.approx({"A": T, "B": 4 * T}, rel=1e-5)  # b1's floor: 1e-6 of a port for T
     assert (fair["A"] + fair["B"]) / 2 - (sebf["A"] + sebf["B"]) / 2 == pytest.approx(0.5 * T, rel=1e-4)
