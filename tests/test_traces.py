@@ -197,3 +197,28 @@ def test_import_trace_command_writes_a_job_and_a_cluster_that_fit(tmp_path, caps
     assert main(["import-trace", str(TINY), "-o", str(tmp_path / "no.json"), "--layout", "rack"]) == 2
     assert not (tmp_path / "no.json").exists()
     assert "tiny-coflow-benchmark.txt:3.reducers" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("name", ["fluid", "fluid-reference"])
+def test_the_example_replay_sebf_serves_the_small_coflow_first(name):
+    """examples/scenarios/coflow-trace.yaml. Coflow 2 (1 MiB, rack 2 to itself, released at
+    10 ms) shares rack 2's downlink with coflow 1's two flows into rack 2 (each over 1.3 MiB
+    left then): fair sharing gives it a third of the port for its whole life, 3 T; SEBF
+    (Gamma T, the smallest) the whole port, T. Coflows 1 and 3 end as under fair sharing, so
+    the mean CCT drops by 2T/3."""
+    from railbed.metrics import coflow_completion_times
+    from schedulers import make
+
+    sc = Scenario.load(ROOT / "examples" / "scenarios" / "coflow-trace.yaml")
+    t = 8 * wire_bytes(MIB) / RACK_RATE
+    cct = {}
+    for spec in sc.schedulers:
+        res = backend(name).run(sc.job, make(spec), sc.cluster, RunOptions(analysis=False))
+        cct[spec.run_label] = coflow_completion_times(res)
+    assert cct["fifo"]["2"] == pytest.approx(3 * t, rel=1e-9)
+    for label in ("sebf", "sebf-greedy"):
+        assert cct[label]["2"] == pytest.approx(t, rel=1e-5)
+        assert cct[label]["1"] == pytest.approx(cct["fifo"]["1"], rel=1e-5)
+        assert cct[label]["3"] == pytest.approx(cct["fifo"]["3"], rel=1e-5)
+        mean = {k: sum(v.values()) / 3 for k, v in cct.items()}
+        assert mean["fifo"] - mean[label] == pytest.approx(2 * t / 3, rel=1e-4)
