@@ -25,15 +25,50 @@ class Sebf(Scheduler):
 
     name = "sebf"
 
-    def __init__(self, backfill: str = "paper") -> None:
+    def __init__(self, backfill: str = "paper", reschedule: str = "coflow") -> None:
         if backfill not in BACKFILLS:
             raise SpecError("backfill", f"expected one of {', '.join(BACKFILLS)}, got {backfill!r:.40}")
+        if reschedule not in ("coflow", "flow"):
+            raise SpecError("reschedule", f"expected coflow or flow, got {reschedule!r:.40}")
+        self.reschedule = reschedule  # re-rate on coflow arrivals/departures (Varys), or on every flow's end too
         self.backfill = backfill  # work conservation: §5's proportional one, or Varys's code's greedy one
+        self._coflows: set[str] = set()  # the active coflows at the last re-rating
+        self._rated: set[str] = set()  # the flows it rated
+        self._due: dict[tuple[str, float], int] = {}  # (coflow, release) -> its flows not yet started
+        self._seen: set[str] = set()  # flows counted off _due
 
     def on_ready(self, item, view):
         return Decision()  # flows start at once; on_flows_changed caps them before they move
 
+    def place(self, job, cluster):
+        """The default placement; counts each coflow's flows released together (same ``at``, no
+        dependencies): a trace's coflow arrives as one event, not one per flow."""
+        self._due = {}
+        for f in job.flows:
+            if not f.deps:
+                group = (_coflow_of(f), f.at or 0.0)
+                self._due[group] = self._due.get(group, 0) + 1
+        return super().place(job, cluster)
+
     def on_flows_changed(self, view: RunView):
+        """Re-rate every active flow when a coflow arrived (all its flows released together have
+        started) or departed, or another flow started (Varys reschedules on coflow arrivals and
+        departures; CoflowSim's ``afterJobAdmission``/``afterJobDeparture``); a flow that ends
+        inside a coflow that goes on changes nothing (``reschedule: flow``: it re-rates too, so what
+        it freed is given out at once)."""
+        keys = {_coflow_of(f.flow) for f in view.active.values()}
+        new = [f.flow for fid, f in view.active.items() if fid not in self._rated]
+        if not new and (keys == self._coflows if self.reschedule == "coflow" else self._rated == view.active.keys()):
+            return {}
+        groups = {(_coflow_of(flow), flow.at or 0.0) for flow in new}
+        for flow in new:
+            group = (_coflow_of(flow), flow.at or 0.0)
+            if not flow.deps and group in self._due and flow.id not in self._seen:
+                self._seen.add(flow.id)
+                self._due[group] -= 1
+        if any(self._due.get(g, 0) > 0 for g in groups):  # more of a coflow released in this instant
+            return {}
+        self._coflows, self._rated = keys, set(view.active)
         coflows: dict[str, list[CoflowFlow]] = {}
         arrival: dict[str, float] = {}
         up_cap: dict = {}

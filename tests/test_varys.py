@@ -3,6 +3,7 @@ functions against hand-computed answers, and a two-coflow run where SEBF's avera
 per-flow fair sharing by a computable amount on the fluid backends."""
 
 import math
+from pathlib import Path
 
 import pytest
 
@@ -128,3 +129,29 @@ def test_sebf_refuses_hidden_sizes():
     with pytest.raises(SpecError) as err:
         by_name("sebf").check(job, ClusterSpec.from_dict(trace_cluster(2)))
     assert err.value.field == "items.f.reveal"
+
+
+def test_a_coflow_released_together_is_rated_once_and_flows_ending_inside_it_change_nothing(monkeypatch):
+    """The tiny trace (tests/test_traces.py): coflow 1's four flows are released at 0 by four
+    release events; sebf rates them once, all four at once (Varys reschedules per coflow, not
+    per flow), and then only at coflow arrivals and departures: at most 2 x 3 re-ratings. With
+    ``reschedule: flow`` a flow's end inside a coflow re-rates too."""
+    import schedulers.varys as varys
+    from workloads.traces import import_trace
+
+    calls = []
+
+    def spy(coflows, *args):
+        calls.append(sorted(f.id for fl in coflows.values() for f in fl))
+        return sebf_madd(coflows, *args)
+
+    monkeypatch.setattr(varys, "sebf_madd", spy)
+    job = import_trace(Path(__file__).resolve().parents[1] / "examples" / "traces" / "tiny-coflow-benchmark.txt")
+    cluster = ClusterSpec.from_dict(trace_cluster(8))
+    backend("fluid").run(job, by_name("sebf"), cluster, RunOptions(analysis=False))
+    assert calls[0] == ["c1.m0.r2", "c1.m0.r3", "c1.m1.r2", "c1.m1.r3"]
+    assert len(calls) <= 6
+    coflow_mode = len(calls)
+    calls.clear()
+    backend("fluid").run(job, make(SchedulerSpec("sebf", {"reschedule": "flow"})), cluster, RunOptions(analysis=False))
+    assert calls[0] == ["c1.m0.r2", "c1.m0.r3", "c1.m1.r2", "c1.m1.r3"] and len(calls) > coflow_mode
