@@ -32,8 +32,10 @@ class Sebf(Scheduler):
             raise SpecError("reschedule", f"expected coflow or flow, got {reschedule!r:.40}")
         self.reschedule = reschedule  # re-rate on coflow arrivals/departures (Varys), or on every flow's end too
         self.backfill = backfill  # work conservation: §5's proportional one, or Varys's code's greedy one
-        self._coflows: set[str] = set()  # the active coflows at the last re-rating
-        self._rated: set[str] = set()  # the flows it rated
+        self._known: set[str] = set()  # the active flows at the last call
+        self._key: dict[str, str] = {}  # their coflows
+        self._live: dict[str, int] = {}  # coflow -> its active flows
+        self._waiting: list[Flow] = []  # started flows not yet rated (the rest of their coflow is due)
         self._due: dict[tuple[str, float], int] = {}  # (coflow, release) -> its flows not yet started
         self._seen: set[str] = set()  # flows counted off _due
 
@@ -56,19 +58,18 @@ class Sebf(Scheduler):
         departures; CoflowSim's ``afterJobAdmission``/``afterJobDeparture``); a flow that ends
         inside a coflow that goes on changes nothing (``reschedule: flow``: it re-rates too, so what
         it freed is given out at once)."""
-        keys = {_coflow_of(f.flow) for f in view.active.values()}
-        new = [f.flow for fid, f in view.active.items() if fid not in self._rated]
-        if not new and (keys == self._coflows if self.reschedule == "coflow" else self._rated == view.active.keys()):
+        new, gone, changed = self._changes(view)
+        if not new and not changed and not (gone and self.reschedule == "flow"):
             return {}
-        groups = {(_coflow_of(flow), flow.at or 0.0) for flow in new}
         for flow in new:
             group = (_coflow_of(flow), flow.at or 0.0)
             if not flow.deps and group in self._due and flow.id not in self._seen:
                 self._seen.add(flow.id)
                 self._due[group] -= 1
-        if any(self._due.get(g, 0) > 0 for g in groups):  # more of a coflow released in this instant
-            return {}
-        self._coflows, self._rated = keys, set(view.active)
+        self._waiting.extend(new)
+        if any(self._due.get((_coflow_of(f), f.at or 0.0), 0) > 0 for f in self._waiting):
+            return {}  # more of a coflow are released in this instant: rate them all at once
+        self._waiting = []
         coflows: dict[str, list[CoflowFlow]] = {}
         arrival: dict[str, float] = {}
         up_cap: dict = {}
@@ -82,6 +83,26 @@ class Sebf(Scheduler):
             coflows.setdefault(key, []).append(CoflowFlow(fid, up, down, 8.0 * wire_bytes(f.remaining or 0)))
             arrival[key] = min(arrival.get(key, f.started), view.ready_at.get(fid, f.started))
         return sebf_madd(coflows, up_cap, down_cap, arrival, self.backfill)
+
+    def _changes(self, view: RunView) -> tuple[list[Flow], list[str], bool]:
+        """Flows started and ended since the last call, and whether a coflow arrived or departed
+        (counts of active flows per coflow, kept across calls: the active set is diffed in C)."""
+        active = view.active.keys()
+        new = [view.active[i].flow for i in active - self._known]
+        gone = list(self._known - active)
+        changed = False
+        for flow in new:
+            key = self._key[flow.id] = _coflow_of(flow)
+            changed = changed or key not in self._live
+            self._live[key] = self._live.get(key, 0) + 1
+        for fid in gone:
+            key = self._key.pop(fid)
+            self._live[key] -= 1
+            if not self._live[key]:
+                del self._live[key]
+                changed = True
+        self._known = set(active)
+        return new, gone, changed
 
     def check(self, job, cluster):
         for f in job.flows:
