@@ -4,7 +4,11 @@ Every flow starts when it is ready (a trace's flows at their release); at every 
 active flows the scheduler groups them by coflow (the ``coflow`` attribute; a flow without one
 is a coflow of its own), orders the coflows by their effective bottleneck on the remaining
 bytes and caps every flow at its MADD rate plus its share of the work-conserving backfill
-(``backfill``: ``paper``, §5's proportional one, or ``greedy``, Varys's code's). A
+(``backfill``: ``paper``, §5's proportional one, or ``greedy``, Varys's code's). Rates are
+recomputed at coflow arrivals and departures (``reschedule: coflow``, as Varys reschedules; a
+coflow's flows released in one instant arrive together: :meth:`Sebf.place` counts them) or, with
+``reschedule: flow``, also when a flow ends inside a coflow. On the emulator a coflow's release
+waits end at slightly different real times: its first flows run uncapped until the last starts. A
 port is a NIC: the sender's NIC is the flow's uplink, the receiver's its downlink, each at the
 NIC's rate; the fabric is assumed not to constrain (Varys's non-blocking model: on an
 oversubscribed fabric the caps still hold, the network may give less). Rates are wire bit/s:
