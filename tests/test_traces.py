@@ -181,6 +181,10 @@ def test_a_scenario_names_a_trace_relative_to_its_file(tmp_path):
     with pytest.raises(SpecError) as err:
         Scenario.from_dict(doc, base=ROOT)
     assert err.value.field == "job.generator"
+    doc["job"] = {"trace": "examples/traces/none.txt"}
+    with pytest.raises(SpecError) as err:
+        Scenario.from_dict(doc, base=ROOT)
+    assert err.value.field == "job.trace" and "no trace file" in err.value.message
     doc["cluster"] = trace_cluster(4)
     doc["job"] = {"trace": str(TINY.relative_to(ROOT))}
     with pytest.raises(SpecError) as err:
