@@ -23,10 +23,10 @@ flows use, of the coflow's remaining bits through the port over the port's remai
 when a port it needs has nothing left.
 
 :func:`sebf_order`: coflows by Gamma on whole port capacities, smallest first (SEBF). CoflowSim
-and Varys's 2016 code sort by a static alpha fixed at arrival; Ximulator's paper version and
-Varys's master sort on the bottleneck at each schedule. Here Gamma is recomputed from the
-remaining bytes whenever rates are (at every arrival and departure, as Varys reschedules); ties
-by arrival, then id.
+sorts by a static alpha fixed at arrival (``SEBFComparator`` on ``Job.alpha``); Varys's
+``SEBFScheduler`` and Ximulator's paper version sort on the bottleneck at each schedule. Here
+Gamma is recomputed from the remaining bytes whenever rates are (at every coflow arrival and
+departure, as Varys reschedules); ties by arrival, then id.
 
 :func:`madd_rates` (Minimum Allocation for Desired Duration): in SEBF order, each coflow's Gamma
 against what earlier coflows left; each of its flows gets its remaining bits over Gamma (all its
