@@ -608,8 +608,15 @@ def analyse(
     says so), its network-free makespan and its contention."""
     speedup = None
     notes = list(notes)
+    compute = None if tl is None or tl.n == 0 else not bool(tl.is_flow.all())  # unknown without a timeline
     if network_free is not None:
-        if network_free > 0:
+        if compute is False and makespan > 0:  # flows only (a trace replay): no compute to bound by
+            notes.append(
+                "max_speedup: n/a, the job has no compute (the network-free makespan is only its last release)"
+                if network_free > 0
+                else "max_speedup: the network-free makespan is 0 (the job has no compute)"
+            )
+        elif network_free > 0:
             speedup = makespan / network_free
         elif makespan <= 0:
             speedup = 1.0
@@ -618,6 +625,7 @@ def analyse(
     out: dict = {
         "makespan": makespan,
         "network_free_makespan": network_free,
+        "compute": compute,
         "max_speedup": speedup,
         "busiest_port": None,
         "room": None,
@@ -676,7 +684,9 @@ def summary_lines(analysis: Mapping) -> list[str]:
         return []
     lines = []
     free, speedup = analysis.get("network_free_makespan"), analysis.get("max_speedup")
-    if free is not None:
+    if free is not None and analysis.get("compute") is False:
+        lines.append(f"  network-free    {fmt_time(free)}: no compute, bound n/a (flows only: their last release)")
+    elif free is not None:
         bound = f"max speedup {speedup:.4g}x" if speedup is not None else "max speedup n/a"
         lines.append(f"  network-free    {fmt_time(free)}: {bound} (every flow, leg and host model 0 s)")
     port, rm = analysis.get("busiest_port"), analysis.get("room")

@@ -372,6 +372,27 @@ def _chakra_commands(sub) -> None:
     ec.set_defaults(func=cmd_export_chakra)
 
 
+def cmd_import_trace(args: argparse.Namespace) -> int:
+    """A flow trace (workloads/traces.py) as job JSON, and with --cluster a cluster YAML that fits it."""
+    import yaml
+
+    from railbed.units import parse_rate
+    from workloads.traces import import_trace, servers_needed, trace_cluster
+
+    cluster = ClusterSpec.load(args.for_cluster) if args.for_cluster else None
+    options = {k: v for k, v in (("layout", args.layout), ("sizes", args.sizes)) if v is not None}
+    job = import_trace(args.trace, args.format, options, cluster, where="import-trace")
+    out = Path(args.out or Path(args.trace).with_suffix(".json").name)
+    if args.cluster:
+        doc = trace_cluster(servers_needed(job), parse_rate(args.rate, "--rate"), Path(args.trace).stem)
+        ClusterSpec.from_dict(doc)  # checked before anything is written
+        Path(args.cluster).write_text(yaml.safe_dump(doc, sort_keys=False))
+        _say(f"{args.cluster}: {servers_needed(job)} servers at {args.rate} bit/s on one switch")
+    job.save(out)
+    _say(f"{out}: {len(job.flows)} flows, {len({f.coflow for f in job.flows})} coflows")
+    return 0
+
+
 def cmd_sweep(args: argparse.Namespace) -> int:
     from scenarios.sweep import MAX_POINTS, Sweep, run_sweep
 
@@ -530,6 +551,19 @@ def build_parser() -> argparse.ArgumentParser:
     ex = sub.add_parser("export", help="each run as a Perfetto trace (trace.json) and flows/tasks/links CSVs")
     ex.add_argument("results_dir")
     ex.set_defaults(func=cmd_export)
+
+    it = sub.add_parser("import-trace", help="a flow trace (coflow-benchmark or CSV) as job JSON (workloads/traces.py)")
+    it.add_argument("trace", help="the trace file")
+    it.add_argument(
+        "--format", default=None, help="coflow-benchmark or csv (default: csv for .csv, else coflow-benchmark)"
+    )
+    it.add_argument("--layout", default=None, help="coflow-benchmark: split (default) or rack")
+    it.add_argument("--sizes", default=None, help="coflow-benchmark: exact (default) or coflowsim")
+    it.add_argument("--for-cluster", default=None, metavar="YAML", help="check the trace against this cluster")
+    it.add_argument("--cluster", default=None, metavar="YAML", help="also write a one-switch cluster that fits it")
+    it.add_argument("--rate", default=str(2**30), help="its NIC rate (default 2^30 bit/s, CoflowSim's rack port)")
+    it.add_argument("-o", "--out", default=None, help="job JSON (default: the trace's name with .json, here)")
+    it.set_defaults(func=cmd_import_trace)
 
     sw = sub.add_parser(
         "sweep", help="a scenario over a grid of settings, here or on Ray (resumes; see scenarios/sweep.py)"

@@ -8,6 +8,8 @@ A scenario is YAML (``railbed run scenario.yaml``)::
       generator: hybrid_parallel
       args: {dp: 4, pp: 2, microbatches: 2, gradient: 16MB, activation: 4MB, fwd: 1ms, bwd: 2ms}
     # job: {file: saved-job.json}      # ... or a saved job (replay)
+    # job: {trace: fb.txt, format: coflow-benchmark, args: {layout: split}}  # ... or a flow trace
+    #                                  # (workloads/traces.py: coflow-benchmark or csv)
     schedulers:                        # names, or {name, args, label, job}: one scheduler, several settings
       - fifo
       - {name: small-first, args: {limit: 2}, label: small-first-2}
@@ -79,6 +81,7 @@ from railbed.spec import ClusterSpec
 from schedulers import SchedulerSpec, by_name, default_label, make, scheduler_spec
 from tc_policies.plan import POLICIES
 from workloads import check_fits, generate
+from workloads.traces import import_trace
 
 KEYS = {
     "name", "cluster", "job", "schedulers", "policy", "scale", "latency", "trace", "strict", "timeout",
@@ -171,7 +174,7 @@ class Scenario:
         loads = _loads(data.get("loads"), data["job"])
         jobs = [_job(_with_load(data["job"], x), base) for x in loads] if loads else None
         big = bool(arrays) and not loads and _array_job(data["job"], always=arrays == "always")
-        job = jobs[0] if jobs else None if big else _job(data["job"], base)
+        job = jobs[0] if jobs else None if big else _job(data["job"], base, cluster)
         specs = _scheduler_specs(data["schedulers"], base)
         variants = _variants(specs, data["job"], base, bool(loads) or big)
         policy = _choice(data.get("policy", "dscp-priority"), "policy", tuple(POLICIES))
@@ -234,28 +237,40 @@ def _cluster(value: Any, base: Path) -> ClusterSpec:
         raise SpecError(f"cluster.{exc.field}", exc.message) from None
 
 
-def _job(value: Any, base: Path) -> Job:
-    """``job:``: ``{generator: NAME, args: {...}}``, ``{file: PATH}`` (a saved job) or ``{chakra: PREFIX, ...}``
-    (a Chakra execution trace, :func:`workloads.chakra.scenario_job`)."""
+def _job(value: Any, base: Path, cluster: ClusterSpec | None = None) -> Job:
+    """``job:``: ``{generator: NAME, args: {...}}``, ``{file: PATH}`` (a saved job),
+    ``{trace: PATH, format: NAME, args: {...}}`` (a flow trace, :mod:`workloads.traces`, read
+    for ``cluster``) or ``{chakra: PREFIX, ...}`` (a Chakra execution trace,
+    :func:`workloads.chakra.scenario_job`)."""
     if isinstance(value, dict) and "chakra" in value:
         from workloads.chakra import scenario_job
 
         return scenario_job(value, base)
-    if not isinstance(value, dict) or not ({"file", "generator"} & set(value)):
-        raise SpecError("job", f"expected {{generator: NAME, args: {{...}}}} or {{file: PATH}}, got {describe(value)}")
-    allowed = {"file"} if "file" in value else {"generator", "args"}
+    kinds = {"file": {"file"}, "trace": {"trace", "format", "args"}, "generator": {"generator", "args"}}
+    kind = next((k for k in kinds if isinstance(value, dict) and k in value), None)
+    if kind is None:
+        raise SpecError(
+            "job",
+            f"expected {{generator: NAME, args: {{...}}}}, {{file: PATH}}, {{trace: PATH}} or {{chakra: PREFIX}}, "
+            f"got {describe(value)}",
+        )
     for key in value:
-        if key not in allowed:
-            raise SpecError(f"job.{key_name(key)}", f"unknown key (known: {', '.join(sorted(allowed))})")
-    if "file" in value:
-        path = value["file"]
-        if not isinstance(path, str) or not path or not path.isprintable():
-            raise SpecError("job.file", f"expected a file path, got {describe(path)}")
-        try:
-            return Job.load(base / path)
-        except SpecError as exc:
-            raise SpecError(f"job.{exc.field}" if exc.field != "job" else "job.file", exc.message) from None
-    return generate(value["generator"], value.get("args"), "job")
+        if key not in kinds[kind]:
+            raise SpecError(f"job.{key_name(key)}", f"unknown key (known: {', '.join(sorted(kinds[kind]))})")
+    if kind == "generator":
+        return generate(value["generator"], value.get("args"), "job")
+    path = value[kind]
+    if not isinstance(path, str) or not path or not path.isprintable():
+        raise SpecError(f"job.{kind}", f"expected a file path, got {describe(path)}")
+    if kind == "trace":
+        args = value.get("args") or {}
+        if not isinstance(args, dict):
+            raise SpecError("job.args", f"expected a mapping of option to value, got {describe(args)}")
+        return import_trace(base / path, value.get("format"), args, cluster)
+    try:
+        return Job.load(base / path)
+    except SpecError as exc:
+        raise SpecError(f"job.{exc.field}" if exc.field != "job" else "job.file", exc.message) from None
 
 
 def _variants(specs: list[SchedulerSpec], job: Any, base: Path, refused: bool) -> dict[str, Job] | None:

@@ -42,6 +42,7 @@ from schedulers.hermod import SCHEDULERS as _HERMOD
 from schedulers.leo import SCHEDULERS as _LEO
 from schedulers.multijob import SCHEDULERS as _MULTIJOB
 from schedulers.tagged import TagPriority
+from schedulers.varys import SCHEDULERS as _VARYS
 
 REGISTRY: dict[str, type[Scheduler]] = {
     "fifo": Fifo,
@@ -62,6 +63,7 @@ REGISTRY.update({cls.name: cls for cls in _DGCL})  # seed 002
 REGISTRY.update({cls.name: cls for cls in _CAGNET})  # seed 001, SANCUS
 REGISTRY.update({cls.name: cls for cls in _MULTIJOB})  # issue 45: several jobs
 REGISTRY.update({cls.name: cls for cls in (Cassini, Crux)})  # issue 45: NSDI'24, SIGCOMM'24
+REGISTRY.update({cls.name: cls for cls in _VARYS})  # Varys (SIGCOMM'14 §5): coflow baseline for traces
 
 
 @dataclass(frozen=True)
