@@ -8,10 +8,9 @@ from railbed.scheduler import Change, Decision, OnNic, Scheduler, Split, SubFlow
 
 
 class SmallFirst(Scheduler):
-    """Smaller flows in higher DSCP classes, demoted to 0 once half delivered (looked at every
-    ms); at most ``limit`` flows per source NIC (held until a flow starts or ends there); flows
-    over ``chunk`` bytes cut into chunks sent in turn; background capped to half a NIC while
-    urgent flows run; the "acc" path if offered; flows' and jobs' completion times."""
+    """Small flows in high DSCP classes, demoted once half delivered (looked at every ms); at most ``limit``
+    flows per source NIC (held until a flow starts or ends there); flows over ``chunk`` bytes sent in chunks
+    in turn; background capped to half a NIC while urgent flows run; the "acc" path; completion times."""
 
     name = "small-first"
 
@@ -21,8 +20,7 @@ class SmallFirst(Scheduler):
         if chunk < 1 << 20:  # a sub-flow per chunk: smaller ones would flood the run with sub-flows
             raise SpecError("chunk", f"must be at least 1 MiB (1048576 bytes), got {chunk}")
         self.limit, self.chunk = limit, chunk
-        self.times: dict[str, float] = {}  # flow id -> completion time, from on_done
-        self.jct: dict[str, float] = {}  # job -> its completion time, in a run of several jobs
+        self.times, self.jct = {}, {}  # flow id -> completion time (on_done); job -> JCT (several jobs)
         self.look = 0.0  # model time of the next wake-up asked for
 
     def place(self, job, cluster):
@@ -44,11 +42,10 @@ class SmallFirst(Scheduler):
 
     def on_flows_changed(self, view):
         urgent = any(f.dscp >= 56 for f in view.active.values())
-        servers = view.cluster.servers
         out = {}
         for fid, f in view.active.items():
             if f.dscp == 0:
-                cap = servers[f.src.server].nic_rates[f.src.nic] / 2 if urgent else None
+                cap = view.cluster.servers[f.src.server].nic_rates[f.src.nic] / 2 if urgent else None
                 if cap != f.rate:  # only what changes
                     out[fid] = cap
             elif f.remaining is not None and 2 * f.remaining < f.flow.size:  # half delivered: demote
@@ -63,8 +60,7 @@ class SmallFirst(Scheduler):
             self.times[item.id] = record.end - record.start
 
     def choose_path(self, flow, view):
-        names = [o.name for o in flow.options]
-        return names.index("acc") if "acc" in names else 0
+        return next((k for k, o in enumerate(flow.options) if o.name == "acc"), 0)
 
     def on_job_finished(self, job_name, view):  # several jobs: on_job_arrived may also shift a job's start
         self.jct[job_name] = view.now - view.jobs[job_name]

@@ -45,7 +45,7 @@ def test_exports_come_before_figures_and_both_report(tmp_path, monkeypatch):
     from scenarios import runner
 
     order: list[str] = []
-    monkeypatch.setattr("railbed.export.export_run", lambda result, run_dir: order.append("export") or [])
+    monkeypatch.setattr("railbed.export.export_run", lambda result, run_dir, trace=True: order.append("export") or [])
     monkeypatch.setattr(plots, "timeline", lambda *a, **k: order.append("figure"))
     for name in ("critical_path", "overlap_heatmap", "link_utilisation", "fct_cdf", "cct_cdf", "iterations"):
         monkeypatch.setattr(plots, name, lambda *a, **k: None)
