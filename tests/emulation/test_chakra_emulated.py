@@ -15,6 +15,7 @@ from railbed.results import RunResult
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 pytest.importorskip("chakra.schema.protobuf.et_def_pb2", reason="mlc-chakra is not installed (railbed[chakra])")
+from loadcheck import tolerance_or_load  # noqa: E402
 from test_chakra import ROOT, N, hand_closed_form, hand_trace, star  # noqa: E402
 
 pytestmark = pytest.mark.emulation
@@ -34,5 +35,6 @@ def test_a_chakra_trace_runs_on_the_emulator(tmp_path):
     res = RunResult.load(tmp_path / "out" / "fifo" / "result.json")
     flows = [r for r in res.items.values() if r.kind == "flow"]
     assert flows and all(r.received == r.size for r in flows)
-    assert res.fidelity.get("ok"), res.fidelity.get("problems")
-    assert abs(res.makespan - hand_closed_form()) <= 0.25 * hand_closed_form(), res.makespan
+    with tolerance_or_load(res):  # timing checks: a loaded machine's run skips, naming the load
+        assert res.fidelity.get("ok"), res.fidelity.get("problems")
+        assert abs(res.makespan - hand_closed_form()) <= 0.25 * hand_closed_form(), res.makespan
