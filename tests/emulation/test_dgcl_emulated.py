@@ -12,6 +12,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from loadcheck import tolerance_or_load
@@ -87,9 +88,10 @@ def test_a_fresh_clones_run_compiles_its_kernels_before_the_clock_starts(tmp_pat
     assert list(tmp_path.rglob("*.nbi")), "the child found its kernels compiled: the cache was not cold"
     got = json.loads(out.stdout.strip().splitlines()[-1])
     fid = got["fidelity"]
-    assert fid["start_lag_max"] < 0.01 * got["makespan"], fid
-    assert fid["ok"], fid["problems"]
-    assert got["makespan"] == pytest.approx(fid["loss"]["fluid_makespan"], rel=0.1)
+    with tolerance_or_load(SimpleNamespace(fidelity=fid)):  # timing checks: a loaded machine skips, naming it
+        assert fid["start_lag_max"] < 0.01 * got["makespan"], fid
+        assert fid["ok"], fid["problems"]
+        assert got["makespan"] == pytest.approx(fid["loss"]["fluid_makespan"], rel=0.1)
 
 
 def _late(emu, sim, n: int = 3) -> list[tuple[str, float, float]]:
