@@ -72,7 +72,9 @@ def default_seeds(scenario) -> dict[str, object]:
     if isinstance(job, dict) and job.get("generator") in GENERATORS:
         pairs.append(("job.args", GENERATORS[job["generator"]], job.get("args")))
     entries = scenario.get("schedulers")
-    for i, entry in enumerate(entries if isinstance(entries, list) else [entries]):
+    for i, entry in enumerate(entries if isinstance(entries, list) else []):
+        if not isinstance(entry, (str, dict)):
+            continue  # a scenario built in Python has no source to read seeds from
         name, args = (entry, {}) if isinstance(entry, str) else (entry.get("name"), entry.get("args"))
         if name in REGISTRY:
             pairs.append((f"schedulers[{i}].args", REGISTRY[name].__init__, args))
