@@ -567,15 +567,20 @@ class Unstated:
     claims: list[str]
 
 
-def _unstated(raw: Any, claims: list[Claim], where: str) -> Unstated:
+def _entry(raw: Any, where: str, known: set[str], required: tuple[str, ...]) -> None:
+    """An ``unstated`` or ``tuned`` entry is a mapping of known keys with the required ones."""
     if not isinstance(raw, dict):
         raise SpecError(where, "expected a mapping")
-    unknown = set(raw) - UNSTATED_KEYS
+    unknown = set(raw) - known
     if unknown:
-        raise SpecError(f"{where}.{sorted(unknown)[0]}", f"unknown key (known: {', '.join(sorted(UNSTATED_KEYS))})")
-    for key in ("name", "set", "value", "reason", "range", "claims"):
+        raise SpecError(f"{where}.{sorted(unknown)[0]}", f"unknown key (known: {', '.join(sorted(known))})")
+    for key in required:
         if key not in raw:
             raise SpecError(f"{where}.{key}", "missing")
+
+
+def _unstated(raw: Any, claims: list[Claim], where: str) -> Unstated:
+    _entry(raw, where, UNSTATED_KEYS, ("name", "set", "value", "reason", "range", "claims"))
     paths = raw["set"] if isinstance(raw["set"], list) else [raw["set"]]
     if not paths or not all(isinstance(p, str) and p for p in paths):
         raise SpecError(f"{where}.set", "expected a dotted path (or a list of them) set to each value")
@@ -617,14 +622,7 @@ class Tuned:
 
 
 def _tuned(raw: Any, claims: list[Claim], where: str) -> Tuned:
-    if not isinstance(raw, dict):
-        raise SpecError(where, "expected a mapping")
-    unknown = set(raw) - TUNED_KEYS
-    if unknown:
-        raise SpecError(f"{where}.{sorted(unknown)[0]}", f"unknown key (known: {', '.join(sorted(TUNED_KEYS))})")
-    for key in ("name", "value", "before", "commit", "why", "claims"):
-        if key not in raw:
-            raise SpecError(f"{where}.{key}", "missing")
+    _entry(raw, where, TUNED_KEYS, ("name", "value", "before", "commit", "why", "claims"))
     if not re.fullmatch(r"[0-9a-f]{7,40}", str(raw["commit"])):
         raise SpecError(f"{where}.commit", "expected the commit that chose the value (hex)")
     if not isinstance(raw["why"], str) or len(raw["why"]) < 20:
