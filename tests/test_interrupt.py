@@ -23,7 +23,6 @@ ROOT = Path(__file__).resolve().parent.parent
 CHILD = r"""
 import sys
 from pathlib import Path
-from railbed.job import Job
 from railbed.spec import ClusterSpec
 from scenarios.runner import Scenario, results_dir
 from schedulers import by_name
@@ -31,15 +30,8 @@ from simulator.compact import compact, run_compact
 
 out = Path(sys.argv[1])
 cluster = ClusterSpec.load("examples/rail-4x4.yaml")
-def job(n):  # every ordered pair a flow of its own size: about one network step per flow, all active
-    j = Job("long")
-    for e in range(n):
-        j.endpoint(f"e{e}")
-    for a in range(n):
-        for b in range(n):
-            if a != b:
-                j.flow(f"f{a}-{b}", f"e{a}", f"e{b}", 1000 + 37 * (a * n + b))
-    return j.validate()
+sys.path.insert(0, str(Path(ROOT) / "tests"))
+from test_interrupt import _flows_job as job  # every ordered pair a flow: about one network step per flow
 run_compact(compact(job(3), by_name("fifo"), cluster))  # the kernel compiled (or loaded) first
 cj = compact(job(150), by_name("fifo"), cluster)
 sc = Scenario.from_dict({"name": "long", "cluster": "examples/rail-4x4.yaml",
@@ -75,6 +67,7 @@ def test_sigint_stops_a_long_kernel_within_seconds_and_says_where(tmp_path):
 
 
 def _flows_job(n: int) -> Job:
+    """Every ordered pair of ``n`` endpoints a flow of its own size (all active at once)."""
     j = Job("some")
     for e in range(n):
         j.endpoint(f"e{e}")
