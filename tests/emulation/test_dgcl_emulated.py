@@ -17,6 +17,7 @@ from types import SimpleNamespace
 import pytest
 from loadcheck import tolerance_or_load
 
+from emulator.fidelity import LAG_SHARE
 from emulator.runtime import run
 from emulator.testbed import Testbed
 from railbed.spec import ClusterSpec
@@ -89,7 +90,10 @@ def test_a_fresh_clones_run_compiles_its_kernels_before_the_clock_starts(tmp_pat
     got = json.loads(out.stdout.strip().splitlines()[-1])
     fid = got["fidelity"]
     with tolerance_or_load(SimpleNamespace(fidelity=fid)):  # timing checks: a loaded machine skips, naming it
-        assert fid["start_lag_max"] < 0.01 * got["makespan"], fid
+        # the fidelity report's own bar (LAG_SHARE, 5 %): a kernel compiled mid-run held the controller
+        # 31-75 % of the makespan; OS scheduling on 2 busy cores costs about 1 % (1.1 % in CI, stop 48:
+        # 67 ms real at k = 500), which a 1 % bar here failed on
+        assert fid["start_lag_max"] < LAG_SHARE * got["makespan"], fid
         assert fid["ok"], fid["problems"]
         assert got["makespan"] == pytest.approx(fid["loss"]["fluid_makespan"], rel=0.1)
 
