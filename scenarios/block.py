@@ -162,6 +162,20 @@ def _verdicts(section: str) -> list[tuple[str, str]]:
     return rows
 
 
+def _claim_rows(section: str) -> list[tuple[tuple[str, int], str]]:
+    """((claim text, its occurrence), verdict) per claim row of a section. Every section has one row
+    per claim of its claims file, in the file's order, and several claims share a text (Hermod's
+    Fig. 5.11 rows at 16 and 32 GPUs): the n-th row of a text is the n-th claim of that text.
+    Rows at a tuned parameter's value before are not claims of their own."""
+    seen: Counter = Counter()
+    rows = []
+    for claim, verdict in _verdicts(section):
+        if TUNED_MARK not in claim:
+            rows.append(((claim, seen[claim]), verdict))
+            seen[claim] += 1
+    return rows
+
+
 def _rank(verdict: str) -> int:
     return 2 if verdict == "skipped" else 1 if verdict == QUICK_VERDICT else 0
 
@@ -182,11 +196,9 @@ def summary(sections: dict[tuple[str, str], str], papers: tuple[str, ...]) -> li
         mine = sorted((k for k in sections if k[0] == paper), key=lambda k: ("--quick" in k[1], k[1]))
         if not mine or paper == "mechanisms":
             continue
-        best: dict[str, str] = {}
+        best: dict[tuple[str, int], str] = {}
         for key in mine:  # sections at the paper's size first
-            for claim, verdict in _verdicts(sections[key]):
-                if TUNED_MARK in claim:  # a row at a tuned parameter's value before: not a claim of its own
-                    continue
+            for claim, verdict in _claim_rows(sections[key]):
                 if claim not in best or _rank(verdict) < _rank(best[claim]):
                     best[claim] = verdict
         counts = Counter(_column(v) for v in best.values())

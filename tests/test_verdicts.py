@@ -168,6 +168,20 @@ def test_the_summary_counts_each_claim_once_from_the_largest_size():
     assert counts["quick: no verdict"] == "1" and counts["input check"] == "1"
 
 
+def test_claims_sharing_a_text_count_once_each():
+    """Hermod's Fig. 5.11 rows at 16 and 32 GPUs share their text: the summary counted them once
+    (18 of Hermod's 40 claims); the n-th row of a text is the n-th claim of that text."""
+    row = "| {} | r | p | 1x | {} | - | - | `c` |"
+    head = "| claim | ran | paper | railbed | verdict | room (baseline) | fidelity | command |\n| --- |\n"
+    quick_rows = [("a", "skipped"), ("a", "quick: no verdict"), ("b", "skipped")]
+    quick = head + "\n".join(row.format(c, v) for c, v in quick_rows)
+    full = head + "\n".join(row.format(c, v) for c, v in [("a", "holds"), ("a", "skipped"), ("b", "skipped")])
+    lines = block.summary({("p", " --quick"): quick, ("p", ""): full}, ("p",))
+    counts = dict(zip(block.COLUMNS, lines[2].split(" | ")[2:]))
+    assert counts["claims"] == "3" and counts["hold"] == "1" and counts["quick: no verdict"] == "1"
+    assert counts["skipped"] == "1"
+
+
 NUMBER = r"([-+]?[\d.]+)(x| %)"
 INTERVAL = re.compile(r"holds in ([\[(])" + NUMBER + ", " + NUMBER + r"([\])])")
 
