@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 import yaml
 
+from cli import main
 from railbed.analysis import summary_lines
 from railbed.backend import RunOptions, backend
-from railbed.cli import main
 from railbed.errors import SpecError
 from railbed.job import Job
 from railbed.spec import ClusterSpec
