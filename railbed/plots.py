@@ -60,8 +60,8 @@ import json
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from railbed.metrics import coflow_completion_times, iteration_times, load_curve
-from railbed.results import RunResult
+from railbed.metrics import iteration_times, load_curve
+from railbed.results import RunResult, coflow_completion_times
 
 Rows = list[list]
 MAX_LANES = 48
