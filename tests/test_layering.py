@@ -147,11 +147,16 @@ def private(imports: list[Import]) -> list[str]:
     ]
 
 
-def cycles(imports: list[Import]) -> list[list[str]]:
-    """Strongly connected sets of more than one package (Tarjan over the package graph)."""
+def module(name: str) -> str:
+    return name
+
+
+def cycles(imports: list[Import], key=package) -> list[list[str]]:
+    """Strongly connected sets of more than one package (Tarjan over the package graph), or of
+    more than one module with ``key=module``."""
     graph: dict[str, set[str]] = {}
     for imp in imports:
-        src, dst = package(imp.module), package(imp.target)
+        src, dst = key(imp.module), key(imp.target)
         graph.setdefault(src, set())
         graph.setdefault(dst, set())
         if src != dst:
@@ -354,6 +359,11 @@ def test_no_package_cycle(project_imports):
     assert cycles(project_imports) == []
 
 
+def test_no_module_cycle(project_imports):
+    """Not inside a package either: an import inside a function does not hide a loop."""
+    assert cycles(project_imports, module) == []
+
+
 def test_every_registry_is_declared():
     assert set(registries(ROOT, PACKAGES)) == set(REGISTRIES)
 
@@ -408,6 +418,20 @@ def test_the_checker_catches_an_upward_import_inside_a_function(tmp_path):
     )
     assert upward(imports) == ["railbed.results:2 imports simulator.run (layer 4 >= 0)"]
     assert cycles(imports) == [["railbed", "simulator"]]
+    assert cycles(imports, module) == [["railbed.results", "simulator.run"]]
+
+
+def test_the_checker_catches_a_module_cycle_inside_a_package(tmp_path):
+    imports = _tree(
+        tmp_path,
+        {
+            "railbed/results.py": "def summary():\n    from railbed.analysis import lines\n",
+            "railbed/analysis.py": "from railbed.dispatch import Dispatcher\n\n\ndef lines():\n    pass\n",
+            "railbed/dispatch.py": "from railbed import results\n\nDispatcher = None\n",
+        },
+    )
+    assert cycles(imports) == []
+    assert cycles(imports, module) == [["railbed.analysis", "railbed.dispatch", "railbed.results"]]
 
 
 def test_the_checker_catches_a_sibling_and_an_import_of_the_command(tmp_path):
