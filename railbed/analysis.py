@@ -48,11 +48,12 @@ from itertools import count
 
 import numpy as np
 
+from railbed.dispatch import Dispatcher, StartFlow, StartWait
 from railbed.job import Item, Job, Placement
 from railbed.results import ItemRecord, RunResult
 from railbed.scheduler import Scheduler
 from railbed.spec import ClusterSpec
-from railbed.topology import Topology, port_label
+from railbed.topology import Topology
 
 STANDARD_TYPES = ("PP", "DP", "EP", "TP")
 UNTYPED = "other"  # flows without a coflow type
@@ -216,8 +217,6 @@ def network_free_makespan(
     started, before any timer; timers in (time, order set)), so the compact engine's run of
     its job with zero bits (:func:`simulator.compact.network_free_run`) gives the same
     times."""
-    from railbed.dispatch import Dispatcher, StartFlow, StartWait
-
     disp = Dispatcher(job, scheduler, cluster, topology, placement=placement)
     timers: list[tuple[float, int, str]] = []
     seq = count()
@@ -674,44 +673,3 @@ def failed(makespan: float, network_free: float | None, exc: Exception, notes: S
     out = analyse(None, makespan, network_free, None, notes)
     out["notes"].append(f"analysis failed ({type(exc).__name__}: {exc})")
     return out
-
-
-def summary_lines(analysis: Mapping) -> list[str]:
-    """summary.txt's lines for an ``analysis`` (empty when there is none)."""
-    from railbed.results import fmt_time
-
-    if not analysis:
-        return []
-    lines = []
-    free, speedup = analysis.get("network_free_makespan"), analysis.get("max_speedup")
-    if free is not None and analysis.get("compute") is False:
-        lines.append(f"  network-free    {fmt_time(free)}: no compute, bound n/a (flows only: their last release)")
-    elif free is not None:
-        bound = f"max speedup {speedup:.4g}x" if speedup is not None else "max speedup n/a"
-        lines.append(f"  network-free    {fmt_time(free)}: {bound} (every flow, leg and host model 0 s)")
-    port, rm = analysis.get("busiest_port"), analysis.get("room")
-    if port:
-        share = f" ({100 * port['share']:.1f}% of the makespan)" if port.get("share") is not None else ""
-        tail = f": room {rm:.4g}x for a scheduler keeping placement, routes and bytes" if rm is not None else ""
-        label = port_label(str(port["port"]))
-        lines.append(f"  busiest port    {port['port']} ({label}): busy {fmt_time(port['seconds'])}{share}{tail}")
-    exposed = analysis.get("exposed_comm_fraction")
-    cp = analysis.get("critical_path")
-    if exposed is not None and cp:
-        parts = [f"{k} {100 * v / cp['length']:.1f}%" for k, v in cp["time"].items() if v > 0 and cp["length"] > 0]
-        lines.append(f"  exposed comm    {100 * exposed:.1f}% of the critical path ({', '.join(parts)})")
-    ov = analysis.get("overlap")
-    if ov and ov.get("types"):
-        pairs = sorted(
-            ((v, f"{a}/{b}") for i, a in enumerate(ov["types"]) for b, v in list(ov["share"][a].items())[i:]),
-            key=lambda x: -x[0],
-        )
-        shown = ", ".join(f"{p} {100 * v:.1f}%" for v, p in pairs[:4])
-        lines.append(f"  coflow overlap  {shown} of the makespan (on a common port)")
-    ct = analysis.get("contention")
-    if ct and ct.get("share") is not None:
-        share = 100 * ct["share"]
-        lines.append(f"  contention      {share:.1f}% of flow time limited by a port shared with another type")
-    for note in analysis.get("notes", []):
-        lines.append(f"  note            {note}")
-    return lines

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from railbed.plots import Rows, new_figure, save_figure, time_unit, write_csv
+from railbed.figure import Rows, new_figure, save_figure, time_unit, write_csv
 from railbed.results import RunResult
 
 PORTS = 12

@@ -30,7 +30,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from railbed.results import RunResult
+from railbed.results import RunResult, load_runs
 
 NIC_TID = 1000  # thread ids: devices count from 1, NICs from here
 # process ids: server s is s + 1 (Perfetto's UI treats pid 0, the kernel's swapper, specially)
@@ -187,9 +187,7 @@ def export_results(
     progress: Callable[[str], None] | None = None,
 ) -> list[Path]:
     """:func:`export_run` for every run of a results directory (``have``: results in memory,
-    as :func:`railbed.plots.load_runs`; ``progress``: told each run's name before its export)."""
-    from railbed.plots import load_runs
-
+    as :func:`railbed.results.load_runs`; ``progress``: told each run's name before its export)."""
     out = []
     runs = load_runs(Path(results_dir), have)
     for k, (name, result) in enumerate(runs.items()):

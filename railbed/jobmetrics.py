@@ -35,7 +35,7 @@ import numpy as np
 from railbed.analysis import COMPUTE, IDLE, RELEASE, critical_path, overlap, timeline_of
 from railbed.job import Job
 from railbed.jobs import arrivals
-from railbed.results import RunResult, fmt_time
+from railbed.results import RunResult
 from railbed.spec import ClusterSpec
 from railbed.topology import Topology
 
@@ -111,30 +111,3 @@ def interference(tl, per: Mapping[str, dict], owner: Mapping[str, str | None]) -
         for a in names:
             caused[a][b] = excess * shared[a][b] / total
     return {"jobs": names, "shared_seconds": shared, "caused": caused}
-
-
-def summary_lines(jobs: Mapping) -> list[str]:
-    """summary.txt's lines for ``RunResult.jobs`` (none when the run had one job)."""
-    if not jobs:
-        return []
-    lines = []
-    for name, j in jobs.get("per_job", {}).items():
-        slow = f", slowdown {j['slowdown']:.3f}x (alone {fmt_time(j['alone'])})" if j.get("slowdown") else ""
-        its = list(j.get("iterations", {}).values())
-        mean = f", {len(its)} iterations of {fmt_time(sum(its) / len(its))} mean" if its else ""
-        exp = j.get("exposed_comm_fraction")
-        comm = f", exposed comm {100 * exp:.1f}%" if exp is not None else ""
-        lines.append(f"  job {name:<11} arrives {fmt_time(j['arrival'])}, JCT {fmt_time(j['jct'])}{slow}{mean}{comm}")
-    cl = jobs.get("cluster", {})
-    if cl.get("gpu_busy_share") is not None:
-        lines.append(f"  cluster         GPUs busy {100 * cl['gpu_busy_share']:.1f}% of {cl['gpus']} x the makespan")
-    inter = cl.get("interference") or {}
-    for a in inter.get("jobs", []):
-        for b in inter["jobs"]:
-            s = inter["shared_seconds"][a][b]
-            if a < b and s > 0:
-                ab, ba = fmt_time(inter["caused"][a][b]), fmt_time(inter["caused"][b][a])
-                lines.append(
-                    f"  interference    {a}/{b} shared a port {fmt_time(s)}; {a} cost {b} {ab}, {b} cost {a} {ba}"
-                )
-    return lines

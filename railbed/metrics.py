@@ -12,7 +12,8 @@ and the reproduction report (``scenarios/reproduce.py``):
   those inside one server, ``fct_all_p99`` every flow;
 * **coflow completion time** (CCT): from the first ``ready`` of a coflow's
   flows (the coflow arrived) to the last ``end`` (flows carry their coflow
-  in ``attrs["coflow"]``);
+  in ``attrs["coflow"]``), as :func:`railbed.results.coflow_completion_times` (beside
+  :func:`railbed.results.collective_bandwidths`: a run's summary shows both);
 * **percentiles**: nearest rank on the sorted values (``p50`` of 1, 2, 3, 4
   is 3: :func:`railbed.results.percentile`, used everywhere).
 
@@ -36,30 +37,11 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 
-from railbed.results import RunResult, percentile
+from railbed.results import RunResult, coflow_completion_times, collective_bandwidths, percentile
 
 
 def flow_completion_times(result: RunResult) -> dict[str, float]:
     return result.flow_completion_times()
-
-
-def coflow_completion_times(result: RunResult) -> dict[str, float]:
-    """Coflow id -> last end minus first ready of its flows (coflows with an unfinished flow are left out)."""
-    first: dict[str, float] = {}
-    last: dict[str, float] = {}
-    unfinished = set()
-    for r in result.items.values():
-        coflow = r.attrs.get("coflow")
-        if r.kind != "flow" or coflow is None:
-            continue
-        coflow = str(coflow)
-        arrived = r.ready if r.ready is not None else r.start
-        if r.end is None or arrived is None:
-            unfinished.add(coflow)
-            continue
-        first[coflow] = min(first.get(coflow, math.inf), arrived)
-        last[coflow] = max(last.get(coflow, -math.inf), r.end)
-    return {c: last[c] - first[c] for c in first if c not in unfinished}
 
 
 def receiver_comm(result: RunResult) -> dict[int, float]:
@@ -321,30 +303,6 @@ def curve_metric(name: str, results, scheduler: str, relative_to: str | None = N
         if label is not None and label not in curve:
             raise KeyError(f"no runs {label}@<load> (sweeps: {', '.join(curve) or 'none'})")
     return CURVE_METRICS[name](curve[scheduler], curve[relative_to] if relative_to else None)
-
-
-def collective_bandwidths(result: RunResult) -> list[dict]:
-    """Per coflow whose flows carry ``workloads.collectives.collective_tags`` (the ``collective``
-    generator, a Chakra trace's collectives): its time (first ready to last end, as the coflow
-    completion time), nccl-tests' algbw (``bytes`` / time) and busbw (algbw x the operation's bus
-    factor: all-reduce 2 (n - 1) / n, all-gather, reduce-scatter and all-to-all (n - 1) / n,
-    broadcast 1), in bytes per model second, in coflow order."""
-    seen: dict[str, dict] = {}
-    for r in result.items.values():
-        tags, coflow = r.attrs.get("tags") or {}, r.attrs.get("coflow")
-        if r.kind == "flow" and coflow is not None and "bus_factor" in tags and coflow not in seen:
-            seen[str(coflow)] = tags
-    times = coflow_completion_times(result)
-    out = []
-    for coflow, tags in seen.items():
-        t = times.get(coflow)
-        if not t:
-            continue
-        algbw = tags["bytes"] / t
-        out.append({"coflow": coflow, "operation": tags["collective"], "algorithm": tags["algorithm"],
-                    "ranks": tags["ranks"], "bytes": tags["bytes"], "time": t, "algbw": algbw,
-                    "busbw": algbw * tags["bus_factor"]})  # fmt: skip
-    return out
 
 
 def _first_collective(key: str) -> Callable[[RunResult], float]:

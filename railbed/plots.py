@@ -55,51 +55,18 @@ no display needed).
 
 from __future__ import annotations
 
-import csv
 import json
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from railbed.metrics import coflow_completion_times, iteration_times, load_curve
-from railbed.results import RunResult
+from railbed.compare_plots import packet_ports, speedup
+from railbed.figure import DPI, Rows, new_figure, save_figure, time_unit, write_csv
+from railbed.metrics import iteration_times, load_curve
+from railbed.results import RunResult, coflow_completion_times, load_runs
 
-Rows = list[list]
 MAX_LANES = 48
 TIMELINE_EDGES = 2000  # bars up to which a timeline's bars get white edges
 BUSIEST_LINKS = 6
-DPI = 100
-
-
-# ----------------------------------------------------------------- helpers
-def time_unit(seconds: float) -> tuple[str, float]:
-    """(unit, factor) so that ``seconds * factor`` reads well in that unit."""
-    for unit, factor in (("s", 1.0), ("ms", 1e3), ("us", 1e6)):
-        if seconds >= 1.0 / factor:
-            return unit, factor
-    return "ns", 1e9
-
-
-def write_csv(path: Path, header: Sequence[str], rows: Rows) -> Path:
-    with open(path, "w", newline="") as f:
-        w = csv.writer(f)
-        w.writerow(header)
-        w.writerows(rows)
-    return path
-
-
-def new_figure(width: float = 8.0, height: float = 4.5):
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
-
-    fig = Figure(figsize=(width, height), dpi=DPI)
-    FigureCanvasAgg(fig)
-    return fig, fig.add_subplot(1, 1, 1)
-
-
-def save_figure(fig, png: Path) -> Path:
-    fig.tight_layout()
-    fig.savefig(png, format="png")
-    return png
 
 
 # One colour per coflow type in every figure of every run (the timeline, the critical path, ...):
@@ -682,25 +649,6 @@ def load_figures(runs: dict[str, RunResult], out: Path) -> list[Path]:
     ]
 
 
-# -------------------------------------------------------- results directory
-def load_runs(results_dir: Path, have: dict[str, RunResult] | None = None) -> dict[str, RunResult]:
-    """Run name (its directory) -> result, in ``index.json``'s order where it has one. ``have``:
-    results already in memory (the run that wrote the directory), taken instead of their
-    ``result.json``: a second copy of a run's records is 3-4 KB per record while it loads."""
-    results_dir = Path(results_dir)
-    have = have or {}
-    dirs = {p.parent.name: p for p in sorted(results_dir.glob("*/result.json"))}
-    order: list[str] = []
-    index = results_dir / "index.json"
-    if index.exists():
-        for run in json.loads(index.read_text()).get("runs", []):
-            name = str(run.get("label", run.get("scheduler", "")))
-            if name in dirs and name not in order:
-                order.append(name)
-    order += [n for n in dirs if n not in order]
-    return {n: have[n] if n in have else RunResult.load(dirs[n]) for n in order}
-
-
 def plot_results(
     results_dir: Path,
     color_by: str = "coflow_type",
@@ -710,8 +658,6 @@ def plot_results(
     """Write the standard figures (module docstring) of a results directory; return the PNGs.
     ``have``: results in memory, as :func:`load_runs`. ``progress``: told each run's name
     before its figures are drawn, and when the comparisons are."""
-    from railbed.compare_plots import packet_ports, speedup
-
     results_dir = Path(results_dir)
     runs = load_runs(results_dir, have)
     out = results_dir / "figures"

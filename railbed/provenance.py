@@ -61,7 +61,7 @@ def code_version() -> dict[str, Any]:
 
 # railbed's other top-level import names (setup.cfg's packages): generic enough that a user's own
 # module of the same name, earlier on sys.path (a notebook's folder), would be imported instead
-TOP_LEVEL = ("emulator", "hwmodels", "scenarios", "schedulers", "simulator", "tc_policies", "workloads")
+TOP_LEVEL = ("cli", "emulator", "hwmodels", "scenarios", "schedulers", "simulator", "tc_policies", "workloads")
 
 
 def shadowed_packages() -> dict[str, str]:

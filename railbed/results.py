@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field, fields, is_dataclass
 from pathlib import Path
 from typing import Any
@@ -213,12 +213,8 @@ class RunResult:
                 f"  peak link       {busiest[0]} ({port_label(busiest[0])}): highest peak, "
                 f"{100 * busiest[1].get('peak_util', 0):.0f}% of {format_rate(busiest[1].get('rate', 0))}"
             )
-        from railbed.analysis import summary_lines
-
-        lines += summary_lines(self.analysis)
+        lines += analysis_lines(self.analysis)
         if self.jobs:
-            from railbed.jobmetrics import summary_lines as job_lines
-
             lines += job_lines(self.jobs)
         if self.fidelity:
             verdict = "ok" if self.fidelity.get("ok", True) else "BROKEN: " + "; ".join(self.fidelity["problems"])
@@ -243,6 +239,24 @@ class RunResult:
             why = " (0 s: no host model, intra_host)" if p99 == 0 else ""
             lines.append(f"  FCT (in server) median {fmt_time(p50)}, p99 {fmt_time(p99)}{why}")
         return lines
+
+
+def load_runs(results_dir: Path, have: dict[str, RunResult] | None = None) -> dict[str, RunResult]:
+    """Run name (its directory) -> result, in ``index.json``'s order where it has one. ``have``:
+    results already in memory (the run that wrote the directory), taken instead of their
+    ``result.json``: a second copy of a run's records is 3-4 KB per record while it loads."""
+    results_dir = Path(results_dir)
+    have = have or {}
+    dirs = {p.parent.name: p for p in sorted(results_dir.glob("*/result.json"))}
+    order: list[str] = []
+    index = results_dir / "index.json"
+    if index.exists():
+        for run in json.loads(index.read_text()).get("runs", []):
+            name = str(run.get("label", run.get("scheduler", "")))
+            if name in dirs and name not in order:
+                order.append(name)
+    order += [n for n in dirs if n not in order]
+    return {n: have[n] if n in have else RunResult.load(dirs[n]) for n in order}
 
 
 # how much of a run is written (a scenario's ``results``, ``--results``): ``summary`` result.json
@@ -323,10 +337,8 @@ def comparison_table(results: list[RunResult]) -> str:
 
 
 def _collective_lines(result: RunResult, most: int = 4) -> list[str]:
-    """algbw and busbw of the run's collectives (``railbed.metrics.collective_bandwidths``), in GB/s
+    """algbw and busbw of the run's collectives (:func:`collective_bandwidths`), in GB/s
     as nccl-tests prints them; the first ``most`` of them and a count of the rest."""
-    from railbed.metrics import collective_bandwidths
-
     rows = collective_bandwidths(result)
     lines = [
         f"  collective      {c['operation']} by {c['algorithm']}, {c['ranks']} ranks, {c['bytes']} bytes: "
@@ -334,7 +346,118 @@ def _collective_lines(result: RunResult, most: int = 4) -> list[str]:
         for c in rows[:most]
     ]
     return lines + (
-        [f"  collectives     {len(rows) - most} more (railbed.metrics.collective_bandwidths)"]
+        [f"  collectives     {len(rows) - most} more (railbed.results.collective_bandwidths)"]
         if len(rows) > most
         else []
     )
+
+
+# ----------------------------------- what summary() shows of the metrics, the analysis and the jobs
+# here, below railbed.metrics, railbed.analysis and railbed.jobmetrics (each imports this module)
+def coflow_completion_times(result: RunResult) -> dict[str, float]:
+    """Coflow id -> last end minus first ready of its flows (coflows with an unfinished flow are left out)."""
+    first: dict[str, float] = {}
+    last: dict[str, float] = {}
+    unfinished = set()
+    for r in result.items.values():
+        coflow = r.attrs.get("coflow")
+        if r.kind != "flow" or coflow is None:
+            continue
+        coflow = str(coflow)
+        arrived = r.ready if r.ready is not None else r.start
+        if r.end is None or arrived is None:
+            unfinished.add(coflow)
+            continue
+        first[coflow] = min(first.get(coflow, math.inf), arrived)
+        last[coflow] = max(last.get(coflow, -math.inf), r.end)
+    return {c: last[c] - first[c] for c in first if c not in unfinished}
+
+
+def collective_bandwidths(result: RunResult) -> list[dict]:
+    """Per coflow whose flows carry ``workloads.collectives.collective_tags`` (the ``collective``
+    generator, a Chakra trace's collectives): its time (first ready to last end, as the coflow
+    completion time), nccl-tests' algbw (``bytes`` / time) and busbw (algbw x the operation's bus
+    factor: all-reduce 2 (n - 1) / n, all-gather, reduce-scatter and all-to-all (n - 1) / n,
+    broadcast 1), in bytes per model second, in coflow order."""
+    seen: dict[str, dict] = {}
+    for r in result.items.values():
+        tags, coflow = r.attrs.get("tags") or {}, r.attrs.get("coflow")
+        if r.kind == "flow" and coflow is not None and "bus_factor" in tags and coflow not in seen:
+            seen[str(coflow)] = tags
+    times = coflow_completion_times(result)
+    out = []
+    for coflow, tags in seen.items():
+        t = times.get(coflow)
+        if not t:
+            continue
+        algbw = tags["bytes"] / t
+        out.append({"coflow": coflow, "operation": tags["collective"], "algorithm": tags["algorithm"],
+                    "ranks": tags["ranks"], "bytes": tags["bytes"], "time": t, "algbw": algbw,
+                    "busbw": algbw * tags["bus_factor"]})  # fmt: skip
+    return out
+
+
+def analysis_lines(analysis: Mapping) -> list[str]:
+    """summary.txt's lines for ``RunResult.analysis`` (:mod:`railbed.analysis`; empty when there is none)."""
+    if not analysis:
+        return []
+    lines = []
+    free, speedup = analysis.get("network_free_makespan"), analysis.get("max_speedup")
+    if free is not None and analysis.get("compute") is False:
+        lines.append(f"  network-free    {fmt_time(free)}: no compute, bound n/a (flows only: their last release)")
+    elif free is not None:
+        bound = f"max speedup {speedup:.4g}x" if speedup is not None else "max speedup n/a"
+        lines.append(f"  network-free    {fmt_time(free)}: {bound} (every flow, leg and host model 0 s)")
+    port, rm = analysis.get("busiest_port"), analysis.get("room")
+    if port:
+        share = f" ({100 * port['share']:.1f}% of the makespan)" if port.get("share") is not None else ""
+        tail = f": room {rm:.4g}x for a scheduler keeping placement, routes and bytes" if rm is not None else ""
+        label = port_label(str(port["port"]))
+        lines.append(f"  busiest port    {port['port']} ({label}): busy {fmt_time(port['seconds'])}{share}{tail}")
+    exposed = analysis.get("exposed_comm_fraction")
+    cp = analysis.get("critical_path")
+    if exposed is not None and cp:
+        parts = [f"{k} {100 * v / cp['length']:.1f}%" for k, v in cp["time"].items() if v > 0 and cp["length"] > 0]
+        lines.append(f"  exposed comm    {100 * exposed:.1f}% of the critical path ({', '.join(parts)})")
+    ov = analysis.get("overlap")
+    if ov and ov.get("types"):
+        pairs = sorted(
+            ((v, f"{a}/{b}") for i, a in enumerate(ov["types"]) for b, v in list(ov["share"][a].items())[i:]),
+            key=lambda x: -x[0],
+        )
+        shown = ", ".join(f"{p} {100 * v:.1f}%" for v, p in pairs[:4])
+        lines.append(f"  coflow overlap  {shown} of the makespan (on a common port)")
+    ct = analysis.get("contention")
+    if ct and ct.get("share") is not None:
+        share = 100 * ct["share"]
+        lines.append(f"  contention      {share:.1f}% of flow time limited by a port shared with another type")
+    for note in analysis.get("notes", []):
+        lines.append(f"  note            {note}")
+    return lines
+
+
+def job_lines(jobs: Mapping) -> list[str]:
+    """summary.txt's lines for ``RunResult.jobs`` (:mod:`railbed.jobmetrics`; none when the run had one job)."""
+    if not jobs:
+        return []
+    lines = []
+    for name, j in jobs.get("per_job", {}).items():
+        slow = f", slowdown {j['slowdown']:.3f}x (alone {fmt_time(j['alone'])})" if j.get("slowdown") else ""
+        its = list(j.get("iterations", {}).values())
+        mean = f", {len(its)} iterations of {fmt_time(sum(its) / len(its))} mean" if its else ""
+        exp = j.get("exposed_comm_fraction")
+        comm = f", exposed comm {100 * exp:.1f}%" if exp is not None else ""
+        lines.append(f"  job {name:<11} arrives {fmt_time(j['arrival'])}, JCT {fmt_time(j['jct'])}{slow}{mean}{comm}")
+    cl = jobs.get("cluster", {})
+    if cl.get("gpu_busy_share") is not None:
+        lines.append(f"  cluster         GPUs busy {100 * cl['gpu_busy_share']:.1f}% of {cl['gpus']} x the makespan")
+    inter = cl.get("interference") or {}
+    for a in inter.get("jobs", []):
+        for b in inter["jobs"]:
+            s = inter["shared_seconds"][a][b]
+            if a < b and s > 0:
+                ab, ba = fmt_time(inter["caused"][a][b]), fmt_time(inter["caused"][b][a])
+                lines.append(
+                    f"  interference    {a}/{b} shared a port {fmt_time(s)}; {a} cost {b} {ab}, {b} cost {a} {ba}"
+                )
+    return lines

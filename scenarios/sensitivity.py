@@ -217,7 +217,7 @@ def run_paper(paper, claims, unstated, out: Path, quick, echo, address, cpus) ->
 def draw(claim: Claim, panels: list[tuple[Unstated, list[tuple[Any, float]]]], out: Path) -> Path:
     """One figure per claim: a panel per parameter, the claim's number against the parameter's
     values, the paper's number (a line, or two for a range) and its band, the chosen value marked."""
-    from railbed.plots import new_figure, save_figure, write_csv
+    from railbed.figure import new_figure, save_figure, write_csv
 
     fig, first = new_figure(max(6.0, 4.2 * len(panels)), 3.8)
     fig.delaxes(first)

@@ -29,7 +29,7 @@ give no ``paths``, so the class assignment is the whole of what this scheduler d
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from railbed.errors import SpecError
 from railbed.job import Item, Job, Placement
@@ -38,20 +38,8 @@ from railbed.scheduler import Decision, RunView, Scheduler, default_placement
 from railbed.spec import ClusterSpec
 from railbed.topology import Topology
 from schedulers import crux_alg as alg
-
-
-@dataclass(frozen=True)
-class CruxProfile:
-    """A job as Crux measures it: ``work`` per iteration (GPU-seconds or FLOPs, one unit for all
-    jobs), ``traffic`` bytes per link per iteration, its iteration on its bottleneck link
-    (``link``: transfer and compute seconds, overlap share), and its transfers between leaves
-    with their candidate paths (``paths``: ``(bytes, [[link, ...], ...])``) for §4.1."""
-
-    name: str
-    work: float
-    traffic: Mapping[str, float]
-    link: alg.LinkJob
-    paths: Sequence[alg.Transfer] = field(default_factory=tuple)
+from schedulers.crux_alg import CruxProfile
+from schedulers.multijob_profile import alone_run, byte_rates, crux_profile, profiled_iteration
 
 
 @dataclass
@@ -137,8 +125,6 @@ class Crux(Scheduler):
         return self.last
 
     def place(self, job: Job, cluster: ClusterSpec) -> Placement:
-        from schedulers.multijob_profile import alone_run, byte_rates, crux_profile, profiled_iteration
-
         topo = Topology(cluster)
         for name in arrivals(job):
             if name not in self.profiles:

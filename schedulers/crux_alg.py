@@ -40,7 +40,7 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -80,6 +80,20 @@ class LinkJob:
     def __post_init__(self) -> None:
         if not (self.comm > 0 and self.compute >= 0 and 0 <= self.overlap <= 1):
             raise SpecError("job", f"expected comm > 0, compute >= 0, 0 <= overlap <= 1, got {self}")
+
+
+@dataclass(frozen=True)
+class CruxProfile:
+    """A job as Crux measures it: ``work`` per iteration (GPU-seconds or FLOPs, one unit for all
+    jobs), ``traffic`` bytes per link per iteration, its iteration on its bottleneck link
+    (``link``: transfer and compute seconds, overlap share), and its transfers between leaves
+    with their candidate paths (``paths``: ``(bytes, [[link, ...], ...])``) for §4.1."""
+
+    name: str
+    work: float
+    traffic: Mapping[str, float]
+    link: LinkJob
+    paths: Sequence[Transfer] = field(default_factory=tuple)
 
 
 def link_shares(high: LinkJob, low: LinkJob, horizon: float) -> tuple[float, float]:

@@ -4,7 +4,7 @@ information measurement": computation and communication per iteration, at the hi
 
 The multi-job core runs each job alone on its placement once (issue 45); these functions turn
 that run's :class:`~railbed.results.RunResult` into :class:`~schedulers.cassini_alg.JobTraffic`
-and :class:`~schedulers.crux.CruxProfile`. A link is an egress queue of the fabric,
+and :class:`~schedulers.crux_alg.CruxProfile`. A link is an egress queue of the fabric,
 ``"node:ifname"`` as :meth:`railbed.topology.Topology.path` names its hops (a flow between two
 servers crosses its source NIC, the leaf's uplink to its spine and the spine's port when the
 servers are under different leaves, and the destination's leaf port); flows inside a server
@@ -32,8 +32,7 @@ from railbed.results import ItemRecord, RunResult
 from railbed.spec import ClusterSpec
 from railbed.topology import Topology
 from schedulers.cassini_alg import JobTraffic, phases_from_transfers
-from schedulers.crux import CruxProfile
-from schedulers.crux_alg import LinkJob, gpu_intensity
+from schedulers.crux_alg import CruxProfile, LinkJob, gpu_intensity
 from schedulers.fifo import Fifo
 
 _ALONE: dict[str, RunResult] = {}

@@ -107,7 +107,7 @@ def test_a_hardware_model_is_refused_by_a_backend_without_them(tmp_path):
 
 def railbed(*args):
     return subprocess.run(
-        [sys.executable, "-m", "railbed.cli", *args], cwd=ROOT, capture_output=True, text=True, timeout=120
+        [sys.executable, "-m", "cli", *args], cwd=ROOT, capture_output=True, text=True, timeout=120
     )
 
 

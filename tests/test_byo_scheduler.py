@@ -65,7 +65,7 @@ def railbed(*args, cwd):
     """``railbed ARGS`` run from ``cwd`` (the user's folder), with this checkout's packages."""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, (str(ROOT), os.environ.get("PYTHONPATH"))))}
     return subprocess.run(
-        [sys.executable, "-m", "railbed.cli", *args], cwd=cwd, capture_output=True, text=True, timeout=300, env=env
+        [sys.executable, "-m", "cli", *args], cwd=cwd, capture_output=True, text=True, timeout=300, env=env
     )
 
 

@@ -204,7 +204,7 @@ def test_a_bad_trace_is_one_line_naming_the_node(tmp_path, edit, says):
     if edit == "missing":
         drop_rank_1(tmp_path / "t")
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    argv = [sys.executable, "-m", "railbed.cli", "import-chakra", str(prefix), "-o", str(tmp_path / "job.json")]
+    argv = [sys.executable, "-m", "cli", "import-chakra", str(prefix), "-o", str(tmp_path / "job.json")]
     got = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=120)
     lines = got.stderr.strip().splitlines()
     assert got.returncode == 2 and len(lines) == 1 and says in lines[0], got.stderr
@@ -255,7 +255,7 @@ def test_the_commands_import_and_export(tmp_path):
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
 
     def railbed(*args):
-        got = subprocess.run([sys.executable, "-m", "railbed.cli", *args], capture_output=True, text=True, env=env,
+        got = subprocess.run([sys.executable, "-m", "cli", *args], capture_output=True, text=True, env=env,
                              timeout=120)  # fmt: skip
         assert got.returncode == 0, got.stderr
         return got.stdout

@@ -25,7 +25,7 @@ CASES = {
 
 def railbed(*args):
     return subprocess.run(
-        [sys.executable, "-m", "railbed.cli", *args], cwd=ROOT, capture_output=True, text=True, timeout=60
+        [sys.executable, "-m", "cli", *args], cwd=ROOT, capture_output=True, text=True, timeout=60
     )
 
 

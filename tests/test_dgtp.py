@@ -392,7 +392,7 @@ def test_bad_dgtp_argument_exits_2(tmp_path):
         + "schedulers: [distdgl, {name: dgtp, args: {mu: -1}}]\n"
     )
     proc = subprocess.run(
-        [sys.executable, "-m", "railbed.cli", "simulate", str(path), "--out", str(tmp_path / "out")],
+        [sys.executable, "-m", "cli", "simulate", str(path), "--out", str(tmp_path / "out")],
         cwd=ROOT, capture_output=True, text=True, timeout=120,
     )  # fmt: skip
     assert proc.returncode == 2, proc.stderr

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from cli import main
 from railbed import metrics, plots
-from railbed.cli import main
 from railbed.errors import SpecError
 from railbed.results import ItemRecord, RunResult
 
@@ -438,7 +438,7 @@ def test_a_users_module_shadowing_a_railbed_package_is_named(tmp_path):
 
     (tmp_path / "workloads.py").write_text("x = 1\n")  # a notebook's own workloads.py
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    code = "from railbed.cli import version; print(version())"
+    code = "from cli import version; print(version())"
     out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True)
     lines = out.stdout.splitlines()
     assert lines[0].startswith("railbed ") and lines[1:] == [

@@ -21,7 +21,7 @@ class _Refuse:
             raise ImportError(f"No module named {name!r} (blocked by the test)")
         return None
 sys.meta_path.insert(0, _Refuse())
-from railbed.cli import main
+from cli import main
 code = main(sys.argv[1:])
 assert not any(m.split(".")[0] in ("mininet", "pyroute2", "emulator") for m in sys.modules), sorted(
     m for m in sys.modules if m.split(".")[0] in ("mininet", "pyroute2", "emulator"))
@@ -35,7 +35,7 @@ def railbed_blocked(*args):
 
 def test_the_block_works():
     probe = subprocess.run(
-        [sys.executable, "-c", BLOCK.split("from railbed.cli")[0] + "import pyroute2\n"],
+        [sys.executable, "-c", BLOCK.split("from cli import")[0] + "import pyroute2\n"],
         capture_output=True,
         text=True,
     )

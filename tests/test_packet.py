@@ -183,7 +183,7 @@ packet: {buffer: 16}
 @needs_ns3
 @pytest.mark.packet
 def test_simulate_writes_results_with_drops_queue_peaks_and_retransmissions(tmp_path):
-    from railbed.cli import main
+    from cli import main
 
     path = tmp_path / "incast.yaml"
     path.write_text(INCAST)

@@ -216,7 +216,7 @@ def test_emulator_link_series_from_counter_samples():
 
 
 def railbed(*args):
-    return subprocess.run([sys.executable, "-m", "railbed.cli", *args], cwd=ROOT, capture_output=True, text=True)
+    return subprocess.run([sys.executable, "-m", "cli", *args], cwd=ROOT, capture_output=True, text=True)
 
 
 def test_plot_command_and_no_plots(results, tmp_path):

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from railbed.cli import main
+from cli import main
 from railbed.errors import SpecError
 from railbed.metrics import metric
 from railbed.results import RunResult

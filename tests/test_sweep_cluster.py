@@ -109,7 +109,7 @@ def write_sweep(tmp_path: Path) -> Path:
 
 
 def sweep(tmp_path: Path, address: str, env: dict, timeout: float = 300) -> subprocess.CompletedProcess:
-    argv = [sys.executable, "-m", "railbed.cli", "sweep", str(write_sweep(tmp_path)), "--out", str(tmp_path / "out")]
+    argv = [sys.executable, "-m", "cli", "sweep", str(write_sweep(tmp_path)), "--out", str(tmp_path / "out")]
     return subprocess.run([*argv, "--address", address], env=env, capture_output=True, text=True, timeout=timeout)
 
 

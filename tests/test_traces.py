@@ -7,11 +7,11 @@ from pathlib import Path
 import pytest
 import yaml
 
-from railbed.analysis import summary_lines
+from cli import main
 from railbed.backend import RunOptions, backend
-from railbed.cli import main
 from railbed.errors import SpecError
 from railbed.job import Job
+from railbed.results import analysis_lines
 from railbed.spec import ClusterSpec
 from railbed.units import wire_bytes
 from scenarios.runner import Scenario
@@ -159,7 +159,7 @@ def test_the_analysis_of_a_replay_claims_no_compute():
         assert a["network_free_makespan"] == pytest.approx(0.025)  # the last release: flows take 0 s
         assert a["max_speedup"] is None  # no compute: no bound on what a scheduler could gain
         assert a["critical_path"]["time"]["compute"] == 0.0 and a["critical_path"]["time"]["release"] == 0.025
-        text = "\n".join(summary_lines(a))
+        text = "\n".join(analysis_lines(a))
         assert "no compute" in text and "max speedup" not in text
         assert any("no compute" in n for n in a["notes"])
 

@@ -212,7 +212,7 @@ def test_the_committed_summary_is_what_its_sections_give():
 def test_the_check_command_exits_1_on_a_stale_section(tmp_path, capsys):
     """``railbed reproduce --check FILE``: a section without an inputs line (made before sections
     recorded them) is stale; the command names it and exits 1."""
-    from railbed.cli import main
+    from cli import main
 
     md = tmp_path / "R.md"
     md.write_text(f"{BEGIN}\n<!-- reproduce:section dgtp --quick -->\n\n### dgtp: t\n\nold\n{END}\n")

@@ -161,7 +161,7 @@ CASES = {
 def railbed(*args: str, state: Path, timeout: float = 60) -> subprocess.CompletedProcess:
     env = {**os.environ, "RAILBED_STATE_DIR": str(state)}
     return subprocess.run(
-        [sys.executable, "-m", "railbed.cli", *args], cwd=ROOT, capture_output=True, text=True, timeout=timeout, env=env
+        [sys.executable, "-m", "cli", *args], cwd=ROOT, capture_output=True, text=True, timeout=timeout, env=env
     )
 
 

@@ -27,7 +27,7 @@ def test_a_scheduler_file_outside_the_repo_runs_on_the_emulator(tmp_path):
     out, sim = tmp_path / "emu", tmp_path / "sim"
     for command, where in (("run", out), ("simulate", sim)):
         got = subprocess.run(
-            [sys.executable, "-m", "railbed.cli", command, "byo.yaml", "--out", str(where), "--no-plots"],
+            [sys.executable, "-m", "cli", command, "byo.yaml", "--out", str(where), "--no-plots"],
             cwd=folder, capture_output=True, text=True, timeout=900, env=env,
         )  # fmt: skip
         assert got.returncode == 0, got.stderr[-2000:]

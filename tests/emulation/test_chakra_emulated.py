@@ -28,7 +28,7 @@ def test_a_chakra_trace_runs_on_the_emulator(tmp_path):
     (tmp_path / "s.yaml").write_text(yaml.safe_dump(scenario))
     env = {**os.environ, "PYTHONPATH": str(ROOT), "RAILBED_STATE_DIR": str(tmp_path / "state")}
     got = subprocess.run(
-        [sys.executable, "-m", "railbed.cli", "run", "s.yaml", "--out", str(tmp_path / "out"), "--no-plots"],
+        [sys.executable, "-m", "cli", "run", "s.yaml", "--out", str(tmp_path / "out"), "--no-plots"],
         cwd=tmp_path, capture_output=True, text=True, timeout=900, env=env,
     )  # fmt: skip
     assert got.returncode == 0, got.stderr[-2000:]

@@ -96,7 +96,7 @@ def test_sigkill_then_railbed_clean_removes_only_the_run():
         proc.wait(timeout=10)
         assert RunState().leftovers().get("processes"), "SIGKILL should leave the node shells behind"
         result = subprocess.run(
-            [sys.executable, "-m", "railbed.cli", "clean"], cwd=ROOT, capture_output=True, text=True, timeout=60
+            [sys.executable, "-m", "cli", "clean"], cwd=ROOT, capture_output=True, text=True, timeout=60
         )
         assert result.returncode == 0, result.stderr
         assert "removed" in result.stdout

@@ -276,7 +276,7 @@ def test_ctrl_c_during_a_cli_run_cleans_up(tmp_path):
     path.write_text(yaml.safe_dump(scenario))
     root = Path(__file__).resolve().parents[2]
     proc = subprocess.Popen(
-        [sys.executable, "-m", "railbed.cli", "run", str(path), "--out", str(tmp_path / "out")],
+        [sys.executable, "-m", "cli", "run", str(path), "--out", str(tmp_path / "out")],
         cwd=root,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -309,7 +309,7 @@ def test_cli_run_writes_a_results_directory(tmp_path):
     root = Path(__file__).resolve().parents[2]
     out = tmp_path / "out"
     proc = subprocess.run(
-        [sys.executable, "-m", "railbed.cli", "run", str(path), "--out", str(out)],
+        [sys.executable, "-m", "cli", "run", str(path), "--out", str(out)],
         cwd=root,
         capture_output=True,
         text=True,

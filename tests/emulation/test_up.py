@@ -16,7 +16,7 @@ ROOT = Path(__file__).resolve().parents[2]
 def test_up_until_signal(sig, code):
     before = root_interfaces()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "railbed.cli", "up", str(ROOT / "examples" / "dgtp-testbed.yaml")],
+        [sys.executable, "-m", "cli", "up", str(ROOT / "examples" / "dgtp-testbed.yaml")],
         cwd=ROOT,
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,

@@ -462,6 +462,55 @@ class _Version(argparse.Action):
         parser.exit()
 
 
+def _sweep_command(sub) -> None:
+    sw = sub.add_parser(
+        "sweep", help="a scenario over a grid of settings, here or on Ray (resumes; see scenarios/sweep.py)"
+    )
+    sw.add_argument("sweep", help="sweep YAML")
+    sw.add_argument("--out", default=None, help="results directory (default results/sweep-<name>); re-run resumes")
+    sw.add_argument("--address", default=None, help="Ray cluster address (default: RAY_ADDRESS, else local)")
+    sw.add_argument("--cpus", type=int, default=None, help="points at once on this machine (default: all CPUs)")
+    sw.add_argument("--max-points", type=_count_arg, default=None, help="allow grids of up to N points (default 1000)")
+    sw.add_argument("--ray", action="store_true", help="run the points on a local Ray instance (default: processes)")
+    sw.add_argument(
+        "--only", action="append", default=None, metavar="TEXT", help="only the points whose id has TEXT (repeatable)"
+    )
+    sw.set_defaults(func=cmd_sweep)
+
+
+def _reproduce_command(sub) -> None:
+    from scenarios.reproduce import PAPERS
+
+    rp = sub.add_parser("reproduce", help="run the papers' claims and write REPRODUCTION.md (scenarios/reproduce.py)")
+    rp.add_argument("paper", nargs="?", default="all", choices=[*PAPERS, "all"])
+    rp.add_argument("--quick", action="store_true", help="small versions of the scenarios (minutes)")
+    rp.add_argument("--emulate", action="store_true", help="also the emulated and crosscheck rows (root)")
+    rp.add_argument(
+        "--full-size", action="store_true", help="also the rows at the papers' sizes (fluid-rules: minutes, GBs)"
+    )
+    rp.add_argument("--out", default="reproduction", help="where the runs and REPRODUCTION.md go")
+    rp.add_argument(
+        "--write",
+        default=None,
+        metavar="FILE",
+        help="also rewrite this file's reproduce:begin/end block (REPRODUCTION.md)",
+    )
+    rp.add_argument("--readme", default=None, help=argparse.SUPPRESS)  # the old name of --write
+    rp.add_argument("--check", default=None, metavar="FILE", help="list FILE's stale sections (exit 1 if any)")
+    rp.add_argument(
+        "--resume", action="store_true", help="reuse runs in --out that finished with the same scenario.yaml"
+    )
+    rp.add_argument(
+        "--sensitivity",
+        action="store_true",
+        help="sweep the claims files' unstated parameters on Ray, one figure per claim",
+    )
+    rp.add_argument("--no-plots", action="store_true", help="no figures (REPRODUCTION.md's block has none)")
+    rp.add_argument("--address", default=None, help="--sensitivity: a Ray cluster (default: local)")
+    rp.add_argument("--cpus", type=int, default=None, help="--sensitivity: CPUs of the local Ray instance")
+    rp.set_defaults(func=cmd_reproduce)
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="railbed", description="packet-level testbed for ML cluster networks")
     p.add_argument("--version", action=_Version, help="the version and git commit of this code")
@@ -565,51 +614,8 @@ def build_parser() -> argparse.ArgumentParser:
     it.add_argument("-o", "--out", default=None, help="job JSON (default: the trace's name with .json, here)")
     it.set_defaults(func=cmd_import_trace)
 
-    sw = sub.add_parser(
-        "sweep", help="a scenario over a grid of settings, here or on Ray (resumes; see scenarios/sweep.py)"
-    )
-    sw.add_argument("sweep", help="sweep YAML")
-    sw.add_argument("--out", default=None, help="results directory (default results/sweep-<name>); re-run resumes")
-    sw.add_argument("--address", default=None, help="Ray cluster address (default: RAY_ADDRESS, else local)")
-    sw.add_argument("--cpus", type=int, default=None, help="points at once on this machine (default: all CPUs)")
-    sw.add_argument("--max-points", type=_count_arg, default=None, help="allow grids of up to N points (default 1000)")
-    sw.add_argument("--ray", action="store_true", help="run the points on a local Ray instance (default: processes)")
-    sw.add_argument(
-        "--only", action="append", default=None, metavar="TEXT", help="only the points whose id has TEXT (repeatable)"
-    )
-    sw.set_defaults(func=cmd_sweep)
-
-    from scenarios.reproduce import PAPERS
-
-    rp = sub.add_parser("reproduce", help="run the papers' claims and write REPRODUCTION.md (scenarios/reproduce.py)")
-    rp.add_argument("paper", nargs="?", default="all", choices=[*PAPERS, "all"])
-    rp.add_argument("--quick", action="store_true", help="small versions of the scenarios (minutes)")
-    rp.add_argument("--emulate", action="store_true", help="also the emulated and crosscheck rows (root)")
-    rp.add_argument(
-        "--full-size", action="store_true", help="also the rows at the papers' sizes (fluid-rules: minutes, GBs)"
-    )
-    rp.add_argument("--out", default="reproduction", help="where the runs and REPRODUCTION.md go")
-    rp.add_argument(
-        "--write",
-        default=None,
-        metavar="FILE",
-        help="also rewrite this file's reproduce:begin/end block (REPRODUCTION.md)",
-    )
-    rp.add_argument("--readme", default=None, help=argparse.SUPPRESS)  # the old name of --write
-    rp.add_argument("--check", default=None, metavar="FILE", help="list FILE's stale sections (exit 1 if any)")
-    rp.add_argument(
-        "--resume", action="store_true", help="reuse runs in --out that finished with the same scenario.yaml"
-    )
-    rp.add_argument(
-        "--sensitivity",
-        action="store_true",
-        help="sweep the claims files' unstated parameters on Ray, one figure per claim",
-    )
-    rp.add_argument("--no-plots", action="store_true", help="no figures (REPRODUCTION.md's block has none)")
-    rp.add_argument("--address", default=None, help="--sensitivity: a Ray cluster (default: local)")
-    rp.add_argument("--cpus", type=int, default=None, help="--sensitivity: CPUs of the local Ray instance")
-    rp.set_defaults(func=cmd_reproduce)
-
+    _sweep_command(sub)
+    _reproduce_command(sub)
     _chakra_commands(sub)
 
     k = sub.add_parser("clean", help="remove what a killed run left behind (root)")
