@@ -29,6 +29,11 @@ After every batch of changes to the set of network flows the dispatcher calls
 ``on_flows_changed`` and turns its answer into :class:`SetRate` and
 :class:`SetDscp` actions. After every item's end it calls ``on_done``.
 
+Rules
+    A scheduler that writes :meth:`~railbed.scheduler.Scheduler.rule` and no ``on_ready``
+    is answered by its rules' one reading (:class:`railbed.rulebook.RuleBook`, asked here
+    in ``on_ready``'s place), the same on every backend and in the compact engine.
+
 Sub-flows
     ``on_ready`` may answer :class:`~railbed.scheduler.Split`: the original
     flows (ready, not started) are replaced by scheduler-made sub-flows,
@@ -97,6 +102,7 @@ from railbed.job import Flow, Item, Job, Location, Placement, Task, attrs_of
 from railbed.jobs import part
 from railbed.placement_check import check_placement, server_devices, server_resources
 from railbed.results import ItemRecord, RunResult
+from railbed.rulebook import RuleBook, as_offered, decides_by_rule
 from railbed.scheduler import (
     KEEP,
     ActiveFlow,
@@ -114,6 +120,7 @@ from railbed.scheduler import (
     SubFlow,
     crowding_note,
 )
+from railbed.snapshot import placed_copy
 from railbed.spec import ClusterSpec
 from railbed.splits import check_acyclic, check_conservation, check_split, share_received, shares_of, sub_ends
 from railbed.topology import Topology
@@ -168,7 +175,11 @@ class Dispatcher:
         self.placed_scheduler: Scheduler | None = None
         self.snapshot_problem: str | None = None  # why there is no copy, when one was asked for
         if snapshot:
-            self.placed_scheduler, self.snapshot_problem = _snapshot(scheduler, public, job, cluster, placement)
+            self.placed_scheduler, self.snapshot_problem = placed_copy(scheduler, public, job, cluster, placement)
+        # a scheduler that writes rules and no on_ready: its offers are the rules' reading
+        self._rules = (
+            RuleBook(scheduler, map(as_offered, job.flows), placement, cluster) if decides_by_rule(scheduler) else None
+        )
         # the job's items; a copy with the sub-flows once a scheduler splits (a copy of millions
         # of ids costs memory and cache at 8192 GPUs, bench/bench_dispatch.py)
         self.items: dict[str, Item] = job.items
@@ -369,7 +380,9 @@ class Dispatcher:
         return self._hosts.leg_time(flow, leg, side, now, self.records[flow.id])
 
     def _offer(self, item_id: str) -> Decision | Split:
-        decision = self.scheduler.on_ready(self.view.job.items[item_id], self.view)
+        item = self.view.job.items[item_id]
+        rules = self._rules
+        decision = self.scheduler.on_ready(item, self.view) if rules is None else rules.decide(item, self.view)
         if type(decision) is not Decision:  # the common case first: this runs once per item
             if isinstance(decision, Split):
                 return decision
@@ -671,24 +684,6 @@ class Dispatcher:
                     self.records[fid].remarked = True
                     out.append(SetDscp(fid, change.dscp))
         return out
-
-
-def _snapshot(scheduler: Scheduler, *shared) -> tuple[Scheduler | None, str | None]:
-    """A deep copy of ``scheduler`` that shares ``shared`` objects (the jobs, their items, the
-    cluster, the placement: read-only during a run, and millions of items at 8192 GPUs), or
-    ``None`` and why it cannot be copied."""
-    import copy
-
-    memo: dict[int, object] = {}
-    for obj in shared:
-        memo[id(obj)] = obj
-        if isinstance(obj, Job):
-            memo[id(obj.items)] = obj.items  # a dict the scheduler may keep; its items are frozen
-            memo.update((id(it), it) for it in obj.items.values())
-    try:
-        return copy.deepcopy(scheduler, memo), None
-    except Exception as exc:  # noqa: BLE001 - any object a scheduler holds may refuse to be copied
-        return None, f"{scheduler.name} cannot be copied after place ({type(exc).__name__}: {exc})"
 
 
 def run_label(scheduler: Scheduler) -> str:
