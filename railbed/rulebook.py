@@ -22,6 +22,14 @@ The reading (the :class:`Rule` docstring; the kernel's, ``_run_kernel``'s offer 
   there (at its current DSCP) has ``key < bar``; a sub-flow counts with its original's key.
   ``bar = 0`` never holds. Otherwise it starts with the rule's DSCP and cap.
 
+The holds are the host-side waits of the schedulers that have rules: Hermod's per-NIC
+priority queue (seed 004, §5.4; with ``hold_by_class`` per switch queue, the reading
+:mod:`schedulers.hermod` argues for), Lina's DP behind backward EP (§5.1.3), and the gate is
+Hermod's EP coflow split by Alg. 3 once the whole coflow is ready (§5.3.2). Where the
+sources are silent on the moment a hold is looked at, this reading chooses the offer round
+(the held set and best keys as the round began; active flows as the offer finds them), the
+Dispatcher's settling.
+
 Where the kernel reads differently (no job of the schedulers that have rules shows it): it
 places an active sub-flow on its original's source NIC (here, its own; the gated splits of
 Hermod keep each original's ends) and at the DSCP it started with (here, the current one;
