@@ -42,6 +42,7 @@ from typing import Any
 from railbed.errors import SpecError
 from railbed.job import Flow, Item, Job, Location, Placement, Task
 from railbed.results import ItemRecord
+from railbed.rulebook import RuleBook, decides_by_rule
 from railbed.safeload import describe
 from railbed.scheduler import Decision, RunView, Scheduler, Split, default_placement
 from railbed.spec import ClusterSpec
@@ -304,10 +305,14 @@ class PerJob(Scheduler):
     ``default`` for the others: every hook routed by ``item.job`` (or the job named). Each own
     scheduler's ``place`` sees its job's part (endpoints are pinned by the merge, so the
     placement is the default's); ``on_flows_changed`` asks every scheduler and keeps each
-    answer for the flows of its own jobs. Not for the compact engine (it calls no hooks)."""
+    answer for the flows of its own jobs. A scheduler that decides by rule
+    (:func:`~railbed.rulebook.decides_by_rule`) is answered by its rules' reading
+    (:class:`~railbed.rulebook.RuleBook`, its jobs' flows ruled as the view shows them at the
+    run's first offer). Not for the compact engine (it calls no hooks)."""
 
     def __init__(self, default: Scheduler, own: Mapping[str, Scheduler]) -> None:
         self.default, self.own = default, dict(own)
+        self._books: dict[int, RuleBook] = {}  # a scheduler that decides by rule -> its rules' reading
         self.name = default.name
         self.label = getattr(default, "label", None) or default.name
 
@@ -315,6 +320,7 @@ class PerJob(Scheduler):
         return self.own.get(job, self.default) if job is not None else self.default
 
     def place(self, job: Job, cluster: ClusterSpec) -> Placement:
+        self._books = {}
         for name, sched in self.own.items():
             sched.place(part(job, name), cluster)
         return self.default.place(job, cluster)
@@ -325,7 +331,14 @@ class PerJob(Scheduler):
             sched.check(part(job, name), cluster)
 
     def on_ready(self, item: Item, view: RunView) -> Decision | Split:
-        return self._of(item.job).on_ready(item, view)
+        sched = self._of(item.job)
+        if not decides_by_rule(sched):
+            return sched.on_ready(item, view)
+        book = self._books.get(id(sched))
+        if book is None:  # its jobs' flows as the view shows them at the run's first offer
+            mine = (f for f in view.job.flows if self._of(f.job) is sched)
+            book = self._books[id(sched)] = RuleBook(sched, mine, view.placement, view.cluster)
+        return book.decide(item, view)
 
     def on_flows_changed(self, view: RunView):
         out = {}

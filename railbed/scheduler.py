@@ -44,11 +44,14 @@ core they build on.
     After the last item of job ``job_name`` ended. ``view.jobs`` maps the jobs that arrived to
     their arrival times, ``view.jobs_done`` the finished ones to their ends.
 ``rule(flow, placement, cluster) -> Rule | None``
-    Only for the compact engine (:mod:`simulator.compact`): ``on_ready``'s
-    answer for a flow as a pure function of it (:class:`Rule`), or ``None``.
+    ``on_ready``'s answer for a flow as a pure function of it (:class:`Rule`),
+    or ``None``. A scheduler that writes ``rule`` and no ``on_ready`` is
+    answered by its rules on every backend (the Dispatcher reads them with
+    :class:`railbed.rulebook.RuleBook`); the compact engine
+    (:mod:`simulator.compact`) runs only schedulers with rules.
 ``gate_split(flows, placement, cluster) -> Split``
-    Only for the compact engine: the split of a group of flows whose rules
-    name one ``gate``, precomputed before the run.
+    The split of a group of flows whose rules name one ``gate`` (once all
+    are held; the compact engine makes it before the run).
 ``gate_split_arrays(gates, placement, cluster) -> SplitArrays | None``
     Only for the compact engine, optional: ``gate_split`` of every gate at
     once, in array form (:class:`SplitArrays` over the gates' flows in
@@ -154,8 +157,10 @@ _WAKES = frozenset((OnNic, OnDone, OnSlot, OnTime))
 
 @dataclass(frozen=True)
 class Rule:
-    """A flow's ``on_ready`` answer as a pure function of the flow, for the compact engine
-    (:mod:`simulator.compact`): the DSCP and cap it starts with, and when it waits.
+    """A flow's ``on_ready`` answer as a pure function of the flow: the DSCP and cap it starts
+    with, and when it waits. Read once for every backend (:class:`railbed.rulebook.RuleBook`,
+    for a scheduler without ``on_ready``) and re-implemented by the compact engine's kernel
+    (:mod:`simulator.compact`).
 
     The flow is held while a network flow active on its source NIC has ``key < bar``, and,
     if ``queued``, while a held ``queued`` flow on that NIC has ``key < bar`` (the minimum
@@ -433,7 +438,9 @@ class Scheduler:
     def rule(self, flow: Flow, placement: Placement, cluster: ClusterSpec) -> Rule | None:
         """After ``place``: this scheduler's decisions for ``flow`` as a :class:`Rule`, or
         ``None`` if they are not a pure function of the flow (then the compact engine refuses
-        the run). It must agree with ``on_ready`` (tests run both engines); tasks always start.
+        the run). A scheduler without ``on_ready`` is answered by it on every backend
+        (:class:`railbed.rulebook.RuleBook`); one with both must make them agree (tests run
+        both engines). Tasks always start.
         Default: the base behaviour (DSCP 0, no cap, no waits) when no decision hook is
         overridden, else ``None``."""
         mine = type(self)
@@ -442,9 +449,11 @@ class Scheduler:
         return Rule()
 
     def gate_split(self, flows: list[Flow], placement: Placement, cluster: ClusterSpec) -> Split:
-        """After ``place``, for the compact engine: the :class:`Split` that ``on_ready`` returns
-        for the flows whose :class:`Rule` names one ``gate`` (in job order) once all are held.
-        It must be a pure function of those flows and equal ``on_ready``'s answer. Default: none."""
+        """After ``place``: the :class:`Split` that answers the offer of the flows whose
+        :class:`Rule` names one ``gate`` (in job order) once all are held, on every backend
+        (:class:`railbed.rulebook.RuleBook`) and in the compact engine. It must be a pure
+        function of those flows (and equal ``on_ready``'s answer where a scheduler has both).
+        Default: none."""
         raise NotImplementedError(f"{self.name} gates flows but has no gate_split")
 
     def gate_split_arrays(

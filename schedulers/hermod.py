@@ -46,10 +46,12 @@ Thin classes over :mod:`schedulers.hermod_alg`; jobs come from
   destination NIC. Sub-flows start when their deps are done, without the
   host-side wait.
 
-For the compact engine (:mod:`simulator.compact`) each class's ``rule`` states its
-``on_ready`` as a pure function of the flow (Hermod's host wait: key = bar = its priority,
-queued; Lina's: key 0 for backward EP, bar 1 for DP); the EP flows Alg. 3 splits (between
-servers) are gated by coflow, and ``gate_split`` precomputes their sub-flows.
+Each class writes its decisions once, as ``rule`` (a :class:`~railbed.scheduler.Rule`, a pure
+function of the flow; Hermod's host wait: key = bar = its priority, queued; Lina's: key 0 for
+backward EP, bar 1 for DP) and no ``on_ready``: the Dispatcher reads the rules on every
+backend (:class:`railbed.rulebook.RuleBook`), the compact engine (:mod:`simulator.compact`)
+in its kernel. The EP flows Alg. 3 splits (between servers) are gated by coflow, and
+``gate_split`` makes their sub-flows.
 
 ``metadata`` (what the thesis leaves open): the EP metadata all-gather (512 bytes per GPU,
 the token counts Alg. 3 reads, §5.3.2) goes in the top switch queue and never waits at its
@@ -94,7 +96,7 @@ import numpy as np
 
 from railbed.errors import SpecError
 from railbed.job import Flow
-from railbed.scheduler import HOLD, Decision, Rule, Scheduler, Split, SplitArrays, default_placement
+from railbed.scheduler import Rule, Scheduler, Split, SplitArrays, default_placement
 from schedulers.hermod_alg import (
     CTYPES,
     Factors,
@@ -129,12 +131,6 @@ def key_number(key: tuple[int, ...]) -> int:
     for k in key:
         n = n << KEY_BITS | k
     return n
-
-
-def higher_active(view, flow: Flow, outranks) -> bool:
-    """Is a flow that ``outranks(active_flow)`` this one active on ``flow``'s source NIC?"""
-    src = view.location(flow.src)
-    return any((a.src.server, a.src.nic) == (src.server, src.nic) and outranks(a.flow) for a in view.active.values())
 
 
 def split_coflow(flows: list[Flow], dscp: dict[str, int], port: dict[str, object]) -> Split:
@@ -220,10 +216,7 @@ class Hermod(Scheduler):
         self.layers_at: dict[str, list[int]] = {}  # endpoint -> the layers of the flows it sends
         self.members: dict[str, list[str]] = {}  # EP coflow -> its flows between servers
         self.matched: set[str] = set()  # those flows
-        self._held_set: set[str] = set()
         self.keys: dict[str, tuple[int, int, int]] = {}
-        self._round: list[str] | None = None  # the view.held list of the current offer round
-        self._queued: dict[tuple, tuple[int, ...]] = {}  # source NIC (and queue) -> best held key
         self._held_layers: dict[str, tuple[int, ...]] = {}  # layers_at as tuples, for rule()'s memo
         self._rules: dict[tuple, tuple[int, int]] = {}
 
@@ -273,41 +266,19 @@ class Hermod(Scheduler):
             return self.microbatches - 1 - m
         return m
 
-    def on_ready(self, item, view):
-        if not isinstance(item, Flow):
-            return Decision()
-        if self.intra and item.id in self.matched:
-            return self._match(item, view)
-        if self.top_metadata and item.tags.get("metadata"):
-            return Decision(dscp=TOP_DSCP)
-        dscp = self.dscp(item)
-        if self.host_wait != "off":
-            mine, slot = self.key(item), self._slot(view.location(item.src), dscp)
-            if self._best_held(view).get(slot, mine) < mine:
-                return HOLD
-            if any(self._slot(a.src, a.dscp) == slot and self.key(a.flow) < mine for a in view.active.values()):
-                return HOLD
-        return Decision(dscp=dscp, rate=self.rate(item, view))
-
-    def _slot(self, src, dscp: int | None) -> tuple:
-        """What a host wait looks at: the source NIC, and with ``host_wait: queue`` the queue."""
-        return (src.server, src.nic, (dscp or 0) >> 3) if self.hold_by_class else (src.server, src.nic)
-
-    def rate(self, flow: Flow, view) -> float | None:
-        """Line rate (no cap), except a double binary tree's flows: half each (§5.3.2)."""
-        return self._rate(flow, view.location(flow.src), view.cluster)
-
     @staticmethod
     def _rate(flow: Flow, src, cluster) -> float | None:
+        """Line rate (no cap), except a double binary tree's flows: half the source NIC's each (§5.3.2)."""
         if "tree" not in flow.tags:
             return None
         return cluster.servers[src.server].nic_rates[src.nic] / 2
 
-    def rule(self, flow: Flow, placement, cluster) -> Rule | None:
-        """``on_ready`` as a :class:`Rule`: the DSCP and rate above, and the host-side wait (a
-        flow waits for a better key held or active on its source NIC) as ``key = bar``,
-        ``queued``. EP flows that Alg. 3 splits (between servers) are gated by their coflow
-        (``Rule.gate``): held until the whole coflow is, then :meth:`gate_split`."""
+    def rule(self, flow: Flow, placement, cluster) -> Rule:
+        """The decision for a flow as a :class:`Rule`: the DSCP and rate above, and the host-side
+        wait (a flow waits for a better key held or active on its source NIC, with
+        ``hold_by_class`` in its switch queue) as ``key = bar``, ``queued``. EP flows that
+        Alg. 3 splits (between servers) are gated by their coflow (``Rule.gate``): held until
+        the whole coflow is, then :meth:`gate_split`."""
         if self.intra and flow.id in self.matched:
             return Rule(key=self._marks(flow)[1], gate=flow.coflow)
         if self.top_metadata and flow.tags.get("metadata"):  # never waits; others see its key
@@ -336,8 +307,8 @@ class Hermod(Scheduler):
         return got
 
     def gate_split(self, flows, placement, cluster) -> Split:
-        """Alg. 3 (§5.3.2) on a gated EP coflow, before the run: ``_match``'s split, which is a
-        pure function of the coflow's flows (their sizes, ends and DSCPs)."""
+        """Alg. 3 (§5.3.2) on a gated EP coflow (its flows between servers, in job order, once
+        all are ready): a pure function of the coflow's flows (their sizes, ends and DSCPs)."""
         flows = list(flows)
         return self._split_arrays([flows], placement.__getitem__).split(flows)
 
@@ -345,34 +316,6 @@ class Hermod(Scheduler):
         """:meth:`gate_split` of every gate at once as :class:`~railbed.scheduler.SplitArrays`
         (the compact engine's form)."""
         return self._split_arrays([list(g) for g in gates], placement.__getitem__)
-
-    def _best_held(self, view) -> dict[tuple[int, int], tuple[int, int, int]]:
-        """Per source NIC, the best key among held flows that the priority check decides
-        (EP flows waiting for their coflow, and the top queue's metadata, which never waits, do not
-        count), and the held set. Once per offer round."""
-        if self._round is not view.held:
-            self._round, self._held_set, best = view.held, set(view.held), {}
-            for i in view.held:
-                f = view.job.items[i]
-                if (
-                    isinstance(f, Flow)
-                    and not (self.intra and i in self.matched)
-                    and not (self.top_metadata and f.tags.get("metadata"))
-                ):
-                    nic, k = self._slot(view.location(f.src), self.dscp(f)), self.key(f)
-                    if k < best.get(nic, k) or nic not in best:
-                        best[nic] = k
-            self._queued = best
-        return self._queued
-
-    def _match(self, item: Flow, view):
-        """Hold an EP flow until its whole coflow is ready, then split the coflow (Alg. 3)."""
-        ids = self.members[item.coflow]
-        self._best_held(view)
-        if any(i not in self._held_set for i in ids):
-            return HOLD
-        flows = [view.job.items[i] for i in ids]
-        return self._split_arrays([flows], view.location).split(flows)
 
     def _split_arrays(self, coflows: list[list[Flow]], location) -> SplitArrays:
         """Alg. 3 on each coflow over its NICs (``match: nic``) or GPUs (``gpu``); ``location``:
@@ -427,12 +370,6 @@ class Lina(Scheduler):
 
     name = "lina"
 
-    def on_ready(self, item, view):
-        if isinstance(item, Flow) and item.coflow_type == "DP":
-            if higher_active(view, item, lambda f: f.coflow_type == "EP" and f.tags.get("pass") == "B"):
-                return HOLD
-        return Decision()
-
     def rule(self, flow, placement, cluster) -> Rule:
         """A DP flow waits while a backward EP flow is active on its NIC: key 0 for those, bar 1 for DP."""
         backward_ep = flow.coflow_type == "EP" and flow.tags.get("pass") == "B"
@@ -444,11 +381,6 @@ class TypeFirst(Scheduler):
 
     name = "type-first"
     first = "DP"
-
-    def on_ready(self, item, view):
-        if isinstance(item, Flow) and item.coflow_type == self.first:
-            return Decision(dscp=56)
-        return Decision()
 
     def rule(self, flow, placement, cluster) -> Rule:
         return Rule(dscp=56 if flow.coflow_type == self.first else 0)

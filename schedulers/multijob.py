@@ -23,9 +23,9 @@ and a fixed time shift of a job's start.
 from __future__ import annotations
 
 from railbed.errors import SpecError
-from railbed.job import Flow, Item, Job, Placement
+from railbed.job import Flow, Job, Placement
 from railbed.jobs import arrivals
-from railbed.scheduler import Decision, Rule, RunView, Scheduler, default_placement
+from railbed.scheduler import Rule, RunView, Scheduler, default_placement
 from railbed.spec import ClusterSpec
 from schedulers.crux_alg import dscp_of_level
 
@@ -50,10 +50,8 @@ class JobPriority(Scheduler):
         rank = self.rank.get(job, self.levels - 1) if job is not None else self.levels - 1
         return dscp_of_level(min(rank, self.levels - 1), self.levels)
 
-    def on_ready(self, item: Item, view: RunView) -> Decision:
-        return Decision(dscp=self.dscp(item.job)) if isinstance(item, Flow) else Decision()
-
     def rule(self, flow: Flow, placement: Placement, cluster: ClusterSpec) -> Rule:
+        """Its job's DSCP, no cap, no waits (its only decision, read on every backend)."""
         return Rule(dscp=self.dscp(flow.job))
 
     def notes(self) -> list[str]:

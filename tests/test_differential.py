@@ -21,6 +21,7 @@ cases of the disagreements this test found (see each docstring).
 
 from __future__ import annotations
 
+import math
 import random
 from dataclasses import replace
 from pathlib import Path
@@ -31,6 +32,7 @@ from railbed.backend import RunOptions, backend
 from railbed.dispatch import RunStalled, SchedulerError
 from railbed.errors import SpecError
 from railbed.job import Flow, Job, Leg, Location, PathOption
+from railbed.rulebook import RuleBook, as_offered, decides_by_rule
 from railbed.scheduler import HOLD, ActiveFlow, Change, Decision, RunView
 from railbed.spec import ClusterSpec
 from railbed.topology import Topology
@@ -350,11 +352,13 @@ def _expected(item, view: RunView, rules: dict, split_of: dict, members: dict, b
 
 @pytest.mark.parametrize("name", sorted(MAKERS))
 def test_rule_and_gate_split_say_what_on_ready_answers_in_random_states(name):
-    """The fast path's decisions come from ``rule`` and ``gate_split``, the Dispatcher's from
-    ``on_ready``: on random views (active flows, held items, revealed sizes) of random jobs, the
-    ``Rule``'s meaning (held while a flow active on the source NIC, or a held queued one there,
-    has ``key < bar``; a gate held until whole, then ``gate_split``) is ``on_ready``'s answer
-    for every held item, offered in the held order of one round."""
+    """The fast path's decisions come from ``rule`` and ``gate_split``; the Dispatcher's from
+    ``on_ready``, or, for a scheduler that writes rules and no ``on_ready``, from the rules'
+    reading (:class:`railbed.rulebook.RuleBook`): on random views (active flows, held items,
+    revealed sizes) of random jobs, the ``Rule``'s meaning as this test states it (held while
+    a flow active on the source NIC, or a held queued one there, has ``key < bar``; a gate held
+    until whole, then ``gate_split``) is that answer for every held item, offered in the held
+    order of one round."""
     checked = 0
     for k in range(12):
         rng = random.Random(f"states/{name}/{k}")
@@ -379,15 +383,115 @@ def test_rule_and_gate_split_say_what_on_ready_answers_in_random_states(name):
                     subs[p.id] = (replace(job.items[orig], id=p.id, size=p.size, deps=(), parent=orig), p.dscp)
         for _ in range(6):
             view = _random_state(rng, job, spec, placement, subs, rules, list(members.values()))
+            if decides_by_rule(sched):  # the Dispatcher's reading, made as the Dispatcher makes it
+                decide = RuleBook(sched, map(as_offered, job.flows), placement, spec).decide
+            else:
+                decide = sched.on_ready
             for i in list(view.held):
                 want = _expected(view.job.items[i], view, rules, split_of, members, sched.hold_by_class)
                 if isinstance(want, Exception):
                     with pytest.raises(type(want)):
-                        sched.on_ready(view.job.items[i], view)
+                        decide(view.job.items[i], view)
                     continue
-                assert sched.on_ready(view.job.items[i], view) == want, (name, k, i)
+                assert decide(view.job.items[i], view) == want, (name, k, i)
                 checked += 1
     assert checked >= 200
+
+
+# ------------------------------------------------------------------ the network-free run: one event order
+@pytest.mark.parametrize("name", ["megatron", "lina", "hermod", "hermod(host_wait=nic)", "dp-first"])
+def test_the_network_free_runs_keep_the_simulators_event_order_on_random_jobs(name):
+    """Without communication time the event order is written twice more: the Dispatcher's
+    network-free run (:func:`railbed.analysis.network_free_makespan`: flows end in the step
+    they start, in the order they started, before any timer) and the compact kernel's zero-bit
+    run (:func:`simulator.compact.network_free_run`). On random jobs under the ruled
+    schedulers (whose holds resolve in an instant there) both give the same makespan, or both
+    fail."""
+    from railbed.analysis import network_free_makespan
+    from railbed.dispatch import Dispatcher
+    from simulator.compact import compact, network_free_run
+
+    ran = 0
+    for k in range(10):
+        rng = random.Random(f"free/{name}/{k}")
+        spec = random_cluster(rng)
+        job = random_job(rng, spec)
+        try:
+            d = Dispatcher(job, MAKERS[name](), spec, snapshot=True)
+            want = network_free_makespan(job, d.placed_scheduler, spec, d.placement)
+        except RUN_ERRORS + (RuntimeError,):
+            with pytest.raises(RUN_ERRORS + (RuntimeError,)):
+                network_free_run(compact(job, MAKERS[name](), spec))
+            continue
+        got = network_free_run(compact(job, MAKERS[name](), spec)).makespan
+        assert got == pytest.approx(want, rel=REL, abs=ABS), (name, k)
+        ran += 1
+    assert ran >= 7
+
+
+class InstantNetwork:
+    """The network of the network-free run (:func:`railbed.analysis.network_free_makespan`'s
+    definition) behind the simulator's interface: a flow carries its bits in no time, so every
+    flow that joined ends at the next advance, at ``now``, in the order they joined."""
+
+    def __init__(self, capacity, meter: bool = False) -> None:
+        self.link_bits = [0.0] * len(capacity)
+        self.link_peak = [0.0] * len(capacity)
+        self.meter = None
+        self._joined: list[int] = []
+        self._next = 0
+
+    @property
+    def active(self) -> int:
+        return len(self._joined)
+
+    def add(self, links, prio: int, cap, bits: float, ftype: int = 0) -> int:
+        self._joined.append(self._next)
+        self._next += 1
+        return self._next - 1
+
+    def set_cap(self, slot: int, cap) -> None:
+        pass  # a cap slows nothing that takes no time
+
+    def set_class(self, slot: int, prio: int) -> None:
+        pass
+
+    def progress(self, slot: int) -> tuple[float, float]:
+        return 0.0, math.inf
+
+    def advance(self, now: float, t_limit: float) -> tuple[float, list[int]]:
+        if not self._joined:
+            return t_limit, []
+        done, self._joined = self._joined, []
+        return now, done
+
+
+@pytest.mark.parametrize("name", ["megatron", "lina", "hermod", "dp-first", "fifo"])
+def test_the_network_free_run_is_the_simulators_event_loop_over_an_instant_network(name):
+    """The network-free run restates the simulator's event order (:mod:`simulator.run`): flows
+    end before timers, in the order they started, timers in (time, order set). The simulator's
+    own loop over :class:`InstantNetwork` (zero latency, no host models: nothing else takes
+    time) must give the same makespan on random jobs, bit for bit."""
+    from railbed.analysis import network_free_makespan
+    from railbed.dispatch import Dispatcher
+    from simulator import Simulation
+
+    ran = 0
+    for k in range(10):
+        rng = random.Random(f"instant/{name}/{k}")
+        spec = random_cluster(rng)
+        spec = replace(spec, fabric=replace(spec.fabric, latency=0.0))
+        job = random_job(rng, spec)
+        try:
+            d = Dispatcher(job, MAKERS[name](), spec, snapshot=True)
+            want = network_free_makespan(job, d.placed_scheduler, spec, d.placement)
+        except RUN_ERRORS + (RuntimeError,):
+            with pytest.raises(RUN_ERRORS + (RuntimeError,)):
+                Simulation(job, MAKERS[name](), spec, network=InstantNetwork).run()
+            continue
+        assert Simulation(job, MAKERS[name](), spec, network=InstantNetwork).run().makespan == want, (name, k)
+        ran += 1
+    assert ran >= 7
 
 
 # ------------------------------------------------------------------ regressions (what this test found)

@@ -182,7 +182,7 @@ def test_a_split_may_take_an_item_that_waits():
     d = Dispatcher(job, Sched(), SPEC)
     actions = d.begin(0.0)
     assert sorted(a.id for a in actions if not isinstance(a, StartWait)) == ["x1", "y1"]
-    assert d.view.held == [] and not d._waiting and all(not v for v in d._waiters.values())
+    assert d.view.held == [] and not d._held.waiting and all(not v for v in d._held.waiters.values())
 
 
 @pytest.mark.parametrize("until", [(OnTime(float("inf")),), (OnTime(float("nan")),)])
