@@ -23,6 +23,11 @@ class SmallFirst(Scheduler):
         self.times, self.jct = {}, {}  # flow id -> completion time (on_done); job -> JCT (several jobs)
         self.look = 0.0  # model time of the next wake-up asked for
 
+    def check(self, job, cluster):  # before anything is built: refuse what it cannot run, naming the field
+        for f in job.flows:
+            if any(o.name not in ("acc", "cpu") for o in f.options):
+                raise SpecError(f"items.{f.id}.options", "small-first knows the paths acc and cpu")
+
     def place(self, job, cluster):
         return default_placement(job, cluster)  # pins, then round-robin over servers
 
@@ -62,8 +67,14 @@ class SmallFirst(Scheduler):
     def choose_path(self, flow, view):
         return next((k for k, o in enumerate(flow.options) if o.name == "acc"), 0)
 
-    def on_job_finished(self, job_name, view):  # several jobs: on_job_arrived may also shift a job's start
+    def on_job_arrived(self, job_name, job, view):  # several jobs: seconds to delay its start, or None
+        return None
+
+    def on_job_finished(self, job_name, view):
         self.jct[job_name] = view.now - view.jobs[job_name]
 
-    def rule(self, flow, placement, cluster):
-        return None  # on_ready counts busy flows and splits: not a pure function of the flow (no compact engine)
+    def notes(self):  # lines for the result's notes
+        return [f"small-first: {len(self.times)} flows done, at most {self.limit} per NIC at once"]
+
+    def rule(self, flow, placement, cluster):  # None: on_ready counts busy flows and splits (no compact
+        return None  # engine); a Rule with a gate would also need gate_split (and gate_split_arrays)

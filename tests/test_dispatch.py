@@ -214,7 +214,7 @@ def test_example_scheduler_uses_every_hook_and_matches_the_architecture_doc():
     doc = (Path(__file__).resolve().parent.parent / "ARCHITECTURE.md").read_text()
     block = re.search(r"```python\n(class SmallFirst.*?)```", doc, re.S)
     assert block and block.group(1).strip() == inspect.getsource(SmallFirst).strip()
-    assert len(block.group(1).strip().splitlines()) <= 60
+    assert len(block.group(1).strip().splitlines()) <= 75
 
     job = Job()
     job.endpoint("a", Location(0, "gpu0", 0))
@@ -231,3 +231,14 @@ def test_example_scheduler_uses_every_hook_and_matches_the_architecture_doc():
     assert d.view.held == ["tiny3", "tiny4"] and d.records["tiny0"].option == "acc"
     drive_rest = d.flow_done("tiny0", 1e-4)
     assert any(isinstance(a, StartFlow) and a.id == "tiny3" for a in drive_rest)
+    bad = Job()
+    bad.endpoint("a", Location(0, "gpu0", 0))
+    bad.endpoint("b", Location(1, "gpu0", 0))
+    bad.flow("f", "a", "b", 1000, options=[PathOption("fpga")])
+    from railbed.errors import SpecError
+
+    with pytest.raises(SpecError) as err:  # check: a path it does not know, named by its field
+        SmallFirst().check(bad, SPEC)
+    assert err.value.field == "items.f.options"
+    SmallFirst().check(job, SPEC)
+    assert d.scheduler.notes() == ["small-first: 1 flows done, at most 4 per NIC at once"]  # tiny0
