@@ -12,7 +12,8 @@ emulator costs no Mininet import)::
                      thousands of GPUs (simulator/backend.py)
     packet           packet-level simulation on ns-3 (simulator/packet/): TCP, queues, drops
 
-Old spellings (``--engine numba|reference|compact``) are aliases with a note. A name is
+Old spellings (``--engine numba|reference|compact``; ``simulator`` and ``emulator``, a result's
+``backend`` before it was the registered name) are aliases with a note. A name is
 decoded once, where an input is read (the CLI's ``--backend``, a claims file's ``engine``),
 by :func:`backend`; what travels on is the :class:`Backend`.
 
@@ -25,14 +26,14 @@ machine can do at the run's size, before anything is built or written.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
 from railbed.errors import SpecError
 from railbed.job import Job
-from railbed.plugins import Registry
+from railbed.plugins import Registry, load_target
 from railbed.results import RunResult
 from railbed.scheduler import Scheduler
 from railbed.spec import ClusterSpec
@@ -70,22 +71,41 @@ def parse_tcp(value: object, field: str = "tcp") -> str:
 
 @dataclass(frozen=True)
 class RunOptions:
-    """How to run, beside the job, scheduler and cluster: a scenario's settings. A backend reads
-    those it has a use for (the simulators: ``policy`` and ``progress``)."""
+    """How to run, beside the job, scheduler and cluster: a scenario's settings. The fields are those
+    every backend reads or is checked against (the simulators: ``policy``, ``progress``, ``analysis``;
+    ``scale``: what :meth:`Backend.check` returns; ``tcp``: every backend whose capabilities say
+    ``packets``); a backend's own settings are ``settings[its name]`` (:class:`Settings`: parsed from
+    its own block of the scenario; absent: its defaults)."""
 
     policy: Any = "dscp-priority"  # tc policy (a name or a Policy): which DSCPs are strict-priority classes
     progress: Callable[[str], None] | None = None  # progress lines of a long run
     run_dir: Path | None = None  # where a run may write files of its own (packet captures, items.npz)
-    scale: float | None = None  # k of an emulated cluster (None: chosen for this machine)
-    latency: str = "auto"  # how the emulator makes link latency: auto | netem | agents
-    trace: float = 0.0  # s between received-bytes samples per flow (0: off)
-    timeout: float | None = None  # real seconds per run
-    strict: bool = False  # a broken fidelity report fails the run
-    flow_progress: float = 0.01  # model s between the emulator's reports of flow bytes (0: off)
-    capture: Any = None  # packet captures around each run (emulator.capture.CaptureSpec)
-    packet: Any = None  # the packet backend's settings (simulator.packet.options.PacketOptions; None: defaults)
+    scale: float | None = None  # rate scale k (None: the backend's own choice; model time where it has none)
     analysis: bool = True  # add the run's analysis (railbed.analysis: network-free bound, critical path, overlap)
-    tcp: str = "cubic"  # TCP congestion control of the packet-level backends (emulate, packet): TCP_CONGESTION
+    tcp: str = "cubic"  # TCP congestion control of the backends that carry packets: TCP_CONGESTION
+    settings: Mapping[str, Any] = field(default_factory=dict)  # backend name -> its own settings (Settings)
+
+    def own(self, backend: str, default: Any = None) -> Any:
+        """The settings of ``backend`` (its registered name), or ``default`` when the scenario gave none."""
+        value = self.settings.get(backend)
+        return default if value is None else value
+
+
+@dataclass(frozen=True)
+class Settings:
+    """A backend's own block of a scenario, declared where the backend is registered (so a scenario is
+    read without importing any backend): ``keys``, the scenario's top-level keys it owns (``packet``;
+    the emulator's ``latency``, ``trace``, ...); ``parse``, ``"module:function"`` or the function
+    itself, ``parse(block, cluster)`` with ``block`` the owned keys the scenario gives (never empty)
+    -> the backend's settings object, a ``SpecError`` naming the key on bad input. Imported only when
+    a scenario gives one of its keys; the result travels as ``RunOptions.settings[name]``."""
+
+    keys: tuple[str, ...]
+    parse: Any  # str "module:function" | Callable[[dict, ClusterSpec], Any]
+
+    def read(self, block: dict[str, Any], cluster: ClusterSpec, field: str) -> Any:
+        parse = load_target(self.parse, field) if isinstance(self.parse, str) else self.parse
+        return parse(block, cluster)
 
 
 class Session(Protocol):
@@ -150,8 +170,41 @@ class ModelBackend:
         raise NotImplementedError
 
 
-BACKENDS = Registry(
-    "backend",
+class BackendRegistry(Registry):
+    """:class:`Registry` of backends, each with the :class:`Settings` of its own block of a scenario."""
+
+    def __init__(self, targets: dict[str, Any], settings: dict[str, Settings], aliases: dict[str, str]) -> None:
+        super().__init__("backend", targets, aliases)
+        self._settings: dict[str, Settings] = {}
+        for name, own in settings.items():
+            self.declare(name, own)
+
+    def register(self, name: str, target: Any, settings: Settings | None = None) -> None:
+        """Add (or replace) backend ``name``, and the scenario keys it owns (``settings``; a key
+        another backend owns: ``ValueError``, nothing registered)."""
+        if settings is not None:
+            self.declare(name, settings)
+        else:
+            self._settings.pop(name, None)
+        super().register(name, target)
+
+    def unregister(self, name: str) -> None:
+        super().unregister(name)
+        self._settings.pop(name, None)
+
+    def declare(self, name: str, settings: Settings) -> None:
+        taken = {k: other for other, s in self._settings.items() if other != name for k in s.keys}
+        for key in settings.keys:
+            if key in taken:
+                raise ValueError(f"scenario key {key!r} of backend {name!r} is backend {taken[key]!r}'s")
+        self._settings[name] = settings
+
+    def settings(self) -> dict[str, Settings]:
+        """Backend name -> its own block of a scenario (backends without settings not listed)."""
+        return dict(self._settings)
+
+
+BACKENDS = BackendRegistry(
     {
         "emulate": "emulator.backend:EMULATE",
         "fluid": "simulator.backend:FLUID",
@@ -159,8 +212,19 @@ BACKENDS = Registry(
         "fluid-rules": "simulator.backend:FLUID_RULES",
         "packet": "simulator.backend:PACKET",
     },
-    aliases={"numba": "fluid", "reference": "fluid-reference", "compact": "fluid-rules"},
-)
+    settings={
+        "emulate": Settings(
+            ("latency", "trace", "strict", "timeout", "flow_progress", "capture"), "emulator.settings:parse"
+        ),
+        "packet": Settings(("packet",), "simulator.packet.options:parse_block"),
+    },
+    # numba, reference, compact: the old --engine; simulator, emulator: RunResult.backend before it was
+    # the registered name (a result.json written then reads as the backend it came from)
+    aliases={
+        "numba": "fluid", "reference": "fluid-reference", "compact": "fluid-rules",
+        "simulator": "fluid", "emulator": "emulate",
+    },
+)  # fmt: skip
 
 
 def backend(name: object, field: str = "backend") -> Backend:

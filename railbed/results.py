@@ -20,9 +20,13 @@ for the emulator and the simulator so the two can be compared line by line
                share of the port's configured rate it carried in each
                interval (emulator: between tc counter samples; simulator:
                the fluid rates, binned; see ``simulator/series.py``).
-``packet``     the packet backend's own counters (``simulator/packet``): per port drops, ECN
-               marks and queue peaks, TCP retransmissions and timeouts, its settings;
-               empty on the other backends.
+``counters``   backend name -> that backend's own counters, e.g. ``counters["packet"]``
+               (``simulator/packet``): per port drops, ECN marks and queue peaks, TCP
+               retransmissions and timeouts, its settings. A backend puts what only it
+               measures here, under its registered name, never in a field of its own.
+               ``result.json`` also carries ``counters["packet"]`` as ``packet``, its key
+               before (docs/packet.md reads it; ``{}`` on the other backends), and reads
+               a result written before ``counters`` existed.
 ``analysis``   whether the network matters in this run: the network-free
                makespan and ``max_speedup``, the critical path and the
                share of it spent on communication, coflow overlap per
@@ -103,7 +107,7 @@ FLOW_SCOPES: dict[str, bool | None] = {"all": None, "network": True, "local": Fa
 
 @dataclass
 class RunResult:
-    backend: str  # "emulator" | "simulator"
+    backend: str  # the registered name of the backend that ran it (railbed.backend.BACKENDS: fluid, emulate, ...)
     job: str
     scheduler: str
     cluster: str
@@ -119,7 +123,7 @@ class RunResult:
     wall_seconds: float = 0.0
     link_series: dict[str, list[tuple[float, float, float]]] = field(default_factory=dict)
     analysis: dict[str, Any] = field(default_factory=dict)
-    packet: dict[str, Any] = field(default_factory=dict)
+    counters: dict[str, dict[str, Any]] = field(default_factory=dict)  # backend name -> its own counters
     tcp: str = ""  # the TCP congestion control a packet-level run used ("": a fluid run, or an old result)
     jobs: dict[str, Any] = field(default_factory=dict)  # several jobs: per job and cluster (railbed.jobmetrics)
 
@@ -160,11 +164,14 @@ class RunResult:
         d = {f.name: getattr(self, f.name) for f in fields(self)}
         d["items"] = {i: _record_dict(r) for i, r in self.items.items()}
         d["iterations"] = {str(k): v for k, v in self.iterations.items()}
-        return d
+        return d | _old_keys(self)
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> RunResult:
         d = dict(d)
+        old = d.pop(_OLD_PACKET, None)  # a result.json of before ``counters`` (or its copy beside them)
+        if old and "packet" not in d.get("counters", {}):
+            d["counters"] = {**d.get("counters", {}), "packet": old}
         d["items"] = {i: ItemRecord(**r) for i, r in d.get("items", {}).items()}
         d["events"] = [tuple(e) for e in d.get("events", [])]
         d["iterations"] = {int(k): v for k, v in d.get("iterations", {}).items()}
@@ -183,7 +190,7 @@ class RunResult:
             d |= {"items": {}, "events": [], "traces": {}, "link_series": {}}
             d["notes"] = [*self.notes, f"{len(self.items)} item records left out (results: summary)"]
         d["iterations"] = {str(k): v for k, v in self.iterations.items()}
-        write_json(path, d, default=_json_default)
+        write_json(path, d | _old_keys(self), default=_json_default)
 
     @classmethod
     def load(cls, path: str | Path) -> RunResult:
@@ -245,6 +252,15 @@ class RunResult:
         return lines
 
 
+_OLD_PACKET = "packet"  # result.json's key of the packet backend's counters before ``RunResult.counters``
+
+
+def _old_keys(result: RunResult) -> dict[str, Any]:
+    """The keys a result.json had before ``counters`` that a reader still reads (docs/packet.md:
+    ``packet``), so files written now read as they did."""
+    return {_OLD_PACKET: result.counters.get("packet", {})}
+
+
 # how much of a run is written (a scenario's ``results``, ``--results``): ``summary`` result.json
 # without per-item records and summary.txt; ``flows`` result.json whole and the CSVs
 # (flows, tasks, links); ``all`` also trace.json and the figures (the default)
@@ -303,7 +319,7 @@ def comparison_table(results: list[RunResult]) -> str:
     out = [head, "-" * len(head)]
     for r in results:
         its = list(r.iterations.values()) or [r.makespan]
-        if r.backend in ("simulator", "packet"):
+        if _exact(r):
             fid = "n/a (simulated)"
         else:
             fid = "ok" if r.fidelity.get("ok", True) else "BROKEN"
@@ -320,6 +336,14 @@ def comparison_table(results: list[RunResult]) -> str:
         out.append(f"vs first: makespan against {results[0].scheduler}'s (negative: shorter)")
     out.append("FCT: flows between servers only (those inside one server: each run's summary.txt)")
     return "\n".join(out)
+
+
+def _exact(result: RunResult) -> bool:
+    """Whether the backend that ran ``result`` is exact (its :class:`~railbed.backend.Capabilities`):
+    a model, with no wall clock in its times and no fidelity report."""
+    from railbed.backend import backend  # the seam imports this module: read when a table is made
+
+    return backend(result.backend, "backend").capabilities.exact
 
 
 def _collective_lines(result: RunResult, most: int = 4) -> list[str]:

@@ -126,6 +126,7 @@ from typing import Any
 
 import yaml
 
+from railbed.backend import backend as get_backend
 from railbed.errors import SpecError
 from railbed.metrics import CURVE_METRICS, curve_metric, metric
 from railbed.results import RunResult, fmt_time, percentile
@@ -303,17 +304,19 @@ def measure(claim: Claim, got: dict[str, Any]) -> float:
 
 
 def fidelity(runs: list[RunResult]) -> str:
-    """The emulator's verdict on the runs a row read: ok, BROKEN (why), ``n/a`` without a report."""
-    if all(r.backend == "simulator" for r in runs):
-        return "simulated"
-    if all(r.backend == "packet" for r in runs):  # no wall clock to check; what the packets met
-        drops = sum(r.packet["drops"] for r in runs)
-        timeouts = sum(r.packet["tcp"]["timeouts"] for r in runs)
+    """The emulator's verdict on the runs a row read: ok, BROKEN (why), ``n/a`` without a report.
+    Runs of an exact backend (a model: :class:`railbed.backend.Capabilities`) have no wall clock to
+    check: ``simulated``, with what their packets met where they carried packets."""
+    inexact = [r for r in runs if not get_backend(r.backend, "backend").capabilities.exact]
+    if not inexact:
+        counted = [r.counters["packet"] for r in runs if "packet" in r.counters]  # the packet backend's own
+        if not counted or len(counted) < len(runs):
+            return "simulated"
+        drops = sum(c["drops"] for c in counted)
+        timeouts = sum(c["tcp"]["timeouts"] for c in counted)
         return f"simulated (packets: {drops:,} drops, {timeouts:,} timeouts)"
     problems, missing = [], False
-    for r in runs:
-        if r.backend == "simulator":
-            continue
+    for r in inexact:
         if "ok" not in (r.fidelity or {}):
             missing = True
         elif not r.fidelity["ok"]:
@@ -486,7 +489,8 @@ def _field(name: str, row: Row, rows: dict[str, Row]) -> str:
         return fmt_time(number) if key in ("makespan", "iteration_mean", "iteration_max") or key.startswith(
             ("fct_", "cct_", "request_p")) else f"{number:.4g}"  # fmt: skip
     if kind == "packet":  # the packet backend's counters: drops, marks, tcp.retransmissions, tcp.timeouts
-        number = {**run.packet, **run.packet["tcp"]}[key]
+        own = run.counters["packet"]
+        number = {**own, **own["tcp"]}[key]
     else:
         number = (run.fidelity if kind == "fidelity" else getattr(run, "analysis", None) or {})[key]
     return f"{number:,}" if isinstance(number, int) else f"{number:.3g}"

@@ -35,7 +35,7 @@ class Fluid(ModelBackend):
         self.capabilities = Capabilities(max_gpus=max_gpus)
 
     def run(self, job: Job, scheduler: Scheduler, cluster: ClusterSpec, options: RunOptions) -> RunResult:
-        return simulate(
+        result = simulate(
             job,
             scheduler,
             cluster,
@@ -44,6 +44,8 @@ class Fluid(ModelBackend):
             progress=options.progress,
             analysis=options.analysis,
         )
+        result.backend = self.name
+        return result
 
 
 class FluidRules(ModelBackend):
@@ -59,7 +61,7 @@ class FluidRules(ModelBackend):
         if isinstance(job, Job):
             run = run_compact(compact(job, scheduler, cluster, options.policy), analysis=options.analysis)
             result = run.to_run_result(job, run_label(scheduler))
-            result.cluster = cluster.name
+            result.backend, result.cluster = self.name, cluster.name
             result.notes += scheduler.notes()  # the Dispatcher adds them on the other backends
             return result
         t0 = time.perf_counter()
@@ -71,6 +73,7 @@ class FluidRules(ModelBackend):
             options.run_dir.mkdir(parents=True, exist_ok=True)
             run.save_items(options.run_dir / "items.npz")
         result = run.summary_result(run_label(scheduler), cluster.name)
+        result.backend = self.name
         result.notes.append(f"compacted in {seconds:.1f} s, run in {run.wall_seconds:.1f} s")
         result.notes += scheduler.notes()
         return result
@@ -92,7 +95,7 @@ class Packet(ModelBackend):
         from simulator.packet.fabric import check_fits
         from simulator.packet.options import check_tcp
 
-        check_tcp(options.tcp, options.packet)
+        check_tcp(options.tcp, options.own(self.name))
         require()
         check_fits(Topology(cluster))
         return None
@@ -103,8 +106,8 @@ class Packet(ModelBackend):
         from simulator.packet.options import PacketOptions, check_tcp
         from simulator.packet.run import simulate_packets
 
-        check_tcp(options.tcp, options.packet)
-        packet = replace(options.packet or PacketOptions(), tcp=options.tcp)
+        check_tcp(options.tcp, options.own(self.name))
+        packet = replace(options.own(self.name, PacketOptions()), tcp=options.tcp)
         return simulate_packets(job, scheduler, cluster, options.policy, packet, options.progress, options.analysis)
 
 

@@ -61,7 +61,8 @@ def _backend(result: dict) -> str:
     name = result.get("backend") or "?"
     tcp = result.get("tcp")
     if name == "packet":
-        rto = (result.get("packet") or {}).get("settings", {}).get("rto_min")
+        own = (result.get("counters") or {}).get("packet") or result.get("packet") or {}  # or before counters
+        rto = own.get("settings", {}).get("rto_min")
         return f"packet ({tcp}, min RTO {rto * 1e6:g} us)" if rto is not None else f"packet ({tcp})"
     if name == "emulator" and result.get("scale"):
         from emulator.nodes import RTO_MIN
