@@ -17,6 +17,14 @@ Old spellings (``--engine numba|reference|compact``; ``simulator`` and ``emulato
 decoded once, where an input is read (the CLI's ``--backend``, a claims file's ``engine``),
 by :func:`backend`; what travels on is the :class:`Backend`.
 
+A backend owns its settings and its counters. Its settings are its own keys of a scenario,
+declared with it in :data:`BACKENDS` (:class:`Settings`: the keys and their parser, so a scenario
+is read without importing any backend), parsed when a scenario gives one and handed to every
+run as ``RunOptions.settings[its name]`` (``RunOptions.own``); :class:`RunOptions` itself holds
+only what every backend reads. What only it measures goes in ``RunResult.counters[its name]``.
+A new backend is one module and one ``BACKENDS.register(name, target, Settings(...))`` line
+(``tests/test_own_backend.py``). Code asks a backend's :class:`Capabilities`, never its name.
+
 A backend is used one run at a time (:meth:`Backend.run`) or, to build a cluster once for
 several runs (the emulator: one testbed for every scheduler of a scenario), through
 :meth:`Backend.session`. :meth:`Backend.check` is its part of the pre-flight: what this

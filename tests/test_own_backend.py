@@ -106,3 +106,16 @@ def test_its_key_is_unknown_once_it_is_gone_and_a_taken_key_is_refused(registere
     with pytest.raises(SpecError) as err:
         Scenario.from_dict({**SCENARIO, "slowdown": {"factor": 2}})
     assert err.value.field == "slowdown" and "unknown key" in err.value.message
+
+
+def test_the_runner_imports_no_backend():
+    """scenarios/runner.py hands each backend its block: it imports nothing of emulator/ or of the
+    simulators (simulator.crosscheck, a comparison of two results, is no backend)."""
+    import ast
+    from pathlib import Path
+
+    tree = ast.parse((Path(__file__).resolve().parents[1] / "scenarios" / "runner.py").read_text())
+    names = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module}
+    names |= {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
+    backends = {m for m in names if m.split(".")[0] in ("emulator", "simulator")}
+    assert backends == {"simulator.crosscheck"}
