@@ -4,7 +4,8 @@ A session is one :class:`~emulator.testbed.Testbed` (namespaces, bridges, router
 the machine's one run lock) on which each run is :func:`emulator.runtime.run` with the
 scenario's packet captures around it, written into ``options.run_dir``. Its own settings (latency,
 trace, timeout, strict, flow progress, captures: :class:`emulator.settings.EmulateSettings`) are
-``options.own("emulate")``, parsed from its keys of the scenario (:mod:`emulator.settings`).
+``options.own("emulate")``, parsed from its keys of the scenario (``capabilities.settings``,
+:mod:`emulator.settings`).
 Mininet and pyroute2 are imported when a session starts, not when this module is.
 """
 
@@ -14,7 +15,7 @@ import contextlib
 from collections.abc import Iterator
 
 from emulator.features import check_congestion
-from emulator.settings import EmulateSettings
+from emulator.settings import KEYS, EmulateSettings, parse
 from railbed.backend import Capabilities, RunOptions
 from railbed.job import Job
 from railbed.machine import check_emulable
@@ -72,7 +73,10 @@ class Emulate:
     name = "emulate"
     summary = "the emulated cluster: namespaces, tc and real TCP flows (root)"
     # max_gpus: the largest cluster bench/bench_platform.py built here (railbed.machine sets the limit)
-    capabilities = Capabilities(needs_root=True, packets=True, exact=False, max_gpus=128)
+    capabilities = Capabilities(needs_root=True, packets=True, exact=False, max_gpus=128, settings=KEYS)
+
+    def parse_settings(self, block: dict, cluster: ClusterSpec) -> EmulateSettings:
+        return parse(block, cluster)
 
     def check(self, cluster: ClusterSpec, options: RunOptions) -> float:
         """This machine's limits at the scale runs will use (``railbed.machine``) and the run's

@@ -1,9 +1,8 @@
 """The emulator's own settings: its keys of a scenario, parsed without Mininet, pyroute2 or root.
 
-Declared where the backend is registered (:data:`railbed.backend.BACKENDS`, ``emulate``'s
-:class:`~railbed.backend.Settings`): ``latency``, ``trace``, ``strict``, ``timeout``,
-``flow_progress`` and ``capture`` (the scenario file's top-level keys, as ``scenarios/runner.py``'s
-docstring shows them). A run reads them as ``RunOptions.own("emulate", EmulateSettings())``.
+:data:`KEYS` (the scenario file's top-level keys, as ``scenarios/runner.py``'s docstring shows
+them) are the ``settings`` of the emulator's :class:`~railbed.backend.Capabilities`; its
+``parse_settings`` is :func:`parse`, and a run reads them as ``RunOptions.own("emulate", EmulateSettings())``.
 """
 
 from __future__ import annotations
@@ -15,6 +14,7 @@ from railbed.safeload import boolean, choice, positive
 from railbed.spec import ClusterSpec
 
 LATENCY_MODES = ("auto", "netem", "agents")
+KEYS = ("latency", "trace", "strict", "timeout", "flow_progress", "capture")
 
 
 @dataclass(frozen=True)

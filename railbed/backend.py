@@ -17,13 +17,15 @@ Old spellings (``--engine numba|reference|compact``; ``simulator`` and ``emulato
 decoded once, where an input is read (the CLI's ``--backend``, a claims file's ``engine``),
 by :func:`backend`; what travels on is the :class:`Backend`.
 
-A backend owns its settings and its counters. Its settings are its own keys of a scenario,
-declared with it in :data:`BACKENDS` (:class:`Settings`: the keys and their parser, so a scenario
-is read without importing any backend), parsed when a scenario gives one and handed to every
-run as ``RunOptions.settings[its name]`` (``RunOptions.own``); :class:`RunOptions` itself holds
-only what every backend reads. What only it measures goes in ``RunResult.counters[its name]``.
-A new backend is one module and one ``BACKENDS.register(name, target, Settings(...))`` line
-(``tests/test_own_backend.py``). Code asks a backend's :class:`Capabilities`, never its name.
+A backend owns its settings and its counters. Its settings are its own top-level keys of a
+scenario (``Capabilities.settings``: the emulator's ``latency``, ``timeout``, ``capture``, ...;
+the packet backend's ``packet``), which its ``parse_settings`` reads when a scenario gives one
+(:func:`owners` finds it: every registered backend is read, light by contract, only for a key
+the core does not know); each run gets them as ``RunOptions.settings[its name]``
+(``RunOptions.own``). :class:`RunOptions` itself holds only what every backend reads. What only
+it measures goes in ``RunResult.counters[its name]``. A new backend is one module and one
+``BACKENDS.register(name, target)`` line (``tests/test_own_backend.py``). Code asks a backend's
+:class:`Capabilities`, never its name.
 
 A backend is used one run at a time (:meth:`Backend.run`) or, to build a cluster once for
 several runs (the emulator: one testbed for every scheduler of a scenario), through
@@ -41,7 +43,7 @@ from typing import Any, Protocol
 
 from railbed.errors import SpecError
 from railbed.job import Job
-from railbed.plugins import Registry, load_target
+from railbed.plugins import Registry
 from railbed.results import RunResult
 from railbed.scheduler import Scheduler
 from railbed.spec import ClusterSpec
@@ -58,6 +60,7 @@ class Capabilities:
     array_jobs: bool = False  # runs jobs too large for a Job, built as arrays (workloads.ARRAY_FORMS)
     exact: bool = True  # the same inputs give the same times (no wall clock in them)
     max_gpus: int = 0  # the largest cluster run with it here in minutes (README, bench/), for messages
+    settings: tuple[str, ...] = ()  # the scenario's top-level keys it owns, read by its parse_settings
 
 
 TCP_CONGESTION = ("cubic", "reno", "bbr", "dctcp")
@@ -82,8 +85,8 @@ class RunOptions:
     """How to run, beside the job, scheduler and cluster: a scenario's settings. The fields are those
     every backend reads or is checked against (the simulators: ``policy``, ``progress``, ``analysis``;
     ``scale``: what :meth:`Backend.check` returns; ``tcp``: every backend whose capabilities say
-    ``packets``); a backend's own settings are ``settings[its name]`` (:class:`Settings`: parsed from
-    its own block of the scenario; absent: its defaults)."""
+    ``packets``); a backend's own settings are ``settings[its name]`` (what its ``parse_settings``
+    made of its keys of the scenario, ``Capabilities.settings``; absent: its defaults)."""
 
     policy: Any = "dscp-priority"  # tc policy (a name or a Policy): which DSCPs are strict-priority classes
     progress: Callable[[str], None] | None = None  # progress lines of a long run
@@ -91,29 +94,12 @@ class RunOptions:
     scale: float | None = None  # rate scale k (None: the backend's own choice; model time where it has none)
     analysis: bool = True  # add the run's analysis (railbed.analysis: network-free bound, critical path, overlap)
     tcp: str = "cubic"  # TCP congestion control of the backends that carry packets: TCP_CONGESTION
-    settings: Mapping[str, Any] = field(default_factory=dict)  # backend name -> its own settings (Settings)
+    settings: Mapping[str, Any] = field(default_factory=dict)  # backend name -> its own settings
 
     def own(self, backend: str, default: Any = None) -> Any:
         """The settings of ``backend`` (its registered name), or ``default`` when the scenario gave none."""
         value = self.settings.get(backend)
         return default if value is None else value
-
-
-@dataclass(frozen=True)
-class Settings:
-    """A backend's own block of a scenario, declared where the backend is registered (so a scenario is
-    read without importing any backend): ``keys``, the scenario's top-level keys it owns (``packet``;
-    the emulator's ``latency``, ``trace``, ...); ``parse``, ``"module:function"`` or the function
-    itself, ``parse(block, cluster)`` with ``block`` the owned keys the scenario gives (never empty)
-    -> the backend's settings object, a ``SpecError`` naming the key on bad input. Imported only when
-    a scenario gives one of its keys; the result travels as ``RunOptions.settings[name]``."""
-
-    keys: tuple[str, ...]
-    parse: Any  # str "module:function" | Callable[[dict, ClusterSpec], Any]
-
-    def read(self, block: dict[str, Any], cluster: ClusterSpec, field: str) -> Any:
-        parse = load_target(self.parse, field) if isinstance(self.parse, str) else self.parse
-        return parse(block, cluster)
 
 
 class Session(Protocol):
@@ -142,6 +128,11 @@ class Backend(Protocol):
 
     def run(self, job: Job, scheduler: Scheduler, cluster: ClusterSpec, options: RunOptions) -> RunResult:
         """One run, ``job`` under ``scheduler`` on ``cluster``."""
+        ...
+
+    def parse_settings(self, block: dict[str, Any], cluster: ClusterSpec) -> Any:
+        """Its own keys of a scenario (``block``: those of ``capabilities.settings`` the scenario gives,
+        never empty) -> its settings object (``RunOptions.settings[name]``); ``SpecError`` naming the key."""
         ...
 
 
@@ -177,54 +168,18 @@ class ModelBackend:
     def run(self, job: Job, scheduler: Scheduler, cluster: ClusterSpec, options: RunOptions) -> RunResult:
         raise NotImplementedError
 
-
-class BackendRegistry(Registry):
-    """:class:`Registry` of backends, each with the :class:`Settings` of its own block of a scenario."""
-
-    def __init__(self, targets: dict[str, Any], settings: dict[str, Settings], aliases: dict[str, str]) -> None:
-        super().__init__("backend", targets, aliases)
-        self._settings: dict[str, Settings] = {}
-        for name, own in settings.items():
-            self.declare(name, own)
-
-    def register(self, name: str, target: Any, settings: Settings | None = None) -> None:
-        """Add (or replace) backend ``name``, and the scenario keys it owns (``settings``; a key
-        another backend owns: ``ValueError``, nothing registered)."""
-        if settings is not None:
-            self.declare(name, settings)
-        else:
-            self._settings.pop(name, None)
-        super().register(name, target)
-
-    def unregister(self, name: str) -> None:
-        super().unregister(name)
-        self._settings.pop(name, None)
-
-    def declare(self, name: str, settings: Settings) -> None:
-        taken = {k: other for other, s in self._settings.items() if other != name for k in s.keys}
-        for key in settings.keys:
-            if key in taken:
-                raise ValueError(f"scenario key {key!r} of backend {name!r} is backend {taken[key]!r}'s")
-        self._settings[name] = settings
-
-    def settings(self) -> dict[str, Settings]:
-        """Backend name -> its own block of a scenario (backends without settings not listed)."""
-        return dict(self._settings)
+    def parse_settings(self, block: dict[str, Any], cluster: ClusterSpec) -> Any:
+        raise NotImplementedError(f"{self.name} owns no scenario keys")
 
 
-BACKENDS = BackendRegistry(
+BACKENDS = Registry(
+    "backend",
     {
         "emulate": "emulator.backend:EMULATE",
         "fluid": "simulator.backend:FLUID",
         "fluid-reference": "simulator.backend:FLUID_REFERENCE",
         "fluid-rules": "simulator.backend:FLUID_RULES",
         "packet": "simulator.backend:PACKET",
-    },
-    settings={
-        "emulate": Settings(
-            ("latency", "trace", "strict", "timeout", "flow_progress", "capture"), "emulator.settings:parse"
-        ),
-        "packet": Settings(("packet",), "simulator.packet.options:parse_block"),
     },
     # numba, reference, compact: the old --engine; simulator, emulator: RunResult.backend before it was
     # the registered name (a result.json written then reads as the backend it came from)
@@ -238,3 +193,16 @@ BACKENDS = BackendRegistry(
 def backend(name: object, field: str = "backend") -> Backend:
     """The backend registered as ``name`` (or an old spelling of it); ``SpecError(field)`` if none."""
     return BACKENDS.get(name, field)
+
+
+def owners() -> dict[str, str]:
+    """Scenario key -> the registered backend that owns it (``Capabilities.settings``). Reads (imports)
+    every registered backend: call it only for a key the core does not know. Two backends owning
+    one key is a registration mistake: ``ValueError``."""
+    out: dict[str, str] = {}
+    for name in BACKENDS.names():
+        for key in backend(name).capabilities.settings:
+            if key in out:
+                raise ValueError(f"scenario key {key!r} is owned by backends {out[key]!r} and {name!r}")
+            out[key] = name
+    return out

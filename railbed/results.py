@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field, fields, is_dataclass
 from pathlib import Path
 from typing import Any
@@ -103,6 +103,15 @@ def crosses_network(r: ItemRecord) -> bool:
 
 # which flows a statistic counts: all, those between servers (True), those inside one server (False)
 FLOW_SCOPES: dict[str, bool | None] = {"all": None, "network": True, "local": False}
+
+
+_OLD_PACKET = "packet"  # result.json's key of the packet backend's counters before ``RunResult.counters``
+
+
+def _old_keys(result: RunResult) -> dict[str, Any]:
+    """The keys a result.json had before ``counters`` that a reader still reads (docs/packet.md:
+    ``packet``), so files written now read as they did."""
+    return {_OLD_PACKET: result.counters.get("packet", {})}
 
 
 @dataclass
@@ -252,15 +261,6 @@ class RunResult:
         return lines
 
 
-_OLD_PACKET = "packet"  # result.json's key of the packet backend's counters before ``RunResult.counters``
-
-
-def _old_keys(result: RunResult) -> dict[str, Any]:
-    """The keys a result.json had before ``counters`` that a reader still reads (docs/packet.md:
-    ``packet``), so files written now read as they did."""
-    return {_OLD_PACKET: result.counters.get("packet", {})}
-
-
 # how much of a run is written (a scenario's ``results``, ``--results``): ``summary`` result.json
 # without per-item records and summary.txt; ``flows`` result.json whole and the CSVs
 # (flows, tasks, links); ``all`` also trace.json and the figures (the default)
@@ -308,10 +308,12 @@ def fmt_time(seconds: float) -> str:
     return f"{seconds * 1e9:.4g} ns"
 
 
-def comparison_table(results: list[RunResult]) -> str:
+def comparison_table(results: list[RunResult], exact: Callable[[RunResult], bool] | None = None) -> str:
     """One line per run: scheduler, makespan, makespan against the first run's (``vs first``, in %),
     mean iteration, median and p99 FCT of the flows between servers (:func:`crosses_network`; a
-    footnote says so), fidelity."""
+    footnote says so), fidelity: ``n/a (simulated)`` for a run of an exact backend (``exact(run)``, its
+    :class:`~railbed.backend.Capabilities`, which the caller asks: the seam imports this module;
+    without ``exact``, a run without a fidelity report counts as one)."""
     head = (
         f"{'scheduler':<16} {'makespan':>12} {'vs first':>9} {'iteration':>12} {'FCT p50':>12} {'FCT p99':>12}"
         "  fidelity"
@@ -319,7 +321,7 @@ def comparison_table(results: list[RunResult]) -> str:
     out = [head, "-" * len(head)]
     for r in results:
         its = list(r.iterations.values()) or [r.makespan]
-        if _exact(r):
+        if exact(r) if exact is not None else not r.fidelity:
             fid = "n/a (simulated)"
         else:
             fid = "ok" if r.fidelity.get("ok", True) else "BROKEN"
@@ -336,14 +338,6 @@ def comparison_table(results: list[RunResult]) -> str:
         out.append(f"vs first: makespan against {results[0].scheduler}'s (negative: shorter)")
     out.append("FCT: flows between servers only (those inside one server: each run's summary.txt)")
     return "\n".join(out)
-
-
-def _exact(result: RunResult) -> bool:
-    """Whether the backend that ran ``result`` is exact (its :class:`~railbed.backend.Capabilities`):
-    a model, with no wall clock in its times and no fidelity report."""
-    from railbed.backend import backend  # the seam imports this module: read when a table is made
-
-    return backend(result.backend, "backend").capabilities.exact
 
 
 def _collective_lines(result: RunResult, most: int = 4) -> list[str]:

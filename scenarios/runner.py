@@ -34,8 +34,8 @@ A scenario is YAML (``railbed run scenario.yaml``)::
     results: all                       # summary | flows | all: how much is written (--results; RESULT_LEVELS)
 
 The keys every backend reads are :data:`KEYS`; the others belong to one backend each (its
-:class:`railbed.backend.Settings`, declared in :data:`railbed.backend.BACKENDS`), which parses them
-(:func:`backend_settings`) and reads them back as ``RunOptions.settings[its name]``: this module
+``Capabilities.settings``, :mod:`railbed.backend`), which parses them (``parse_settings``, called by
+:func:`backend_settings`) and reads them back as ``RunOptions.settings[its name]``: this module
 imports no backend.
 
 ``railbed run`` runs each scheduler on the same emulated cluster (built
@@ -75,7 +75,7 @@ from typing import Any
 import yaml
 
 from railbed import provenance
-from railbed.backend import BACKENDS, Backend, RunOptions, Session, parse_tcp
+from railbed.backend import BACKENDS, Backend, RunOptions, Session, owners, parse_tcp
 from railbed.backend import backend as get_backend
 from railbed.dispatch import SchedulerError, check_placement
 from railbed.errors import SpecError
@@ -92,12 +92,13 @@ KEYS = {
     "name", "cluster", "job", "schedulers", "policy", "scale", "loads", "backend", "tcp", "jobs", "analysis",
     "results",
 }  # fmt: skip
-"""The keys every backend reads; a backend's own keys are its :class:`railbed.backend.Settings`."""
+"""The keys every backend reads; a backend's own keys are its ``Capabilities.settings``."""
 
 
-def known_keys() -> set[str]:
-    """Every top-level key a scenario may give: :data:`KEYS` and the keys each backend owns."""
-    return KEYS | {key for own in BACKENDS.settings().values() for key in own.keys}
+def known_keys(data: dict) -> set[str]:
+    """The top-level keys ``data`` may give: :data:`KEYS` and, when it gives any other, the keys each
+    registered backend owns (reading the backends only then)."""
+    return KEYS if set(data) <= KEYS else KEYS | set(owners())
 
 
 @dataclass
@@ -161,7 +162,7 @@ class Scenario:
         (a summary result per run, items in ``items.npz``: no per-item JSON of a 1024-GPU job)."""
         if not isinstance(data, dict):
             raise SpecError("scenario", f"expected a mapping at the top level, got {describe(data)}")
-        known = known_keys()
+        known = known_keys(data)
         for key in data:
             if key not in known:
                 raise SpecError(key_name(key), f"unknown key (known: {', '.join(sorted(known))})")
@@ -346,14 +347,17 @@ def scenario_backend(data: Any) -> str | None:
 
 
 def backend_settings(data: dict, cluster: ClusterSpec) -> dict[str, Any]:
-    """Backend name -> its settings, parsed by the backend from its own keys of the scenario
-    (:class:`railbed.backend.Settings`; imported only for the keys given: a scenario without the
-    emulator's keys imports nothing of it). A backend whose keys are absent takes its defaults."""
+    """Backend name -> its settings, parsed by the backend (``parse_settings``) from its own keys of the
+    scenario (``Capabilities.settings``). A backend whose keys are absent takes its defaults; a
+    scenario with none of them reads no backend."""
+    given = [key for key in data if key not in KEYS]
+    if not given:
+        return {}
+    owner = owners()
     out = {}
-    for name, own in BACKENDS.settings().items():
-        block = {key: data[key] for key in own.keys if key in data}
-        if block:
-            out[name] = own.read(block, cluster, next(iter(block)))
+    for name in dict.fromkeys(owner[key] for key in given):
+        be = get_backend(name)
+        out[name] = be.parse_settings({key: data[key] for key in be.capabilities.settings if key in data}, cluster)
     return out
 
 
@@ -529,7 +533,7 @@ def _write_comparison(sc: Scenario, results: list[RunResult], out_dir: Path, ech
         from railbed.metrics import load_curve
 
         (out_dir / "curve.json").write_text(json.dumps(load_curve(results), indent=1) + "\n")
-    table = comparison_table(results)
+    table = comparison_table(results, lambda r: get_backend(r.backend, "backend").capabilities.exact)
     (out_dir / "comparison.txt").write_text(table + "\n")
     (out_dir / "index.json").write_text(
         json.dumps({"scenario": sc.name, "runs": [{"scheduler": r.scheduler, "makespan": r.makespan} for r in results]})

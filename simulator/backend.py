@@ -86,7 +86,12 @@ class Packet(ModelBackend):
     summary = "packet-level simulation on ns-3: TCP, drop-tail strict-priority queues, ECN (railbed[packet])"
     # max_gpus: bench/bench_packet.py's Hermod testbed iteration (reduced) at 128 GPUs took 45 s here; a
     # 128-GPU all-to-all of 1 MB a pair 15-30 min (extrapolated): docs/packet.md, "Speed"
-    capabilities = Capabilities(packets=True, max_gpus=128)  # host models: the Dispatcher times legs
+    capabilities = Capabilities(packets=True, max_gpus=128, settings=("packet",))  # host models: the Dispatcher's legs
+
+    def parse_settings(self, block: dict, cluster: ClusterSpec):
+        from simulator.packet.options import parse_packet  # pure: no ns-3
+
+        return parse_packet(block.get("packet"))
 
     def check(self, cluster: ClusterSpec, options: RunOptions) -> None:
         """ns-3 installed (without importing it: 10 s), the cluster within the address plan."""

@@ -198,22 +198,21 @@ def test_no_package_cycle(project_imports):
 
 def test_registered_plug_ins_name_modules_above_the_core_that_define_them():
     """The core's registries (railbed.backend.BACKENDS, railbed.hosts.KINDS) name their targets as
-    strings, read here without importing them: each an existing module above the core; so do the
-    parsers of the backends' own settings (BACKENDS.settings(), railbed.backend.Settings)."""
+    strings, read here without importing them: each an existing module above the core."""
     from railbed.backend import BACKENDS
     from railbed.hosts import KINDS
 
     mods = modules(ROOT, PACKAGES)
-    targets = [(name, registry.target(name)) for registry in (BACKENDS, KINDS) for name in registry.names()]
-    targets += [(f"{name} settings", own.parse) for name, own in BACKENDS.settings().items()]
-    assert len(targets) > len(BACKENDS.names()) + len(KINDS.names())
-    for name, target in targets:
-        module, _, attr = target.partition(":")
-        assert module in mods and layer_of(package(module)) > 0, f"{name}: {module}"
-        tree = ast.parse(mods[module].read_text())
-        defined = {t.id for n in tree.body if isinstance(n, ast.Assign) for t in n.targets if isinstance(t, ast.Name)}
-        defined |= {n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
-        assert attr in defined, f"{name}: {module} defines no {attr}"
+    for registry in (BACKENDS, KINDS):
+        for name in registry.names():
+            module, _, attr = registry.target(name).partition(":")
+            assert module in mods and layer_of(package(module)) > 0, f"{name}: {module}"
+            tree = ast.parse(mods[module].read_text())
+            defined = {
+                t.id for n in tree.body if isinstance(n, ast.Assign) for t in n.targets if isinstance(t, ast.Name)
+            }
+            defined |= {n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
+            assert attr in defined, f"{name}: {module} defines no {attr}"
 
 
 # ------------------------------------------------------------- the checker itself

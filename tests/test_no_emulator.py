@@ -23,9 +23,10 @@ class _Refuse:
 sys.meta_path.insert(0, _Refuse())
 from railbed.cli import main
 code = main(sys.argv[1:])
-# the emulator's own keys of a scenario (timeout, capture, ...) are read by its settings parser, pure
-# (railbed.backend.BACKENDS's Settings): those modules only
-PURE = ("emulator", "emulator.settings", "emulator.capture")
+# a scenario's emulator keys (timeout, capture, ...) are read by the emulator's backend object (its
+# Capabilities.settings, parse_settings): it and the pure modules it imports at the top, nothing more
+PURE = ("emulator", "emulator.backend", "emulator.features", "emulator.sockopts", "emulator.settings",
+        "emulator.capture")  # fmt: skip
 loaded = sorted(m for m in sys.modules if m.split(".")[0] in ("mininet", "pyroute2", "emulator") and m not in PURE)
 assert not loaded, loaded
 sys.exit(code)

@@ -1,8 +1,8 @@
 """A backend added from outside railbed's tree, in this file alone: registered by name in
-:data:`railbed.backend.BACKENDS` with its own block of a scenario (:class:`railbed.backend.Settings`),
-it reads its settings from ``RunOptions.settings`` and puts its own counters under its name in the
-result (``RunResult.counters``), through ``scenarios/runner.py`` unchanged (issue 43: "one module and
-one line").
+:data:`railbed.backend.BACKENDS`, it owns a key of a scenario (``Capabilities.settings``) that it
+parses itself (``parse_settings``), reads its settings from ``RunOptions.settings`` and puts its own
+counters under its name in the result (``RunResult.counters``), through ``scenarios/runner.py``
+unchanged (issue 43: "one module and one line").
 
 The backend, ``slow-nics``: the fluid model on the same cluster with every NIC ``factor`` times
 slower (its block: ``slowdown: {factor: 2}``). A job of flows alone on a cluster without latency
@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from railbed.backend import BACKENDS, Capabilities, ModelBackend, RunOptions, Settings, backend
+from railbed.backend import BACKENDS, Capabilities, ModelBackend, RunOptions, backend
 from railbed.errors import SpecError
 from railbed.safeload import describe, positive
 from railbed.spec import ClusterSpec
@@ -41,7 +41,10 @@ def parse_slowdown(block: dict, cluster: ClusterSpec) -> Slowdown:
 class SlowNics(ModelBackend):
     name = NAME
     summary = "the fluid model with every NIC `factor` times slower (a test's own backend)"
-    capabilities = Capabilities(max_gpus=64)
+    capabilities = Capabilities(max_gpus=64, settings=("slowdown",))
+
+    def parse_settings(self, block: dict, cluster: ClusterSpec) -> Slowdown:
+        return parse_slowdown(block, cluster)
 
     def run(self, job, scheduler, cluster, options: RunOptions):
         own = options.own(self.name, Slowdown())
@@ -68,7 +71,7 @@ SCENARIO = {
 
 @pytest.fixture
 def registered():
-    BACKENDS.register(NAME, SlowNics(), Settings(("slowdown",), parse_slowdown))
+    BACKENDS.register(NAME, SlowNics())
     yield
     BACKENDS.unregister(NAME)
 
@@ -98,10 +101,19 @@ def test_its_block_is_checked_when_the_scenario_is_read(registered):
     assert err.value.field == "slowdown"
 
 
+class Greedy(SlowNics):
+    name = "greedy"
+    capabilities = Capabilities(max_gpus=64, settings=("packet",))  # the packet backend's key
+
+
 def test_its_key_is_unknown_once_it_is_gone_and_a_taken_key_is_refused(registered):
-    with pytest.raises(ValueError, match="packet"):
-        BACKENDS.register("other", SlowNics(), Settings(("packet",), parse_slowdown))
-    assert "other" not in BACKENDS.names()
+    BACKENDS.register("greedy", Greedy())
+    try:
+        with pytest.raises(ValueError, match="'packet' is owned by backends 'packet' and 'greedy'"):
+            Scenario.from_dict({**SCENARIO, "packet": {"buffer": 10}})
+    finally:
+        BACKENDS.unregister("greedy")
+    assert Scenario.from_dict({**SCENARIO, "packet": {"buffer": 10}}).settings["packet"].buffer == 10
     BACKENDS.unregister(NAME)
     with pytest.raises(SpecError) as err:
         Scenario.from_dict({**SCENARIO, "slowdown": {"factor": 2}})

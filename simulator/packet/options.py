@@ -61,12 +61,6 @@ def parse_packet(raw: Any, field: str = "packet") -> PacketOptions:
     )
 
 
-def parse_block(block: dict[str, Any], cluster: Any = None) -> PacketOptions:
-    """The packet backend's own block of a scenario (``{"packet": ...}``, its :class:`~railbed.backend.Settings`
-    in :data:`railbed.backend.BACKENDS`) -> :class:`PacketOptions`."""
-    return parse_packet(block.get("packet"))
-
-
 def check_tcp(tcp: str, options: PacketOptions | None) -> None:
     """A run's congestion control against its packet settings: ``dctcp`` needs ECN marking."""
     if tcp in NOT_HERE:
