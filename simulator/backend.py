@@ -61,7 +61,7 @@ class FluidRules(ModelBackend):
         if isinstance(job, Job):
             run = run_compact(compact(job, scheduler, cluster, options.policy), analysis=options.analysis)
             result = run.to_run_result(job, run_label(scheduler))
-            result.backend, result.cluster = self.name, cluster.name
+            result.cluster = cluster.name
             result.notes += scheduler.notes()  # the Dispatcher adds them on the other backends
             return result
         t0 = time.perf_counter()
@@ -73,7 +73,6 @@ class FluidRules(ModelBackend):
             options.run_dir.mkdir(parents=True, exist_ok=True)
             run.save_items(options.run_dir / "items.npz")
         result = run.summary_result(run_label(scheduler), cluster.name)
-        result.backend = self.name
         result.notes.append(f"compacted in {seconds:.1f} s, run in {run.wall_seconds:.1f} s")
         result.notes += scheduler.notes()
         return result
