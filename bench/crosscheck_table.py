@@ -21,10 +21,11 @@ import yaml
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from railbed.backend import BACKENDS, backend  # noqa: E402
 from railbed.results import RunResult, fmt_time, percentile  # noqa: E402
 from simulator.crosscheck import compare  # noqa: E402
 
-NAMES = {"emulator": "emulated", "packet": "packet", "simulator": "fluid"}
+NAMES = {"emulate": "emulated", "packet": "packet", "fluid": "fluid"}  # a backend's registered name -> its column
 PAIRS = (("packet", "emulated"), ("fluid", "emulated"), ("packet", "fluid"))
 
 
@@ -35,7 +36,7 @@ def collect(dirs: list[Path]) -> dict[tuple[str, str], dict[str, RunResult]]:
         scenario = yaml.safe_load((d / "scenario.yaml").read_text())["name"]
         for path in sorted([*d.glob("*/result.json"), *d.glob("*/simulated.json")]):
             r = RunResult.load(path)
-            out.setdefault((scenario, r.scheduler), {})[NAMES[r.backend]] = r
+            out.setdefault((scenario, r.scheduler), {})[NAMES[BACKENDS.canonical(r.backend, "backend")]] = r
     return out
 
 
@@ -50,7 +51,7 @@ def pair(a: RunResult, b: RunResult) -> str:
 
 def cell(r: RunResult) -> str:
     """The makespan; an emulated run's k and its own fidelity verdict beside it."""
-    if r.backend != "emulator":
+    if backend(r.backend).capabilities.exact:  # a model: no k, no fidelity report
         return fmt_time(r.makespan)
     ok = (r.fidelity or {}).get("ok")
     return f"{fmt_time(r.makespan)} (k = {r.scale:g}, fidelity {'ok' if ok else 'BROKEN' if ok is False else 'n/a'})"

@@ -2,7 +2,10 @@
 
 A session is one :class:`~emulator.testbed.Testbed` (namespaces, bridges, routers, tc; root and
 the machine's one run lock) on which each run is :func:`emulator.runtime.run` with the
-scenario's packet captures (``options.capture``) around it, written into ``options.run_dir``.
+scenario's packet captures around it, written into ``options.run_dir``. Its own settings (latency,
+trace, timeout, strict, flow progress, captures: :class:`emulator.settings.EmulateSettings`) are
+``options.own("emulate")``, parsed from its keys of the scenario (``capabilities.settings``,
+:mod:`emulator.settings`).
 Mininet and pyroute2 are imported when a session starts, not when this module is.
 """
 
@@ -12,6 +15,7 @@ import contextlib
 from collections.abc import Iterator
 
 from emulator.features import check_congestion
+from emulator.settings import KEYS, EmulateSettings, parse
 from railbed.backend import Capabilities, RunOptions
 from railbed.job import Job
 from railbed.machine import check_emulable
@@ -40,9 +44,10 @@ class TestbedSession:
         from emulator.capture import Capture
         from emulator.runtime import run
 
+        own = options.own(EMULATE.name, EmulateSettings())
         capture = None
-        if options.capture and options.run_dir is not None:
-            capture = Capture(self.tb, options.capture, options.run_dir)
+        if own.capture and options.run_dir is not None:
+            capture = Capture(self.tb, own.capture, options.run_dir)
             capture.start()
         notes = []
         try:
@@ -50,11 +55,11 @@ class TestbedSession:
                 job,
                 scheduler,
                 self.tb,
-                trace=options.trace,
+                trace=own.trace,
                 progress=options.progress,
-                timeout=options.timeout,
-                strict=options.strict,
-                flow_progress=options.flow_progress,
+                timeout=own.timeout,
+                strict=own.strict,
+                flow_progress=own.flow_progress,
                 analysis=options.analysis,
             )
         finally:
@@ -68,7 +73,10 @@ class Emulate:
     name = "emulate"
     summary = "the emulated cluster: namespaces, tc and real TCP flows (root)"
     # max_gpus: the largest cluster bench/bench_platform.py built here (railbed.machine sets the limit)
-    capabilities = Capabilities(needs_root=True, packets=True, exact=False, max_gpus=128)
+    capabilities = Capabilities(needs_root=True, packets=True, exact=False, max_gpus=128, settings=KEYS)
+
+    def parse_settings(self, block: dict, cluster: ClusterSpec) -> EmulateSettings:
+        return parse(block, cluster)
 
     def check(self, cluster: ClusterSpec, options: RunOptions) -> float:
         """This machine's limits at the scale runs will use (``railbed.machine``) and the run's
@@ -83,9 +91,8 @@ class Emulate:
     def session(self, cluster: ClusterSpec, options: RunOptions) -> Iterator[TestbedSession]:
         from emulator.testbed import Testbed
 
-        with Testbed(
-            cluster, policy=options.policy, scale=options.scale, latency=options.latency, tcp=options.tcp
-        ) as tb:
+        latency = options.own(self.name, EmulateSettings()).latency
+        with Testbed(cluster, policy=options.policy, scale=options.scale, latency=latency, tcp=options.tcp) as tb:
             yield TestbedSession(tb)
 
     def run(self, job: Job, scheduler: Scheduler, cluster: ClusterSpec, options: RunOptions) -> RunResult:

@@ -195,7 +195,7 @@ class _Run:
             self._stop_agents()
             if niced is not None:
                 restore_priority(niced)
-        result = self.dispatcher.result("emulator", self.k)
+        result = self.dispatcher.result("emulate", self.k)
         result.tcp = self.tb.tcp
         result.wall_seconds = time.monotonic() - wall0
         result.traces = self.traces

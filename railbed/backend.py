@@ -12,9 +12,20 @@ emulator costs no Mininet import)::
                      thousands of GPUs (simulator/backend.py)
     packet           packet-level simulation on ns-3 (simulator/packet/): TCP, queues, drops
 
-Old spellings (``--engine numba|reference|compact``) are aliases with a note. A name is
+Old spellings (``--engine numba|reference|compact``; ``simulator`` and ``emulator``, a result's
+``backend`` before it was the registered name) are aliases with a note. A name is
 decoded once, where an input is read (the CLI's ``--backend``, a claims file's ``engine``),
 by :func:`backend`; what travels on is the :class:`Backend`.
+
+A backend owns its settings and its counters. Its settings are its own top-level keys of a
+scenario (``Capabilities.settings``: the emulator's ``latency``, ``timeout``, ``capture``, ...;
+the packet backend's ``packet``), which its ``parse_settings`` reads when a scenario gives one
+(:func:`owners` finds it: every registered backend is read, light by contract, only for a key
+the core does not know); each run gets them as ``RunOptions.settings[its name]``
+(``RunOptions.own``). :class:`RunOptions` itself holds only what every backend reads. What only
+it measures goes in ``RunResult.counters[its name]``. A new backend is one module and one
+``BACKENDS.register(name, target)`` line (``tests/test_own_backend.py``). Code asks a backend's
+:class:`Capabilities`, never its name.
 
 A backend is used one run at a time (:meth:`Backend.run`) or, to build a cluster once for
 several runs (the emulator: one testbed for every scheduler of a scenario), through
@@ -25,8 +36,8 @@ machine can do at the run's size, before anything is built or written.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -49,6 +60,7 @@ class Capabilities:
     array_jobs: bool = False  # runs jobs too large for a Job, built as arrays (workloads.ARRAY_FORMS)
     exact: bool = True  # the same inputs give the same times (no wall clock in them)
     max_gpus: int = 0  # the largest cluster run with it here in minutes (README, bench/), for messages
+    settings: tuple[str, ...] = ()  # the scenario's top-level keys it owns, read by its parse_settings
 
 
 TCP_CONGESTION = ("cubic", "reno", "bbr", "dctcp")
@@ -70,22 +82,24 @@ def parse_tcp(value: object, field: str = "tcp") -> str:
 
 @dataclass(frozen=True)
 class RunOptions:
-    """How to run, beside the job, scheduler and cluster: a scenario's settings. A backend reads
-    those it has a use for (the simulators: ``policy`` and ``progress``)."""
+    """How to run, beside the job, scheduler and cluster: a scenario's settings. The fields are those
+    every backend reads or is checked against (the simulators: ``policy``, ``progress``, ``analysis``;
+    ``scale``: what :meth:`Backend.check` returns; ``tcp``: every backend whose capabilities say
+    ``packets``); a backend's own settings are ``settings[its name]`` (what its ``parse_settings``
+    made of its keys of the scenario, ``Capabilities.settings``; absent: its defaults)."""
 
     policy: Any = "dscp-priority"  # tc policy (a name or a Policy): which DSCPs are strict-priority classes
     progress: Callable[[str], None] | None = None  # progress lines of a long run
     run_dir: Path | None = None  # where a run may write files of its own (packet captures, items.npz)
-    scale: float | None = None  # k of an emulated cluster (None: chosen for this machine)
-    latency: str = "auto"  # how the emulator makes link latency: auto | netem | agents
-    trace: float = 0.0  # s between received-bytes samples per flow (0: off)
-    timeout: float | None = None  # real seconds per run
-    strict: bool = False  # a broken fidelity report fails the run
-    flow_progress: float = 0.01  # model s between the emulator's reports of flow bytes (0: off)
-    capture: Any = None  # packet captures around each run (emulator.capture.CaptureSpec)
-    packet: Any = None  # the packet backend's settings (simulator.packet.options.PacketOptions; None: defaults)
+    scale: float | None = None  # rate scale k (None: the backend's own choice; model time where it has none)
     analysis: bool = True  # add the run's analysis (railbed.analysis: network-free bound, critical path, overlap)
-    tcp: str = "cubic"  # TCP congestion control of the packet-level backends (emulate, packet): TCP_CONGESTION
+    tcp: str = "cubic"  # TCP congestion control of the backends that carry packets: TCP_CONGESTION
+    settings: Mapping[str, Any] = field(default_factory=dict)  # backend name -> its own settings
+
+    def own(self, backend: str, default: Any = None) -> Any:
+        """The settings of ``backend`` (its registered name), or ``default`` when the scenario gave none."""
+        value = self.settings.get(backend)
+        return default if value is None else value
 
 
 class Session(Protocol):
@@ -114,6 +128,11 @@ class Backend(Protocol):
 
     def run(self, job: Job, scheduler: Scheduler, cluster: ClusterSpec, options: RunOptions) -> RunResult:
         """One run, ``job`` under ``scheduler`` on ``cluster``."""
+        ...
+
+    def parse_settings(self, block: dict[str, Any], cluster: ClusterSpec) -> Any:
+        """Its own keys of a scenario (``block``: those of ``capabilities.settings`` the scenario gives,
+        never empty) -> its settings object (``RunOptions.settings[name]``); ``SpecError`` naming the key."""
         ...
 
 
@@ -149,6 +168,9 @@ class ModelBackend:
     def run(self, job: Job, scheduler: Scheduler, cluster: ClusterSpec, options: RunOptions) -> RunResult:
         raise NotImplementedError
 
+    def parse_settings(self, block: dict[str, Any], cluster: ClusterSpec) -> Any:
+        raise NotImplementedError(f"{self.name} owns no scenario keys")
+
 
 BACKENDS = Registry(
     "backend",
@@ -159,10 +181,28 @@ BACKENDS = Registry(
         "fluid-rules": "simulator.backend:FLUID_RULES",
         "packet": "simulator.backend:PACKET",
     },
-    aliases={"numba": "fluid", "reference": "fluid-reference", "compact": "fluid-rules"},
-)
+    # numba, reference, compact: the old --engine; simulator, emulator: RunResult.backend before it was
+    # the registered name (a result.json written then reads as the backend it came from)
+    aliases={
+        "numba": "fluid", "reference": "fluid-reference", "compact": "fluid-rules",
+        "simulator": "fluid", "emulator": "emulate",
+    },
+)  # fmt: skip
 
 
 def backend(name: object, field: str = "backend") -> Backend:
     """The backend registered as ``name`` (or an old spelling of it); ``SpecError(field)`` if none."""
     return BACKENDS.get(name, field)
+
+
+def owners() -> dict[str, str]:
+    """Scenario key -> the registered backend that owns it (``Capabilities.settings``). Reads (imports)
+    every registered backend: call it only for a key the core does not know. Two backends owning
+    one key is a registration mistake: ``ValueError``."""
+    out: dict[str, str] = {}
+    for name in BACKENDS.names():
+        for key in backend(name).capabilities.settings:
+            if key in out:
+                raise ValueError(f"scenario key {key!r} is owned by backends {out[key]!r} and {name!r}")
+            out[key] = name
+    return out

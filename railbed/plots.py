@@ -546,11 +546,14 @@ def link_utilisation(result: RunResult, base: Path, name: str = "") -> Path | No
 
 # -------------------------------------------------------------- crosscheck
 def crosscheck_rows(checks: list[dict]) -> Rows:
-    """From ``crosscheck.json``: per scheduler and compared flow, emulated and simulated FCT."""
+    """From ``crosscheck.json``: per scheduler and compared flow, the first and the second side's FCT
+    (its keys ``emulated`` and ``simulated``, whatever the backends: ``backends`` names them)."""
     return [[c["scheduler"], f["id"], f["emulated"], f["simulated"]] for c in checks for f in c["flows"]]
 
 
-def draw_crosscheck(rows: Rows, png: Path) -> Path:
+def draw_crosscheck(rows: Rows, png: Path, sides: Sequence[str] = ("emulated", "simulated")) -> Path:
+    """Per flow, the first side's FCT (y) against the second's (x), each side named (``sides``: its backend)."""
+    one, two = sides
     fig, ax = new_figure(6.0, 5.5)
     hi = max((max(row[2], row[3]) for row in rows), default=1.0)
     unit, factor = time_unit(hi)
@@ -558,22 +561,24 @@ def draw_crosscheck(rows: Rows, png: Path) -> Path:
         mine = [row for row in rows if row[0] == sched]
         ax.scatter([row[3] * factor for row in mine], [row[2] * factor for row in mine], s=12, label=sched, alpha=0.7)
     lo = min((min(row[2], row[3]) for row in rows if min(row[2], row[3]) > 0), default=hi / 10)
-    ax.plot([lo * factor, hi * factor], [lo * factor, hi * factor], color="0.4", lw=0.8, label="emulated = simulated")
+    ax.plot([lo * factor, hi * factor], [lo * factor, hi * factor], color="0.4", lw=0.8, label=f"{one} = {two}")
     if hi / lo > 20:
         ax.set_xscale("log")
         ax.set_yscale("log")
-    ax.set_xlabel(f"simulated flow completion time ({unit}, model)")
-    ax.set_ylabel(f"emulated flow completion time ({unit}, model)")
-    ax.set_title("emulator against simulator, per flow", fontsize=10)
+    ax.set_xlabel(f"{two} flow completion time ({unit}, model)")
+    ax.set_ylabel(f"{one} flow completion time ({unit}, model)")
+    ax.set_title(f"{one} against {two}, per flow", fontsize=10)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
     return save_figure(fig, png)
 
 
 def crosscheck_scatter(crosscheck_json: Path, base: Path) -> Path:
-    rows = crosscheck_rows(json.loads(Path(crosscheck_json).read_text()))
+    checks = json.loads(Path(crosscheck_json).read_text())
+    rows = crosscheck_rows(checks)
     write_csv(base.with_suffix(".csv"), ["scheduler", "flow", "emulated_s", "simulated_s"], rows)
-    return draw_crosscheck(rows, base.with_suffix(".png"))
+    sides = checks[0].get("backends") if checks else None  # written since the sides were named
+    return draw_crosscheck(rows, base.with_suffix(".png"), sides or ("emulated", "simulated"))
 
 
 # ---------------------------------------------------------- latency / load

@@ -20,9 +20,13 @@ for the emulator and the simulator so the two can be compared line by line
                share of the port's configured rate it carried in each
                interval (emulator: between tc counter samples; simulator:
                the fluid rates, binned; see ``simulator/series.py``).
-``packet``     the packet backend's own counters (``simulator/packet``): per port drops, ECN
-               marks and queue peaks, TCP retransmissions and timeouts, its settings;
-               empty on the other backends.
+``counters``   backend name -> that backend's own counters, e.g. ``counters["packet"]``
+               (``simulator/packet``): per port drops, ECN marks and queue peaks, TCP
+               retransmissions and timeouts, its settings. A backend puts what only it
+               measures here, under its registered name, never in a field of its own.
+               ``result.json`` also carries ``counters["packet"]`` as ``packet``, its key
+               before (docs/packet.md reads it; ``{}`` on the other backends), and reads
+               a result written before ``counters`` existed.
 ``analysis``   whether the network matters in this run: the network-free
                makespan and ``max_speedup``, the critical path and the
                share of it spent on communication, coflow overlap per
@@ -34,7 +38,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import asdict, dataclass, field, fields, is_dataclass
 from pathlib import Path
 from typing import Any
@@ -101,9 +105,18 @@ def crosses_network(r: ItemRecord) -> bool:
 FLOW_SCOPES: dict[str, bool | None] = {"all": None, "network": True, "local": False}
 
 
+_OLD_PACKET = "packet"  # result.json's key of the packet backend's counters before ``RunResult.counters``
+
+
+def _old_keys(result: RunResult) -> dict[str, Any]:
+    """The keys a result.json had before ``counters`` that a reader still reads (docs/packet.md:
+    ``packet``), so files written now read as they did."""
+    return {_OLD_PACKET: result.counters.get("packet", {})}
+
+
 @dataclass
 class RunResult:
-    backend: str  # "emulator" | "simulator"
+    backend: str  # the registered name of the backend that ran it (railbed.backend.BACKENDS: fluid, emulate, ...)
     job: str
     scheduler: str
     cluster: str
@@ -119,7 +132,7 @@ class RunResult:
     wall_seconds: float = 0.0
     link_series: dict[str, list[tuple[float, float, float]]] = field(default_factory=dict)
     analysis: dict[str, Any] = field(default_factory=dict)
-    packet: dict[str, Any] = field(default_factory=dict)
+    counters: dict[str, dict[str, Any]] = field(default_factory=dict)  # backend name -> its own counters
     tcp: str = ""  # the TCP congestion control a packet-level run used ("": a fluid run, or an old result)
     jobs: dict[str, Any] = field(default_factory=dict)  # several jobs: per job and cluster (railbed.jobmetrics)
 
@@ -160,11 +173,14 @@ class RunResult:
         d = {f.name: getattr(self, f.name) for f in fields(self)}
         d["items"] = {i: _record_dict(r) for i, r in self.items.items()}
         d["iterations"] = {str(k): v for k, v in self.iterations.items()}
-        return d
+        return d | _old_keys(self)
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> RunResult:
         d = dict(d)
+        old = d.pop(_OLD_PACKET, None)  # a result.json of before ``counters`` (or its copy beside them)
+        if old and "packet" not in d.get("counters", {}):
+            d["counters"] = {**d.get("counters", {}), "packet": old}
         d["items"] = {i: ItemRecord(**r) for i, r in d.get("items", {}).items()}
         d["events"] = [tuple(e) for e in d.get("events", [])]
         d["iterations"] = {int(k): v for k, v in d.get("iterations", {}).items()}
@@ -183,7 +199,7 @@ class RunResult:
             d |= {"items": {}, "events": [], "traces": {}, "link_series": {}}
             d["notes"] = [*self.notes, f"{len(self.items)} item records left out (results: summary)"]
         d["iterations"] = {str(k): v for k, v in self.iterations.items()}
-        write_json(path, d, default=_json_default)
+        write_json(path, d | _old_keys(self), default=_json_default)
 
     @classmethod
     def load(cls, path: str | Path) -> RunResult:
@@ -306,10 +322,12 @@ def fmt_time(seconds: float) -> str:
     return f"{seconds * 1e9:.4g} ns"
 
 
-def comparison_table(results: list[RunResult]) -> str:
+def comparison_table(results: list[RunResult], exact: Callable[[RunResult], bool] | None = None) -> str:
     """One line per run: scheduler, makespan, makespan against the first run's (``vs first``, in %),
     mean iteration, median and p99 FCT of the flows between servers (:func:`crosses_network`; a
-    footnote says so), fidelity."""
+    footnote says so), fidelity: ``n/a (simulated)`` for a run of an exact backend (``exact(run)``, its
+    :class:`~railbed.backend.Capabilities`, which the caller asks: the seam imports this module;
+    without ``exact``, a run without a fidelity report counts as one)."""
     head = (
         f"{'scheduler':<16} {'makespan':>12} {'vs first':>9} {'iteration':>12} {'FCT p50':>12} {'FCT p99':>12}"
         "  fidelity"
@@ -317,7 +335,7 @@ def comparison_table(results: list[RunResult]) -> str:
     out = [head, "-" * len(head)]
     for r in results:
         its = list(r.iterations.values()) or [r.makespan]
-        if r.backend in ("simulator", "packet"):
+        if exact(r) if exact is not None else not r.fidelity:
             fid = "n/a (simulated)"
         else:
             fid = "ok" if r.fidelity.get("ok", True) else "BROKEN"

@@ -32,6 +32,7 @@ than a few levels of it.
 from __future__ import annotations
 
 import json
+import math
 import re
 import reprlib
 import stat
@@ -257,3 +258,30 @@ def key_name(key: object) -> str:
     if isinstance(key, str) and 0 < len(key) <= MAX_KEY_CHARS and key.isprintable() and key.strip() == key:
         return key
     return describe(key, MAX_KEY_CHARS)
+
+
+def positive(value: object, field: str, allow_zero: bool = False) -> float | None:
+    """A scenario's number: finite and positive (``allow_zero``: or 0), as float; None stays None.
+    Anything else is a ``SpecError(field)`` saying what was written."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        hint = " (write numbers without quotes: 1e12, 400)" if isinstance(value, str) else ""
+        raise SpecError(field, f"expected a finite number, got {describe(value)}{hint}")
+    if value < 0 or (value == 0 and not allow_zero):
+        raise SpecError(field, f"must be {'>= 0' if allow_zero else 'positive'}, got {describe(value)}")
+    return float(value)
+
+
+def boolean(value: object, field: str) -> bool:
+    """A scenario's ``true`` or ``false``; anything else a ``SpecError(field)``."""
+    if not isinstance(value, bool):
+        raise SpecError(field, f"expected true or false, got {describe(value)}")
+    return value
+
+
+def choice(value: object, field: str, choices: tuple[str, ...]) -> str:
+    """One of ``choices``; anything else a ``SpecError(field)`` listing them."""
+    if not isinstance(value, str) or value not in choices:
+        raise SpecError(field, f"must be one of {', '.join(choices)}, got {describe(value)}")
+    return value

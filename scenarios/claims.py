@@ -35,7 +35,8 @@ from railbed.errors import SpecError
 from railbed.metrics import CURVE_METRICS, METRICS
 from railbed.results import fmt_time
 
-BACKENDS = ("simulate", "emulate", "crosscheck")
+MODES = ("simulate", "emulate", "crosscheck")  # how a row runs (its ``backend`` key): Claim.mode
+DEFAULT_ENGINE = "fluid"  # the backend a simulated row runs unless it names one (its ``engine``)
 CROSSCHECK_METRICS = ("makespan_rel", "fct_rel_median", "fct_rel_worst", "order_violations")
 # the paper's unit -> how a measurement is put in it: a ratio of two runs' metric (x: scheduler over
 # relative_to; speedup: relative_to over scheduler, for times), a percentage (a change of one run
@@ -106,8 +107,8 @@ class Claim:
     kind: str = "value"
     band: Band | None = None
     bound: dict[str, float] = field(default_factory=dict)  # direction only, in the paper's unit
-    backend: str = "simulate"
-    engine: str = "fluid"  # the simulator backend of a simulated row (railbed.backend.BACKENDS)
+    mode: str = "simulate"  # MODES: the claims file's ``backend`` key
+    engine: str = DEFAULT_ENGINE  # the simulator backend of a simulated row (railbed.backend.BACKENDS)
     scheduler: str | None = None
     relative_to: str | None = None
     set: dict[str, Any] = field(default_factory=dict)  # overrides for every run of the row
@@ -155,9 +156,9 @@ class Claim:
         """The run a point of this row reads: rows with equal keys share it."""
         scenario = self.scenario_of(point)
         layers = json.dumps([o for _, o in self.overrides(point, quick)], sort_keys=True, default=str)
-        engine = "" if self.engine == "fluid" else f"|{self.engine}"  # fluid rows keep their old keys
-        digest = hashlib.sha1(f"{scenario}|{self.backend}{engine}|{layers}".encode()).hexdigest()[:6]
-        return f"{scenario.stem}-{self.backend}{'-quick' if quick else ''}-{digest}"
+        engine = "" if self.engine == DEFAULT_ENGINE else f"|{self.engine}"  # fluid rows keep their old keys
+        digest = hashlib.sha1(f"{scenario}|{self.mode}{engine}|{layers}".encode()).hexdigest()[:6]
+        return f"{scenario.stem}-{self.mode}{'-quick' if quick else ''}-{digest}"
 
     def to_unit(self, value: float, reference: float | None = None) -> float:
         """A metric (and the reference run's, for a comparison) in the paper's unit."""
@@ -363,8 +364,8 @@ def _claim(raw: Any, base: Path, where: str, index: int) -> Claim:
         scenario=_scenario_path(raw["scenario"], base, f"{where}.scenario"),
         metric=str(raw["metric"]),
         id=cid,
-        backend=_one_of(raw.get("backend", "simulate"), BACKENDS, f"{where}.backend"),
-        engine=backends.BACKENDS.canonical(raw.get("engine", "fluid"), f"{where}.engine"),
+        mode=_one_of(raw.get("backend", "simulate"), MODES, f"{where}.backend"),
+        engine=backends.BACKENDS.canonical(raw.get("engine", DEFAULT_ENGINE), f"{where}.engine"),
         scheduler=raw.get("scheduler"),
         relative_to=raw.get("relative_to"),
         set=_overrides(raw.get("set"), f"{where}.set"),
@@ -453,13 +454,13 @@ def _band(raw: Any, where: str) -> Band:
 
 
 def _check_metric(claim: Claim, where: str) -> None:
-    crosscheck = claim.backend == "crosscheck"
+    crosscheck = claim.mode == "crosscheck"
     known = CROSSCHECK_METRICS if crosscheck else (*METRICS, *CURVE_METRICS)
     if claim.metric not in known:
-        raise SpecError(f"{where}.metric", f"unknown metric {claim.metric!r} for {claim.backend} (known: "
+        raise SpecError(f"{where}.metric", f"unknown metric {claim.metric!r} for {claim.mode} (known: "
                         f"{', '.join(known)})")  # fmt: skip
     simulator = not backends.backend(claim.engine).capabilities.needs_root
-    if claim.engine != "fluid" and (claim.backend != "simulate" or not simulator):
+    if claim.engine != DEFAULT_ENGINE and (claim.mode != "simulate" or not simulator):
         raise SpecError(f"{where}.engine", f"names a simulator backend ({claim.engine} is not one), on a simulated row")
     unit = claim.paper.unit
     if unit in RATIO_UNITS and not claim.relative_to:

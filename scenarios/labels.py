@@ -15,6 +15,7 @@ from typing import Any
 
 from railbed.job import Job
 from railbed.results import fmt_time
+from scenarios.claims import DEFAULT_ENGINE
 
 
 def _effective(generator: str, args: dict[str, Any]) -> dict[str, Any]:
@@ -150,16 +151,18 @@ def job_label(source: dict[str, Any], job: Job | None) -> str:
     return ", ".join(parts)
 
 
-def backend_label(backend: str, engine: str, scale: float | None) -> str:
+def mode_label(mode: str, engine: str, scale: float | None) -> str:
+    """How a row ran, as its label prints it: a claim's mode (``scenarios.claims.MODES``) and, on a
+    simulated row, its backend when not the default one."""
     k = f", k = {scale:g}" if scale else ""
-    if backend == "emulate":
+    if mode == "emulate":
         return f"emulated{k}"
-    if backend == "crosscheck":
+    if mode == "crosscheck":
         return f"emulated{k} and simulated"
-    return "simulated" + (f" ({engine} backend)" if engine != "fluid" else "")
+    return "simulated" + (f" ({engine} backend)" if engine != DEFAULT_ENGINE else "")
 
 
-def run_label(source: dict[str, Any], job: Job | None, backend: str, engine: str, scale: float | None,
+def run_label(source: dict[str, Any], job: Job | None, mode: str, engine: str, scale: float | None,
               quick: bool) -> str:  # fmt: skip
     """Everything a row's run was: job, backend, quick or not."""
-    return f"{job_label(source, job)}; {backend_label(backend, engine, scale)}{'; quick' if quick else ''}"
+    return f"{job_label(source, job)}; {mode_label(mode, engine, scale)}{'; quick' if quick else ''}"

@@ -126,6 +126,7 @@ from typing import Any
 
 import yaml
 
+from railbed.backend import backend as get_backend
 from railbed.errors import SpecError
 from railbed.metrics import CURVE_METRICS, curve_metric, metric
 from railbed.results import RunResult, fmt_time, percentile
@@ -142,6 +143,7 @@ from scenarios.block import (
 )
 from scenarios.claims import (
     CROSSCHECK_METRICS,
+    DEFAULT_ENGINE,
     NOTE_FIELD,
     Claim,
     fmt,
@@ -242,24 +244,24 @@ def run_group(
     With ``resume``, an earlier finished run of the same scenario in ``out`` is read instead."""
     from scenarios.runner import crosscheck_scenario, run_scenario, simulate_scenario
 
-    got = _finished(sc, claim.backend, out) if resume else None
+    got = _finished(sc, claim.mode, out) if resume else None
     if got is not None:
-        echo(f"  {claim.backend} {sc.name}: finished earlier in {out} (--resume)")
+        echo(f"  {claim.mode} {sc.name}: finished earlier in {out} (--resume)")
         return got
     quiet = lambda _msg: None  # noqa: E731 - the scenario's own progress is in its directory
-    echo(f"  {claim.backend} {sc.name} -> {out}")
-    if claim.backend == "simulate":
+    echo(f"  {claim.mode} {sc.name} -> {out}")
+    if claim.mode == "simulate":
         # full-size rows are the big jobs (1024+ GPUs): no figures, which would read every item
         plots = plots and not claim.full_size
         return {"runs": simulate_scenario(sc, out, echo=quiet, backend=claim.engine, plots=plots)}
-    if claim.backend == "emulate":
+    if claim.mode == "emulate":
         return {"runs": run_scenario(sc, out, echo=quiet, plots=plots)}
     checks = crosscheck_scenario(sc, out, echo=quiet, plots=plots)
     runs = [RunResult.load(out / s.run_label / "result.json") for s in sc.schedulers]
     return {"runs": runs, "checks": checks}
 
 
-def _finished(sc, backend: str, out: Path) -> dict[str, Any] | None:
+def _finished(sc, mode: str, out: Path) -> dict[str, Any] | None:
     """What :func:`run_group` returns, read from ``out`` if a run of exactly ``sc`` finished there."""
     from scenarios.runner import PARTIAL
 
@@ -269,12 +271,12 @@ def _finished(sc, backend: str, out: Path) -> dict[str, Any] | None:
     if yaml.safe_load(saved.read_text()) != yaml.safe_load(yaml.safe_dump(sc.source or {}, sort_keys=False)):
         return None
     labels = [spec.run_label for spec, _job in sc.points(sc.schedulers)]
-    names = ("result.json", "simulated.json") if backend == "crosscheck" else ("result.json",)
+    names = ("result.json", "simulated.json") if mode == "crosscheck" else ("result.json",)
     paths = [[out / label / name for name in names] for label in labels]
     if not all(p.exists() for group in paths for p in group):
         return None
     runs = [RunResult.load(group[0]) for group in paths]
-    if backend != "crosscheck":
+    if mode != "crosscheck":
         return {"runs": runs}
     from simulator.crosscheck import compare
 
@@ -294,7 +296,7 @@ def measure(claim: Claim, got: dict[str, Any]) -> float:
     for who, label in (("scheduler", name), ("relative_to", claim.relative_to)):
         if label is not None and label not in runs:
             raise SpecError(who, f"{label!r} is not a run of this scenario (runs: {', '.join(runs)})")
-    if claim.backend == "crosscheck":
+    if claim.mode == "crosscheck":
         check = next(c for c in got["checks"] if c.scheduler == name)
         return claim.to_unit(CROSSCHECK[claim.metric](check))
     value = metric(runs[name], claim.metric)
@@ -303,17 +305,19 @@ def measure(claim: Claim, got: dict[str, Any]) -> float:
 
 
 def fidelity(runs: list[RunResult]) -> str:
-    """The emulator's verdict on the runs a row read: ok, BROKEN (why), ``n/a`` without a report."""
-    if all(r.backend == "simulator" for r in runs):
-        return "simulated"
-    if all(r.backend == "packet" for r in runs):  # no wall clock to check; what the packets met
-        drops = sum(r.packet["drops"] for r in runs)
-        timeouts = sum(r.packet["tcp"]["timeouts"] for r in runs)
+    """The emulator's verdict on the runs a row read: ok, BROKEN (why), ``n/a`` without a report.
+    Runs of an exact backend (a model: :class:`railbed.backend.Capabilities`) have no wall clock to
+    check: ``simulated``, with what their packets met where they carried packets."""
+    inexact = [r for r in runs if not get_backend(r.backend, "backend").capabilities.exact]
+    if not inexact:
+        counted = [r.counters["packet"] for r in runs if "packet" in r.counters]  # the packet backend's own
+        if not counted or len(counted) < len(runs):
+            return "simulated"
+        drops = sum(c["drops"] for c in counted)
+        timeouts = sum(c["tcp"]["timeouts"] for c in counted)
         return f"simulated (packets: {drops:,} drops, {timeouts:,} timeouts)"
     problems, missing = [], False
-    for r in runs:
-        if r.backend == "simulator":
-            continue
+    for r in inexact:
         if "ok" not in (r.fidelity or {}):
             missing = True
         elif not r.fidelity["ok"]:
@@ -398,9 +402,9 @@ def reproduce_paper(
             row.paper_command = row.command = "-"
             continue
         big = claim.full_size
-        row.paper_command = "sudo " * (claim.backend != "simulate") + "railbed reproduce " + paper + flags(
-            quick, claim.backend != "simulate", big)  # fmt: skip
-        if claim.backend != "simulate" and not emulate:
+        row.paper_command = "sudo " * (claim.mode != "simulate") + "railbed reproduce " + paper + flags(
+            quick, claim.mode != "simulate", big)  # fmt: skip
+        if claim.mode != "simulate" and not emulate:
             row.verdict, row.fidelity, row.command = "skipped", "needs --emulate (root)", row.paper_command
             continue
         if big and not full_size:
@@ -421,8 +425,8 @@ def _run_point(claim, point, quick, out, groups, echo, resume, plots) -> PointRu
         groups[key] = run_group(claim, sc, out / key, echo, resume, plots)
     got = groups[key]
     runs = {r.scheduler: r for r in got["runs"]}
-    scale = next(iter(runs.values())).scale if claim.backend != "simulate" else None
-    label = run_label(sc.source or {}, sc.job, claim.backend, claim.engine, scale, quick)
+    scale = next(iter(runs.values())).scale if claim.mode != "simulate" else None
+    label = run_label(sc.source or {}, sc.job, claim.mode, claim.engine, scale, quick)
     return PointRun(point, measure(claim, got), out / key, label, runs, sc.source or {})
 
 
@@ -445,8 +449,8 @@ def _judge(row: Row, quick: bool = False) -> None:
     many = many.get(claim.kind, "") if len(row.points) > 1 else ""
     row.ran = row.best.label + many
     cmd = {"simulate": "railbed simulate", "emulate": "sudo railbed run", "crosscheck": "sudo railbed crosscheck"}
-    engine = f" --backend {claim.engine}" if claim.engine != "fluid" else ""
-    row.command = f"{cmd[claim.backend]} {shlex.quote(str(row.run_dir / 'scenario.yaml'))}{engine}"
+    engine = f" --backend {claim.engine}" if claim.engine != DEFAULT_ENGINE else ""
+    row.command = f"{cmd[claim.mode]} {shlex.quote(str(row.run_dir / 'scenario.yaml'))}{engine}"
 
 
 # ------------------------------------------------------------------- notes
@@ -486,7 +490,8 @@ def _field(name: str, row: Row, rows: dict[str, Row]) -> str:
         return fmt_time(number) if key in ("makespan", "iteration_mean", "iteration_max") or key.startswith(
             ("fct_", "cct_", "request_p")) else f"{number:.4g}"  # fmt: skip
     if kind == "packet":  # the packet backend's counters: drops, marks, tcp.retransmissions, tcp.timeouts
-        number = {**run.packet, **run.packet["tcp"]}[key]
+        own = run.counters["packet"]
+        number = {**own, **own["tcp"]}[key]
     else:
         number = (run.fidelity if kind == "fidelity" else getattr(run, "analysis", None) or {})[key]
     return f"{number:,}" if isinstance(number, int) else f"{number:.3g}"

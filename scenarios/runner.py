@@ -18,7 +18,8 @@ A scenario is YAML (``railbed run scenario.yaml``)::
       #                                  # or {generator: NAME, args: {...}}: a job of its own
     policy: dscp-priority              # tc policy (tc_policies.plan.POLICIES): dscp-priority | fifo
     scale: 400                         # k; default: chosen for this machine
-    latency: auto                      # auto | netem | agents
+    latency: auto                      # auto | netem | agents   (latency .. capture: the emulator's own keys,
+                                       #  parsed by emulator/settings.py; packet: the packet backend's)
     trace: 0                           # s between received-bytes samples per flow (0: off)
     strict: false                      # a broken fidelity report fails the run
     timeout: 600                       # real seconds per scheduler run
@@ -31,6 +32,11 @@ A scenario is YAML (``railbed run scenario.yaml``)::
                                        # value; every scheduler runs at every load, as ``<label>@<load>``
     analysis: true                     # each run's analysis (railbed/analysis.py); false: faster (--analysis)
     results: all                       # summary | flows | all: how much is written (--results; RESULT_LEVELS)
+
+The keys every backend reads are :data:`KEYS`; the others belong to one backend each (its
+``Capabilities.settings``, :mod:`railbed.backend`), which parses them (``parse_settings``, called by
+:func:`backend_settings`) and reads them back as ``RunOptions.settings[its name]``: this module
+imports no backend.
 
 ``railbed run`` runs each scheduler on the same emulated cluster (built
 once), one after the other; ``railbed simulate`` runs them on a simulator
@@ -59,24 +65,23 @@ from __future__ import annotations
 
 import contextlib
 import json
-import math
 import os
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 import yaml
 
 from railbed import provenance
-from railbed.backend import BACKENDS, Backend, RunOptions, Session, parse_tcp
+from railbed.backend import BACKENDS, Backend, RunOptions, Session, owners, parse_tcp
 from railbed.backend import backend as get_backend
 from railbed.dispatch import SchedulerError, check_placement
 from railbed.errors import SpecError
 from railbed.job import Job
 from railbed.results import RESULT_LEVELS, RunResult, comparison_table, estimated_bytes
-from railbed.safeload import describe, key_name, load_yaml_file
+from railbed.safeload import boolean, choice, describe, key_name, load_yaml_file, positive
 from railbed.spec import ClusterSpec
 from schedulers import SchedulerSpec, by_name, default_label, make, scheduler_spec
 from tc_policies.plan import POLICIES
@@ -84,9 +89,16 @@ from workloads import check_fits, generate
 from workloads.traces import import_trace
 
 KEYS = {
-    "name", "cluster", "job", "schedulers", "policy", "scale", "latency", "trace", "strict", "timeout",
-    "flow_progress", "capture", "loads", "backend", "packet", "tcp", "jobs", "analysis", "results",
+    "name", "cluster", "job", "schedulers", "policy", "scale", "loads", "backend", "tcp", "jobs", "analysis",
+    "results",
 }  # fmt: skip
+"""The keys every backend reads; a backend's own keys are its ``Capabilities.settings``."""
+
+
+def known_keys(data: dict) -> set[str]:
+    """The top-level keys ``data`` may give: :data:`KEYS` and, when it gives any other, the keys each
+    registered backend owns (reading the backends only then)."""
+    return KEYS if set(data) <= KEYS else KEYS | set(owners())
 
 
 @dataclass
@@ -97,19 +109,13 @@ class Scenario:
     schedulers: list[SchedulerSpec]
     policy: str = "dscp-priority"
     scale: float | None = None
-    latency: str = "auto"
-    trace: float = 0.0
-    strict: bool = False
-    timeout: float | None = None
-    flow_progress: float = 0.01
     source: dict[str, Any] | None = None
-    capture: Any = None  # emulator.capture.CaptureSpec
     loads: list[float] | None = None  # offered loads (the generator's ``load``), one run per scheduler each
     jobs: list[Job] | None = None  # the job at each load
     variants: dict[str, Job] | None = None  # run label -> its own job (a scheduler entry's ``job`` overrides)
     arrays: tuple[str, dict] | None = None  # (generator, args) of a job too large for a Job: built as arrays
     backend: str | None = None  # the backend's canonical name (decoded by railbed.backend), None: not given
-    packet: Any = None  # simulator.packet.options.PacketOptions
+    settings: dict[str, Any] = field(default_factory=dict)  # backend name -> its own settings (its keys given)
     tcp: str = "cubic"  # railbed.backend.TCP_CONGESTION
     multi: Any = None  # scenarios.multijob.MultiJob: the scenario's ``jobs:`` (job is then their merge)
     analysis: bool = True  # each run's analysis (railbed.analysis)
@@ -124,15 +130,9 @@ class Scenario:
             policy=self.policy,
             progress=progress,
             scale=scale if scale is not None else self.scale,
-            latency=self.latency,
-            trace=self.trace,
-            timeout=self.timeout,
-            strict=self.strict,
-            flow_progress=self.flow_progress,
-            capture=self.capture,
-            packet=self.packet,
             tcp=tcp or self.tcp,
             analysis=self.analysis,
+            settings=dict(self.settings),
         )
 
     def points(self, specs: list[SchedulerSpec]) -> list[tuple[SchedulerSpec, Job]]:
@@ -162,9 +162,10 @@ class Scenario:
         (a summary result per run, items in ``items.npz``: no per-item JSON of a 1024-GPU job)."""
         if not isinstance(data, dict):
             raise SpecError("scenario", f"expected a mapping at the top level, got {describe(data)}")
+        known = known_keys(data)
         for key in data:
-            if key not in KEYS:
-                raise SpecError(key_name(key), f"unknown key (known: {', '.join(sorted(KEYS))})")
+            if key not in known:
+                raise SpecError(key_name(key), f"unknown key (known: {', '.join(sorted(known))})")
         for key in ("cluster", "jobs" if "jobs" in data else "job", "schedulers"):
             if key not in data:
                 raise SpecError(key, "missing")
@@ -177,8 +178,7 @@ class Scenario:
         job = jobs[0] if jobs else None if big else _job(data["job"], base, cluster)
         specs = _scheduler_specs(data["schedulers"], base)
         variants = _variants(specs, data["job"], base, bool(loads) or big)
-        policy = _choice(data.get("policy", "dscp-priority"), "policy", tuple(POLICIES))
-        latency = _choice(data.get("latency", "auto"), "latency", ("auto", "netem", "agents"))
+        policy = choice(data.get("policy", "dscp-priority"), "policy", tuple(POLICIES))
         tcp = parse_tcp(data.get("tcp", "cubic"))
         return cls(
             name=_name(data.get("name", "scenario")),
@@ -186,23 +186,17 @@ class Scenario:
             job=job,
             schedulers=specs,
             policy=policy,
-            scale=_positive(data.get("scale"), "scale"),
-            latency=latency,
-            trace=_positive(data.get("trace"), "trace", allow_zero=True) or 0.0,
-            strict=_bool(data.get("strict", False), "strict"),
-            timeout=_positive(data.get("timeout"), "timeout"),
-            flow_progress=_positive(data.get("flow_progress", 0.01), "flow_progress", allow_zero=True) or 0.0,
+            scale=positive(data.get("scale"), "scale"),
             source=data,
-            capture=_capture(data.get("capture"), cluster),
             loads=loads,
             jobs=jobs,
             variants=variants,
             arrays=(data["job"]["generator"], data["job"].get("args") or {}) if big else None,
             backend=scenario_backend(data),
-            packet=_packet(data.get("packet")),
+            settings=backend_settings(data, cluster),
             tcp=tcp,
-            analysis=_bool(data.get("analysis", True), "analysis"),
-            results=_choice(data.get("results", "all"), "results", RESULT_LEVELS),
+            analysis=boolean(data.get("analysis", True), "analysis"),
+            results=choice(data.get("results", "all"), "results", RESULT_LEVELS),
         )
 
 
@@ -322,7 +316,7 @@ def _loads(value: Any, job: Any) -> list[float] | None:
         return None
     if not isinstance(value, list) or not value or len(value) > 100:
         raise SpecError("loads", f"expected a list of 1..100 offered loads, got {describe(value)}")
-    loads = [_positive(x, f"loads[{i}]") for i, x in enumerate(value)]
+    loads = [positive(x, f"loads[{i}]") for i, x in enumerate(value)]
     if not isinstance(job, dict) or "generator" not in job:
         raise SpecError("loads", "an offered-load sweep needs a job generator with a load argument")
     if len(set(loads)) != len(loads):
@@ -345,12 +339,6 @@ def _name(value: Any) -> str:
     return value
 
 
-def _choice(value: Any, field: str, choices: tuple[str, ...]) -> str:
-    if not isinstance(value, str) or value not in choices:
-        raise SpecError(field, f"must be one of {', '.join(choices)}, got {describe(value)}")
-    return value
-
-
 def scenario_backend(data: Any) -> str | None:
     """The scenario's ``backend`` as its canonical name (``railbed.backend`` decodes it), or None."""
     if not isinstance(data, dict) or data.get("backend") is None:
@@ -358,36 +346,19 @@ def scenario_backend(data: Any) -> str | None:
     return get_backend(data["backend"], "backend").name
 
 
-def _packet(raw: Any):
-    from simulator.packet.options import parse_packet  # pure: no ns-3
-
-    return parse_packet(raw)
-
-
-def _capture(raw: Any, cluster: ClusterSpec):
-    if raw is None:
-        return None
-    from emulator.capture import parse_capture  # pure: no Mininet, no pyroute2
-    from railbed.topology import Topology
-
-    return parse_capture(raw, Topology(cluster))
-
-
-def _positive(value: Any, field: str, allow_zero: bool = False) -> float | None:
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        hint = " (write numbers without quotes: 1e12, 400)" if isinstance(value, str) else ""
-        raise SpecError(field, f"expected a finite number, got {describe(value)}{hint}")
-    if value < 0 or (value == 0 and not allow_zero):
-        raise SpecError(field, f"must be {'>= 0' if allow_zero else 'positive'}, got {describe(value)}")
-    return float(value)
-
-
-def _bool(value: Any, field: str) -> bool:
-    if not isinstance(value, bool):
-        raise SpecError(field, f"expected true or false, got {describe(value)}")
-    return value
+def backend_settings(data: dict, cluster: ClusterSpec) -> dict[str, Any]:
+    """Backend name -> its settings, parsed by the backend (``parse_settings``) from its own keys of the
+    scenario (``Capabilities.settings``). A backend whose keys are absent takes its defaults; a
+    scenario with none of them reads no backend."""
+    given = [key for key in data if key not in KEYS]
+    if not given:
+        return {}
+    owner = owners()
+    out = {}
+    for name in dict.fromkeys(owner[key] for key in given):
+        be = get_backend(name)
+        out[name] = be.parse_settings({key: data[key] for key in be.capabilities.settings if key in data}, cluster)
+    return out
 
 
 def _scheduler_specs(raw: Any, base: Path | None = None) -> list[SchedulerSpec]:
@@ -562,7 +533,7 @@ def _write_comparison(sc: Scenario, results: list[RunResult], out_dir: Path, ech
         from railbed.metrics import load_curve
 
         (out_dir / "curve.json").write_text(json.dumps(load_curve(results), indent=1) + "\n")
-    table = comparison_table(results)
+    table = comparison_table(results, lambda r: get_backend(r.backend, "backend").capabilities.exact)
     (out_dir / "comparison.txt").write_text(table + "\n")
     (out_dir / "index.json").write_text(
         json.dumps({"scenario": sc.name, "runs": [{"scheduler": r.scheduler, "makespan": r.makespan} for r in results]})

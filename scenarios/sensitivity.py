@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from railbed.errors import SpecError
-from scenarios.claims import Claim, Unstated, fmt, load_claims
+from scenarios.claims import DEFAULT_ENGINE, Claim, Unstated, fmt, load_claims
 
 HERE = Path(__file__).resolve().parent
 
@@ -108,7 +108,7 @@ def cases(claims: list[Claim], unstated: list[Unstated], quick: bool, base: Path
     for param in unstated:
         for cid in param.claims:
             claim = by_id[cid]
-            if claim.backend != "simulate" or claim.engine != "fluid":
+            if claim.mode != "simulate" or claim.engine != DEFAULT_ENGINE:
                 continue
             for value in param.range:
                 for point in claim.points():

@@ -76,6 +76,7 @@ from typing import Any
 import yaml
 
 from railbed import provenance
+from railbed.backend import backend as get_backend
 from railbed.errors import EnvironmentProblem, SpecError
 from railbed.metrics import DEFAULT_METRICS, METRICS
 from railbed.safeload import load_yaml_file
@@ -83,9 +84,15 @@ from railbed.safeload import load_yaml_file
 KEYS = {"name", "scenario", "backend", "axes", "metrics", "plots"}
 MAX_POINTS = 1000  # default --max-points (module docstring)
 PROGRESS_SECONDS = 2.0  # between progress lines while points are validated
-BACKENDS = ("simulate", "emulate")
+MODES = {"simulate": "fluid", "emulate": "emulate"}  # a sweep's ``backend`` key -> the backend its points run on
 TESTBED = "railbed_testbed"
 SHORTCUTS = {"rate", "seed"}
+
+
+def needs_testbed(mode: str) -> bool:
+    """Whether the points of a sweep in ``mode`` (:data:`MODES`) build a cluster: root, one testbed
+    per machine (their backend's capabilities)."""
+    return get_backend(MODES[mode]).capabilities.needs_root
 
 
 # ------------------------------------------------------------------ points
@@ -173,7 +180,7 @@ class Sweep:
     name: str
     scenario: dict[str, Any]
     base: Path
-    backend: str = "simulate"
+    mode: str = "simulate"  # MODES (the sweep file's ``backend`` key)
     axes: dict[str, list] = field(default_factory=dict)
     metrics: list[str] = field(default_factory=lambda: list(DEFAULT_METRICS))
     plots: bool = False
@@ -194,9 +201,9 @@ class Sweep:
         if "scenario" not in data:
             raise SpecError("scenario", "missing")
         scenario, sbase = scenario_mapping(data["scenario"], base)
-        backend = str(data.get("backend", "simulate"))
-        if backend not in BACKENDS:
-            raise SpecError("backend", f"must be simulate or emulate, got {backend!r}")
+        mode = str(data.get("backend", "simulate"))
+        if mode not in MODES:
+            raise SpecError("backend", f"must be simulate or emulate, got {mode!r}")
         axes = data.get("axes") or {}
         if not isinstance(axes, dict):
             raise SpecError("axes", "expected a mapping of axis -> list of values")
@@ -213,7 +220,7 @@ class Sweep:
         if not isinstance(plots, bool):
             raise SpecError("plots", f"expected true or false, got {plots!r}")
         name = str(data.get("name", scenario.get("name", "sweep")))
-        return cls(name, scenario, sbase, backend, {str(k): v for k, v in axes.items()}, metrics, plots, data)
+        return cls(name, scenario, sbase, mode, {str(k): v for k, v in axes.items()}, metrics, plots, data)
 
     def size(self) -> int:
         """How many points the grid has (the product of the axes' lengths), without making them."""
@@ -265,7 +272,7 @@ class Sweep:
                 continue
             t = time.perf_counter()
             try:
-                _check_point(point.scenario, self.base, out, self.backend, emulate_here)
+                _check_point(point.scenario, self.base, out, self.mode, emulate_here)
             except SpecError as exc:
                 raise SpecError(f"point {point.id}: {exc.field}", exc.message) from None
             checked.add(key)
@@ -280,17 +287,15 @@ class Sweep:
         return points
 
 
-def _check_point(scenario: dict, base: Path, out: Path, backend: str, emulate_here: bool) -> None:
+def _check_point(scenario: dict, base: Path, out: Path, mode: str, emulate_here: bool) -> None:
     """What ``railbed simulate`` / ``run`` check before they start (SpecError if anything fails);
-    the emulator's check of this machine only if the points emulate here."""
-    from railbed.backend import backend as get_backend
+    the check of this machine by a backend that builds a cluster only if the points run here."""
     from scenarios.runner import Scenario, preflight
 
     sc = Scenario.from_dict(scenario, base)
-    if backend == "emulate":
-        checked = get_backend("emulate") if emulate_here else None
-    else:  # simulate_scenario's backend
-        checked = get_backend("fluid")
+    checked = get_backend(MODES[mode])
+    if needs_testbed(mode) and not emulate_here:
+        checked = None
     preflight(sc, sc.schedulers, out, sc.scale, backend=checked)
 
 
@@ -324,7 +329,7 @@ def scenario_mapping(raw: Any, base: Path) -> tuple[dict, Path]:
 
 
 # -------------------------------------------------------------- one point
-def run_point(scenario: dict, base: str, backend: str, seed: int | None, plots: bool, metrics: list[str]) -> dict:
+def run_point(scenario: dict, base: str, mode: str, seed: int | None, plots: bool, metrics: list[str]) -> dict:
     """Run one point in a temporary directory; return its files (relative path -> bytes),
     its metric rows per run, its status and error, and its log. Never raises for a failed run."""
     from railbed.metrics import metric
@@ -343,7 +348,7 @@ def run_point(scenario: dict, base: str, backend: str, seed: int | None, plots: 
         out = Path(tmp)
         try:
             sc = Scenario.from_dict(scenario, Path(base))
-            run = simulate_scenario if backend == "simulate" else run_scenario
+            run = run_scenario if needs_testbed(mode) else simulate_scenario
             results: list[RunResult] = run(sc, out, echo=log.append, plots=plots)
             for r in results:
                 rows.append({"run": r.scheduler, **{m: metric(r, m) for m in metrics}})
@@ -453,10 +458,10 @@ def start_ray(address: str | None, cpus: int | None, where: str = "--address", e
 
 def _submit(ray, sweep: Sweep, point: Point):
     opts: dict[str, Any] = {"num_cpus": 1, "max_retries": 0}
-    if sweep.backend == "emulate":
+    if needs_testbed(sweep.mode):
         opts["resources"] = {TESTBED: 1}
     task = ray.remote(run_point).options(**opts)
-    return task.remote(point.scenario, str(sweep.base), sweep.backend, point.seed, sweep.plots, sweep.metrics)
+    return task.remote(point.scenario, str(sweep.base), sweep.mode, point.seed, sweep.plots, sweep.metrics)
 
 
 def run_sweep(
@@ -478,15 +483,15 @@ def run_sweep(
     where = "--address" if address else "RAY_ADDRESS"
     address = address or os.environ.get("RAY_ADDRESS")
     where_run = address or ("a local Ray instance" if use_ray else "this machine")
-    echo(f"sweep {sweep.name}: {n} points ({sweep.shape()}), {sweep.backend}, on {where_run}")
+    echo(f"sweep {sweep.name}: {n} points ({sweep.shape()}), {sweep.mode}, on {where_run}")
     t0 = time.perf_counter()
-    points = sweep.points(echo, out, emulate_here=sweep.backend == "emulate" and not address, only=only)
+    points = sweep.points(echo, out, emulate_here=needs_testbed(sweep.mode) and not address, only=only)
     records = {p.id: point_done(out, p) for p in points}
     todo = [p for p in points if records[p.id] is None]
     echo(f"  {n} points checked in {time.perf_counter() - t0:.1f} s; {n - len(todo)} done already, {len(todo)} to run")
     ray = start_ray(address, cpus, where, echo) if todo and (address or use_ray) else None
     try:
-        if ray is not None and sweep.backend == "emulate" and not ray.cluster_resources().get(TESTBED):
+        if ray is not None and needs_testbed(sweep.mode) and not ray.cluster_resources().get(TESTBED):
             raise EnvironmentProblem(
                 f"no Ray node offers the resource {TESTBED!r}: start nodes with "
                 f"ray start ... --resources '{{\"{TESTBED}\": 1}}'"
@@ -532,8 +537,8 @@ def run_local(sweep, out, todo, records, echo, cpus: int | None) -> None:
     from concurrent.futures import ProcessPoolExecutor, as_completed
     from multiprocessing import get_context
 
-    args = lambda p: (p.scenario, str(sweep.base), sweep.backend, p.seed, sweep.plots, sweep.metrics)  # noqa: E731
-    workers = 1 if sweep.backend == "emulate" else min(len(todo), cpus or os.cpu_count() or 1)
+    args = lambda p: (p.scenario, str(sweep.base), sweep.mode, p.seed, sweep.plots, sweep.metrics)  # noqa: E731
+    workers = 1 if needs_testbed(sweep.mode) else min(len(todo), cpus or os.cpu_count() or 1)
     t0 = time.perf_counter()
     if workers == 1:
         try:
@@ -592,15 +597,15 @@ def run_points(ray, sweep, out, todo, records, echo) -> None:
                 answer = _failed(exc)
             _finished(sweep, out, records, point, answer, t0, len(pending), len(todo), echo)
     except KeyboardInterrupt:
-        _stop(ray, pending, sweep.backend)
+        _stop(ray, pending, sweep.mode)
         _interrupted(records, echo)
         raise
 
 
-def _stop(ray, pending: dict, backend: str) -> None:
+def _stop(ray, pending: dict, mode: str) -> None:
     """Cancel unfinished points. Emulated ones get KeyboardInterrupt (not a kill), so their
     testbed is torn down; wait for them briefly before Ray's shutdown ends the workers."""
     for ref in pending:
-        ray.cancel(ref, force=backend != "emulate")
-    if backend == "emulate" and pending:
+        ray.cancel(ref, force=not needs_testbed(mode))
+    if needs_testbed(mode) and pending:
         ray.wait(list(pending), num_returns=len(pending), timeout=60)

@@ -35,7 +35,7 @@ class Fluid(ModelBackend):
         self.capabilities = Capabilities(max_gpus=max_gpus)
 
     def run(self, job: Job, scheduler: Scheduler, cluster: ClusterSpec, options: RunOptions) -> RunResult:
-        return simulate(
+        result = simulate(
             job,
             scheduler,
             cluster,
@@ -44,6 +44,8 @@ class Fluid(ModelBackend):
             progress=options.progress,
             analysis=options.analysis,
         )
+        result.backend = self.name
+        return result
 
 
 class FluidRules(ModelBackend):
@@ -83,7 +85,12 @@ class Packet(ModelBackend):
     summary = "packet-level simulation on ns-3: TCP, drop-tail strict-priority queues, ECN (railbed[packet])"
     # max_gpus: bench/bench_packet.py's Hermod testbed iteration (reduced) at 128 GPUs took 45 s here; a
     # 128-GPU all-to-all of 1 MB a pair 15-30 min (extrapolated): docs/packet.md, "Speed"
-    capabilities = Capabilities(packets=True, max_gpus=128)  # host models: the Dispatcher times legs
+    capabilities = Capabilities(packets=True, max_gpus=128, settings=("packet",))  # host models: the Dispatcher's legs
+
+    def parse_settings(self, block: dict, cluster: ClusterSpec):
+        from simulator.packet.options import parse_packet  # pure: no ns-3
+
+        return parse_packet(block.get("packet"))
 
     def check(self, cluster: ClusterSpec, options: RunOptions) -> None:
         """ns-3 installed (without importing it: 10 s), the cluster within the address plan."""
@@ -92,7 +99,7 @@ class Packet(ModelBackend):
         from simulator.packet.fabric import check_fits
         from simulator.packet.options import check_tcp
 
-        check_tcp(options.tcp, options.packet)
+        check_tcp(options.tcp, options.own(self.name))
         require()
         check_fits(Topology(cluster))
         return None
@@ -103,8 +110,8 @@ class Packet(ModelBackend):
         from simulator.packet.options import PacketOptions, check_tcp
         from simulator.packet.run import simulate_packets
 
-        check_tcp(options.tcp, options.packet)
-        packet = replace(options.packet or PacketOptions(), tcp=options.tcp)
+        check_tcp(options.tcp, options.own(self.name))
+        packet = replace(options.own(self.name, PacketOptions()), tcp=options.tcp)
         return simulate_packets(job, scheduler, cluster, options.policy, packet, options.progress, options.analysis)
 
 

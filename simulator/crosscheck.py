@@ -1,7 +1,9 @@
-"""One job under one scheduler on both backends: how far apart are they?
+"""One job under one scheduler on two backends: how far apart are they?
 
-:func:`compare` takes the emulator's and the simulator's :class:`RunResult`
-of the same job, scheduler and cluster and reports
+:func:`compare` takes two :class:`RunResult` of the same job, scheduler and
+cluster (first the one checked, usually the emulator's; then the reference,
+usually a simulator's) and reports, each side labelled by the registered name
+of its backend (``RunResult.backend``: ``emulate``, ``packet``, ``fluid``, ...)
 
 * the makespan of each and their relative difference;
 * per network flow: completion time (end - start) on each backend and the
@@ -51,21 +53,25 @@ class Crosscheck:
     order_pairs: int = 0  # flows (as the earlier of a pair) whose order was checked
     order_violations: list[tuple[str, str]] = field(default_factory=list)  # (sim first, emu first)
     margin: float = ORDER_MARGIN
-    fidelity: dict = field(default_factory=dict)  # the emulated run's (see emulator.fidelity)
+    fidelity: dict = field(default_factory=dict)  # the first run's fidelity report (emulator.fidelity), if any
+    # the two sides' backends (registered names); the fields and crosscheck.json's keys keep their
+    # first names, ``emulated`` for the first side and ``simulated`` for the second (railbed/plots.py reads them)
+    sides: tuple[str, str] = ("emulate", "fluid")
 
     @property
     def makespan_rel(self) -> float:
         return (self.emulated_makespan - self.simulated_makespan) / self.simulated_makespan
 
     def report(self, worst: int = 10) -> str:
+        one, two = self.sides
         lines = [
-            f"{self.scheduler}: makespan emulated {fmt_time(self.emulated_makespan)}, "
-            f"simulated {fmt_time(self.simulated_makespan)} ({100 * self.makespan_rel:+.1f} %)"
+            f"{self.scheduler}: makespan {one} {fmt_time(self.emulated_makespan)}, "
+            f"{two} {fmt_time(self.simulated_makespan)} ({100 * self.makespan_rel:+.1f} %)"
         ]
         if self.fidelity:
             f = self.fidelity
             lines.append(
-                f"  emulator: {f.get('drops', 0)} packets dropped by the shapers, {f.get('tcp_retransmits', 0)} TCP "
+                f"  {one}: {f.get('drops', 0)} packets dropped by the shapers, {f.get('tcp_retransmits', 0)} TCP "
                 f"retransmits, {f.get('tcp_timeouts', 0)} timeouts; host CPU at most {100 * f.get('cpu_max', 0):.0f} %"
                 + ("" if f.get("ok", True) else "; fidelity broken: " + "; ".join(f.get("problems", [])))
             )
@@ -73,27 +79,28 @@ class Crosscheck:
             rels = sorted(abs(f.rel) for f in self.flows)
             median = percentile(rels, 50)
             lines.append(
-                f"  flow completion times, |emulated - simulated| / simulated over {len(self.flows)} flows: "
+                f"  flow completion times, |{one} - {two}| / {two} over {len(self.flows)} flows: "
                 f"median {100 * median:.1f} %, worst {100 * rels[-1]:.1f} %"
                 + (f" ({self.local_flows} same-server flows not compared)" if self.local_flows else "")
             )
-            lines.append(f"  {'flow':<28} {'emulated':>10} {'simulated':>10} {'diff':>8}")
+            lines.append(f"  {'flow':<28} {one:>10} {two:>10} {'diff':>8}")
             for f in sorted(self.flows, key=lambda f: -abs(f.rel))[:worst]:
                 lines.append(
                     f"  {f.id:<28} {fmt_time(f.emulated):>10} {fmt_time(f.simulated):>10} {100 * f.rel:+7.1f}%"
                 )
         verdict = "same order" if not self.order_violations else f"{len(self.order_violations)} flows out of order"
         lines.append(
-            f"  completion order of flows whose simulated ends differ by > {100 * self.margin:.0f} %: {verdict} "
+            f"  completion order of flows whose {two} ends differ by > {100 * self.margin:.0f} %: {verdict} "
             f"({self.order_pairs} flows checked)"
         )
         for a, b in self.order_violations[:worst]:
-            lines.append(f"    simulated: {a} before {b}; emulated: the other way")
+            lines.append(f"    {two}: {a} before {b}; {one}: the other way")
         return "\n".join(lines)
 
     def to_dict(self) -> dict:
         return {
             "scheduler": self.scheduler,
+            "backends": list(self.sides),
             "emulated_makespan": self.emulated_makespan,
             "simulated_makespan": self.simulated_makespan,
             "makespan_rel": self.makespan_rel,
@@ -132,11 +139,18 @@ def order_violations(ends: list[tuple[str, float, float]], margin: float) -> tup
 
 
 def compare(emulated: RunResult, simulated: RunResult, margin: float = ORDER_MARGIN) -> Crosscheck:
-    """Compare two results of the same job and scheduler (see the module docstring)."""
+    """Compare two results of the same job and scheduler (see the module docstring): ``emulated``
+    is the first side (the one checked), ``simulated`` the second (the reference), whatever their
+    backends (:attr:`Crosscheck.sides`)."""
     if set(emulated.items) != set(simulated.items):
         raise ValueError("the two results are not of the same job")
     out = Crosscheck(
-        emulated.scheduler, emulated.makespan, simulated.makespan, margin=margin, fidelity=emulated.fidelity or {}
+        emulated.scheduler,
+        emulated.makespan,
+        simulated.makespan,
+        margin=margin,
+        fidelity=emulated.fidelity or {},
+        sides=(emulated.backend, simulated.backend),
     )
     ends = []
     for fid, e in emulated.items.items():

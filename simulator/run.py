@@ -153,7 +153,7 @@ class Simulation:
                 else:
                     assert flow is not None
                     self._join(*flow)
-        result = disp.result("simulator")
+        result = disp.result("fluid")
         result.links = self.fabric.link_stats(self.network.link_bits, self.network.link_peak, result.makespan)
         result.link_series = self.series.result(result.makespan)
         result.notes.append(MODEL_NOTE)

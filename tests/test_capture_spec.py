@@ -48,9 +48,9 @@ def test_scenario_key():
         "capture": ["rail0:rail0-eth2"],
     }
     sc = Scenario.from_dict(data)
-    assert sc.capture.ports == (("rail0", "rail0-eth2"),)
+    assert sc.settings["emulate"].capture.ports == (("rail0", "rail0-eth2"),)
     data["capture"] = ["rail0:nope"]
     with pytest.raises(SpecError, match="capture\\[0\\]"):
         Scenario.from_dict(data)
     del data["capture"]
-    assert Scenario.from_dict(data).capture is None
+    assert "emulate" not in Scenario.from_dict(data).settings

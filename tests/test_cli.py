@@ -120,7 +120,7 @@ def test_simulate_writes_a_results_directory_without_root(tmp_path):
     from railbed.results import RunResult
 
     res = RunResult.load(tmp_path / "out" / "fifo" / "result.json")
-    assert res.backend == "simulator" and res.makespan > 0
+    assert res.backend == "fluid" and res.makespan > 0
     # all-to-all of 2 x 1 MB on 1 Gbit/s NICs: each NIC sends and receives 1 MB
     from railbed.units import wire_bytes
 

@@ -56,3 +56,14 @@ def test_compare_reports_makespan_flows_and_order():
     c = compare(swapped, sim)
     assert c.order_violations and c.order_violations[0][0] == "a"
     assert "out of order" in c.report()
+
+
+def test_each_side_is_labelled_by_its_backend():
+    """``--backends fluid,packet``: fluid is the first side, and is called fluid (not "emulated")."""
+    first = result("fluid", {"a": (0, 1.0), "b": (0, 2.0)})
+    second = result("packet", {"a": (0, 1.1), "b": (0, 2.2)})
+    c = compare(first, second)
+    report = c.report()
+    assert c.sides == ("fluid", "packet") and c.to_dict()["backends"] == ["fluid", "packet"]
+    assert "makespan fluid 2 s, packet 2.2 s" in report and "|fluid - packet| / packet" in report
+    assert "emulat" not in report and "simulat" not in report

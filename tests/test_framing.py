@@ -120,7 +120,7 @@ def test_the_packet_backend_sends_a_sixth_of_the_packets_on_a_jumbo_fabric():
     for mtu in (1500, 9000):
         spec = star(mtu)
         res = backend("packet").run(one_flow(), by_name("fifo"), spec, RunOptions(analysis=False))
-        packets[mtu] = res.packet["ports"]["h0:h0-eth0"]["packets"]
+        packets[mtu] = res.counters["packet"]["ports"]["h0:h0-eth0"]["packets"]
         assert packets[mtu] == pytest.approx(spec.fabric.framing.packets(SIZE), abs=3)
         assert res.links["h0:h0-eth0"]["bytes"] == pytest.approx(spec.fabric.framing.wire_bytes(SIZE), rel=1e-3)
         times[mtu] = res.makespan

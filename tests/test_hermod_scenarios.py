@@ -96,6 +96,9 @@ def test_hermod_rows_say_what_sets_the_price_of_a_lost_packet():
         "emulator (k = 1000, cubic, min RTO 5 ms real = 5 us model)"
     )
     assert _backend({"backend": "fluid"}) == "fluid"
+    now = {"backend": "packet", "tcp": "cubic", "counters": {"packet": {"settings": {"rto_min": 0.0002}}}}
+    assert _backend(now) == "packet (cubic, min RTO 200 us)"  # counters: where a result.json has them now
+    assert _backend({"backend": "emulate", "tcp": "cubic", "scale": 1000.0}).startswith("emulate (k = 1000, cubic")
 
 
 def test_hermod_rows_compare_one_iteration_or_the_mean(tmp_path):

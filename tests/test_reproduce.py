@@ -302,12 +302,12 @@ def test_a_row_on_the_packet_backend_runs_there_and_reports_its_drops(tmp_path):
     assert {r.backend for r in runs.values()} == {"packet"}
     change = 100 * (runs["tag-priority"].makespan / runs["fifo"].makespan - 1)
     assert packet.value == pytest.approx(change) and packet.value != fluid.value
-    drops = sum(r.packet["drops"] for r in runs.values())
-    timeouts = sum(r.packet["tcp"]["timeouts"] for r in runs.values())
+    drops = sum(r.counters["packet"]["drops"] for r in runs.values())
+    timeouts = sum(r.counters["packet"]["tcp"]["timeouts"] for r in runs.values())
     assert packet.fidelity == f"simulated (packets: {drops:,} drops, {timeouts:,} timeouts)"
     assert fluid.fidelity == "simulated"
     assert packet.ran.endswith("; simulated (packet backend); quick") and packet.command.endswith("--backend packet")
-    fifo = runs["fifo"].packet
+    fifo = runs["fifo"].counters["packet"]
     assert render_note(packet, {}) == f"fifo lost {fifo['drops']:,} ({fifo['tcp']['timeouts']:,} timeouts)"
     bad = tmp_path / "bad.yaml"
     bad.write_text(f"claims:\n  - {row.format(0, ', engine: packet, backend: emulate')}\n")

@@ -52,6 +52,7 @@ def _asdict_twin(r: RunResult) -> dict:
     d = asdict(r)
     d["items"] = {i: asdict(x) for i, x in r.items.items()}
     d["iterations"] = {str(k): v for k, v in r.iterations.items()}
+    d["packet"] = d["counters"].get("packet", {})  # the key before counters, still written (docs/packet.md)
     return d
 
 

@@ -22,6 +22,7 @@ from pathlib import Path
 
 import yaml
 
+from railbed.backend import BACKENDS, backend
 from railbed.jsonout import read_keys
 from workloads.moe import PRESETS
 
@@ -57,17 +58,19 @@ def _what(directory: Path, result: dict) -> dict:
 
 def _backend(result: dict) -> str:
     """The backend and what sets the cost of a lost packet there: TCP, and the minimum RTO (the
-    emulator's is 5 ms of real time, ``emulator.nodes.RTO_MIN``: 5 ms / k of model time)."""
+    packet backend's own settings, in its counters; the emulator's is 5 ms of real time,
+    ``emulator.nodes.RTO_MIN``: 5 ms / k of model time)."""
     name = result.get("backend") or "?"
     tcp = result.get("tcp")
-    if name == "packet":
-        rto = (result.get("packet") or {}).get("settings", {}).get("rto_min")
-        return f"packet ({tcp}, min RTO {rto * 1e6:g} us)" if rto is not None else f"packet ({tcp})"
-    if name == "emulator" and result.get("scale"):
+    own = (result.get("counters") or {}).get("packet") or result.get("packet")  # or as written before counters
+    if own is not None and "settings" in own:
+        rto = own["settings"].get("rto_min")
+        return f"{name} ({tcp}, min RTO {rto * 1e6:g} us)" if rto is not None else f"{name} ({tcp})"
+    if name in BACKENDS.spellings() and backend(name).capabilities.needs_root and result.get("scale"):
         from emulator.nodes import RTO_MIN
 
         k = result["scale"]
-        return f"emulator (k = {k:g}, {tcp}, min RTO {RTO_MIN * 1e3:g} ms real = {RTO_MIN * 1e6 / k:g} us model)"
+        return f"{name} (k = {k:g}, {tcp}, min RTO {RTO_MIN * 1e3:g} ms real = {RTO_MIN * 1e6 / k:g} us model)"
     return name
 
 

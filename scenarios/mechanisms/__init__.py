@@ -298,8 +298,8 @@ def by_name(name: str) -> Mechanism:
     return next(m for m in (*MECHANISMS, *JOB_MECHANISMS) if m.name == name)
 
 
-def run(mech: Mechanism, backend: str, out: Path | None = None) -> dict[str, float]:
-    """Scheduler -> the measured value, on ``backend`` (simulate | emulate), in model seconds."""
+def run(mech: Mechanism, mode: str, out: Path | None = None) -> dict[str, float]:
+    """Scheduler -> the measured value, ``mode`` simulate (fluid) or emulate, in model seconds."""
     import tempfile
 
     from scenarios.runner import Scenario, run_scenario, simulate_scenario
@@ -309,7 +309,7 @@ def run(mech: Mechanism, backend: str, out: Path | None = None) -> dict[str, flo
     quiet = lambda _m: None  # noqa: E731
     with tempfile.TemporaryDirectory(prefix="railbed-mechanism-") as tmp:
         where = out or Path(tmp)
-        if backend == "simulate":
+        if mode == "simulate":
             results = simulate_scenario(sc, where, echo=quiet, schedulers=labels, plots=False)
         else:
             results = run_scenario(sc, where, echo=quiet, schedulers=labels, plots=False)

@@ -178,7 +178,7 @@ class PacketSimulation:
         result = disp.result("packet")
         result.tcp = self.options.tcp
         result.links, ports = port_stats(glue, self.plan, result.makespan)
-        result.packet = {
+        result.counters["packet"] = counters = {
             "ports": ports,
             "tcp": {"retransmissions": int(glue.Retransmissions()), "timeouts": int(glue.Timeouts())},
             "drops": sum(p["drops"] for p in ports.values()),
@@ -189,7 +189,7 @@ class PacketSimulation:
         }
         problems = int(glue.Unroutable()) + int(glue.Stray())
         result.notes.append(MODEL_NOTE)
-        result.notes.append(f"packet: {self.options.describe()}; {result.packet['ns3_events']} ns-3 events")
+        result.notes.append(f"packet: {self.options.describe()}; {counters['ns3_events']} ns-3 events")
         result.notes.append("packet: a link's peak_util is its mean (ports are not sampled during the run)")
         if problems:
             result.notes.append(f"packet: {problems} unroutable packets or unknown connections (a bug)")

@@ -12,12 +12,14 @@ capture's packet limit and checks the run's note says so.
 
 import subprocess
 from collections import Counter
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from emulator.agent import HEADER
 from emulator.capture import Capture, parse_capture, pcap_name
+from emulator.settings import EmulateSettings
 from emulator.testbed import Testbed
 from railbed.spec import ClusterSpec
 from railbed.topology import Topology
@@ -65,9 +67,10 @@ def connections(pcap: Path):
 
 def test_captures_hold_every_crossing_flow_with_its_dscp_and_bytes(tmp_path):
     sc = Scenario.load(ROOT / "examples" / "scenarios" / "crosscheck-small.yaml")
-    sc.capture = parse_capture(
+    capture = parse_capture(
         {"ports": [f"{n}:{i}" for n, i in PORTS], "snaplen": 96, "max_bytes": "30MB"}, Topology(sc.cluster)
     )
+    sc.settings["emulate"] = replace(sc.settings.get("emulate", EmulateSettings()), capture=capture)
     [result] = run_scenario(sc, tmp_path, echo=lambda _: None, schedulers=["tag-priority"], plots=False)
     topo = Topology(sc.cluster)
     addr = {topo.nic_address(s, n): (s, n) for s in range(len(topo.nics)) for n in range(len(topo.nics[s]))}

@@ -21,7 +21,7 @@ def test_emulated_rows_are_measured(tmp_path):
     for claim, row in zip(claims, rows):
         ran, value, verdict, fid, cmd = row[1], row[3], row[4], row[6], row[7]
         assert value != "-" and verdict in (QUICK_VERDICT, INPUT_CHECK, "measured"), row  # quick: never judged
-        if claim.backend == "crosscheck":
+        if claim.mode == "crosscheck":
             assert fid == "ok" or fid.startswith("BROKEN"), row
             assert cmd.startswith("`sudo railbed crosscheck ")
             assert re.search(r"; emulated, k = \d+ and simulated; quick$", ran), ran
