@@ -214,7 +214,7 @@ def network_free_makespan(
     mean nothing. The events follow the simulator's order (:mod:`simulator.run` with zero
     latency and zero bits: flows started end together at the next step, in the order they
     started, before any timer; timers in (time, order set)), so the compact engine's run of
-    its job with zero bits (:func:`simulator.compact.network_free_run`) gives the same
+    its job with zero bits (:func:`simulator.rules.network_free_run`) gives the same
     times."""
     from railbed.dispatch import Dispatcher, StartFlow, StartWait
 

@@ -44,7 +44,7 @@ core they build on.
     After the last item of job ``job_name`` ended. ``view.jobs`` maps the jobs that arrived to
     their arrival times, ``view.jobs_done`` the finished ones to their ends.
 ``rule(flow, placement, cluster) -> Rule | None``
-    Only for the compact engine (:mod:`simulator.compact`): ``on_ready``'s
+    Only for the compact engine (:mod:`simulator.rules`): ``on_ready``'s
     answer for a flow as a pure function of it (:class:`Rule`), or ``None``.
 ``gate_split(flows, placement, cluster) -> Split``
     Only for the compact engine: the split of a group of flows whose rules
@@ -155,7 +155,7 @@ _WAKES = frozenset((OnNic, OnDone, OnSlot, OnTime))
 @dataclass(frozen=True)
 class Rule:
     """A flow's ``on_ready`` answer as a pure function of the flow, for the compact engine
-    (:mod:`simulator.compact`): the DSCP and cap it starts with, and when it waits.
+    (:mod:`simulator.rules`): the DSCP and cap it starts with, and when it waits.
 
     The flow is held while a network flow active on its source NIC has ``key < bar``, and,
     if ``queued``, while a held ``queued`` flow on that NIC has ``key < bar`` (the minimum

@@ -46,7 +46,7 @@ Thin classes over :mod:`schedulers.hermod_alg`; jobs come from
   destination NIC. Sub-flows start when their deps are done, without the
   host-side wait.
 
-For the compact engine (:mod:`simulator.compact`) each class's ``rule`` states its
+For the compact engine (:mod:`simulator.rules`) each class's ``rule`` states its
 ``on_ready`` as a pure function of the flow (Hermod's host wait: key = bar = its priority,
 queued; Lina's: key 0 for backward EP, bar 1 for DP); the EP flows Alg. 3 splits (between
 servers) are gated by coflow, and ``gate_split`` precomputes their sub-flows.

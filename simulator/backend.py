@@ -4,21 +4,14 @@
   hook at every event, max-min rates in numba (:class:`~simulator.network.NumbaNetwork`);
 * ``fluid-reference`` (:data:`FLUID_REFERENCE`): the same loop over the plain-Python network
   (:class:`~simulator.network.ReferenceNetwork`), the oracle the tests compare with;
-* ``fluid-rules`` (:data:`FLUID_RULES`): :mod:`simulator.compact`, the whole run in one numba
-  kernel over the schedulers' rules (``Scheduler.rule``, ``gate_split``), equal item for item
-  to ``fluid`` where it runs; it also takes a job built as arrays
-  (:class:`workloads.arrays.ArrayJob`), returning a result without per-item records and
-  writing the items to ``run_dir/items.npz``.
+* ``fluid-rules``: its own folder, :mod:`simulator.rules` (:data:`simulator.rules.backend.FLUID_RULES`);
 * ``packet`` (:data:`PACKET`): :mod:`simulator.packet`, the Dispatcher's run carried by ns-3
   (TCP connections, strict-priority drop-tail queues); ns-3 is imported when a run starts.
 """
 
 from __future__ import annotations
 
-import time
-
 from railbed.backend import Capabilities, ModelBackend, RunOptions
-from railbed.dispatch import run_label
 from railbed.job import Job
 from railbed.results import RunResult
 from railbed.scheduler import Scheduler
@@ -44,36 +37,6 @@ class Fluid(ModelBackend):
             progress=options.progress,
             analysis=options.analysis,
         )
-
-
-class FluidRules(ModelBackend):
-    """One numba kernel over the schedulers' rules (:mod:`simulator.compact`)."""
-
-    name = "fluid-rules"
-    summary = "one numba kernel over the schedulers' rules (Scheduler.rule); jobs as arrays, thousands of GPUs"
-    capabilities = Capabilities(hooks=False, host_models=False, array_jobs=True, max_gpus=8192)
-
-    def run(self, job, scheduler: Scheduler, cluster: ClusterSpec, options: RunOptions) -> RunResult:
-        from simulator.compact import compact, compact_arrays, run_compact
-
-        if isinstance(job, Job):
-            run = run_compact(compact(job, scheduler, cluster, options.policy), analysis=options.analysis)
-            result = run.to_run_result(job, run_label(scheduler))
-            result.cluster = cluster.name
-            result.notes += scheduler.notes()  # the Dispatcher adds them on the other backends
-            return result
-        t0 = time.perf_counter()
-        cj = compact_arrays(job, scheduler, cluster, options.policy)
-        seconds = time.perf_counter() - t0
-        del job  # the arrays and a run do not both fit in 8 GB at 8192 GPUs (the caller drops its own)
-        run = run_compact(cj, analysis=options.analysis)
-        if options.run_dir is not None:
-            options.run_dir.mkdir(parents=True, exist_ok=True)
-            run.save_items(options.run_dir / "items.npz")
-        result = run.summary_result(run_label(scheduler), cluster.name)
-        result.notes.append(f"compacted in {seconds:.1f} s, run in {run.wall_seconds:.1f} s")
-        result.notes += scheduler.notes()
-        return result
 
 
 class Packet(ModelBackend):
@@ -113,5 +76,4 @@ FLUID = Fluid("fluid", "the flow-level simulator: every scheduler hook, max-min 
 FLUID_REFERENCE = Fluid(
     "fluid-reference", "fluid over the plain-Python network: the slow, obviously correct twin", ReferenceNetwork, 1024
 )
-FLUID_RULES = FluidRules()
 PACKET = Packet()

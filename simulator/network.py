@@ -62,7 +62,7 @@ def advance_kernel(
     left, count, state, link_load, link_bits, peak_load, finished,
 ):  # fmt: skip  # pragma: no cover - numba
     """Advance from ``now`` to the earliest flow finish or ``t_limit`` (public: the compact
-    engine's kernel, :mod:`simulator.compact`, runs this same step inside numba).
+    engine's kernel, :mod:`simulator.rules`, runs this same step inside numba).
 
     ``link_load`` is scratch, all 0 between calls; ``peak_load`` each link's highest load
     (bit/s; :func:`peak_utilisation`). Returns (time reached, number of finished flows

@@ -2,7 +2,7 @@
 
 The Dispatcher defines what a run means; ``fluid-reference`` drives it over the plain-Python
 network (:class:`simulator.network.ReferenceNetwork`, :func:`hwmodels.maxmin.maxmin_reference`).
-``fluid-rules`` (:mod:`simulator.compact`) re-implements that meaning in one numba kernel over
+``fluid-rules`` (:mod:`simulator.rules`) re-implements that meaning in one numba kernel over
 the schedulers' rules. Here a seeded generator makes random jobs (DAGs of tasks and flows,
 random sizes including 0, dependencies, device capacities, pinned and placed endpoints,
 same-server flows, coflow types, microbatches, layers, DP phases, tree and metadata tags, EP
@@ -163,7 +163,7 @@ def _probe_job() -> tuple[Job, ClusterSpec]:
 
 def _supported() -> tuple[list[str], dict[str, Exception]]:
     """Registered schedulers the fast path runs, and what each other one raised (checked below)."""
-    from simulator.compact import compact
+    from simulator.rules import compact
 
     job, spec = _probe_job()
     runs, refused = [], {}
