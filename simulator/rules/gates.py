@@ -6,15 +6,20 @@ from __future__ import annotations
 
 import math
 import zlib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 
 import numpy as np
 from numba import njit
 
 from railbed.dispatch import SchedulerError, check_acyclic, check_conservation
 from railbed.errors import SpecError
-from railbed.job import Flow
-from railbed.scheduler import Split, SplitArrays, SubFlow
-from simulator.rules.model import NET, as_offered, route_table, wire_bits
+from railbed.job import Flow, Placement
+from railbed.scheduler import Scheduler, Split, SplitArrays, SubFlow
+from railbed.spec import ClusterSpec
+from railbed.topology import Topology
+from simulator.fabric import Fabric
+from simulator.rules.model import NET, CompactJob, as_offered, route_table, wire_bits
 from workloads.arrays import Ids
 
 
@@ -170,8 +175,56 @@ def acyclic_reference(ndeps, ptr, dependents) -> int:
 GATE_CHUNK = 1 << 17  # gated flows per call of gate_split_arrays (and per batch of the checks)
 
 
+@dataclass
+class _Gating:
+    """What the batches of one :func:`add_gates` call share: the job, its gated flows and their
+    gates, the scheduler's placement and cluster, and what the batches grow (routes first used
+    by sub-flows, the sub-flows' id suffixes)."""
+
+    cj: CompactJob
+    flows: Mapping  # item index -> Flow of every gated flow, in item order
+    gates: dict[str, list[int]]  # gate name -> its flows' item indices, in order of its first flow
+    scheduler: Scheduler
+    placement: Placement
+    cluster: ClusterSpec
+    topology: Topology
+    fabric: Fabric
+    classes: np.ndarray  # DSCP -> its class under the tc policy
+    route_of: dict[int, int]  # route key -> route index (grown by the batches)
+    gated: list[int] = field(init=False)  # the gated flows' item indices, in item order
+    pos: dict[int, int] = field(init=False)  # item index -> its position in gated
+    names: list[str] = field(init=False)
+    mems: list[list[int]] = field(init=False)  # each gate's flows
+    g_off: np.ndarray = field(init=False)  # gate g's flows: g_off[g]..g_off[g + 1] in gate order
+    base: int = field(init=False)  # the job's routes: a new route's index is base + its place in new_routes
+    new_routes: list = field(init=False)  # fabric routes first used by sub-flows, in order
+    table: dict[bytes, int] = field(init=False)  # id suffixes of all batches -> index
+    p_crc: np.ndarray = field(init=False)  # per gated flow (position + 1; 0: no prefix), its id's CRC-32
+    p_len: np.ndarray = field(init=False)  # and length in bytes
+    p_slash: np.ndarray = field(init=False)  # and whether it has a "/"
+
+    def __post_init__(self) -> None:
+        self.gated = list(self.flows)
+        self.pos = {k: x for x, k in enumerate(self.gated)}
+        self.names = list(self.gates)
+        self.mems = list(self.gates.values())
+        self.g_off = np.cumsum([0] + [len(mem) for mem in self.mems])
+        self.base, self.new_routes, self.table = len(self.route_of), [], {}
+        self.p_crc = np.zeros(len(self.gated) + 1, np.int64)
+        self.p_len = np.zeros(len(self.gated) + 1, np.int64)
+        self.p_slash = np.zeros(len(self.gated) + 1, np.bool_)
+        flows = self.flows  # _GatedFlows (build.py) gives an id's bytes without making its Flow
+        self.raw_id = getattr(flows, "raw_id", None) or (lambda k: flows[k].id.encode())
+        for x, k in enumerate(self.gated):
+            raw = self.raw_id(k)
+            self.p_crc[x + 1], self.p_len[x + 1], self.p_slash[x + 1] = zlib.crc32(raw), len(raw), b"/" in raw
+
+    def who(self, g) -> str:
+        return f"{self.scheduler.name}: gate_split of {self.names[int(g)]}"
+
+
 def add_gates(cj, flows, gates, taken, scheduler, placement, cluster, topology, fabric, classes, route_of,
-               chunk: int | None = None) -> None:  # fmt: skip
+              chunk: int | None = None) -> None:  # fmt: skip
     """Append to ``cj`` the sub-flows of every gate (``gates``: name -> its flows' item indices,
     in order of its first flow; ``flows``: item index -> Flow of every gated flow, in item order):
     the scheduler's :meth:`~railbed.scheduler.Scheduler.gate_split_arrays`, else its
@@ -179,40 +232,23 @@ def add_gates(cj, flows, gates, taken, scheduler, placement, cluster, topology, 
     over the sub-flows, the Dispatcher's checks (every original split, its bytes conserved, ids
     new in the run, no cycle; :class:`SchedulerError` naming the gate), the ids, ECMP spines
     (CRC-32 of the id), routes (new ones after the job's; ``route_of``: route key -> index) and
-    columns, as :func:`compact` of the job with these sub-flows as items would make them.
-    ``taken``: the ids a sub-flow's must differ from besides each other's (``None``: the gated
-    flows'). The gates go in batches of about ``chunk`` flows (:data:`GATE_CHUNK`) (a split is a pure function of
-    its gate): what a batch needs while it is checked is freed before the next, and only the
-    sub-flows' columns, in their final types, are kept until they join ``cj`` (at 8192 GPUs,
-    33 million sub-flows: the whole batch at once took about 300 bytes a sub-flow). A batch's
-    checks run in the order above; the ids' newness is checked over all batches at the end."""
+    columns, as :func:`~simulator.rules.build.compact` of the job with these sub-flows as items
+    would make them. ``taken``: the ids a sub-flow's must differ from besides each other's
+    (``None``: the gated flows'). The gates go in batches of about ``chunk`` flows
+    (:data:`GATE_CHUNK`) (a split is a pure function of its gate): what a batch needs while it
+    is checked is freed before the next, and only the sub-flows' columns, in their final types,
+    are kept until they join ``cj`` (at 8192 GPUs, 33 million sub-flows: the whole batch at once
+    took about 300 bytes a sub-flow). A batch's checks run in the order above; the ids' newness
+    is checked over all batches at the end."""
     chunk = chunk or GATE_CHUNK
     n_job = cj.items
-    gated = list(flows)
-    pos = {k: x for x, k in enumerate(gated)}
-    names = list(gates)
-    mems = list(gates.values())
-    g_off = np.cumsum([0] + [len(mem) for mem in mems])  # gate g's flows: g_off[g]..g_off[g + 1] in gate order
-    p_crc = np.zeros(len(gated) + 1, np.int64)  # per gated flow (position + 1; 0: no prefix), its id's CRC-32
-    p_len = np.zeros(len(gated) + 1, np.int64)  # and length in bytes
-    p_slash = np.zeros(len(gated) + 1, np.bool_)
-    raw_id = getattr(flows, "raw_id", None) or (lambda k: flows[k].id.encode())  # _GatedFlows': no Flow made
-    for x, k in enumerate(gated):
-        raw = raw_id(k)
-        p_crc[x + 1], p_len[x + 1], p_slash[x + 1] = zlib.crc32(raw), len(raw), b"/" in raw
-
-    def who(g) -> str:
-        return f"{scheduler.name}: gate_split of {names[int(g)]}"
-
-    table: dict[bytes, int] = {}  # suffixes of all batches
-    state = dict(base=len(route_of), new_routes=[])
+    gr = _Gating(cj, flows, gates, scheduler, placement, cluster, topology, fabric, classes, route_of)
     parts: list[dict] = []
     g0 = 0
-    while g0 < len(mems):
-        g1 = int(np.searchsorted(g_off, g_off[g0] + chunk, side="right")) - 1
+    while g0 < len(gr.mems):
+        g1 = int(np.searchsorted(gr.g_off, gr.g_off[g0] + chunk, side="right")) - 1
         g1 = max(g1, g0 + 1)
-        parts.append(_gate_batch(cj, flows, gated, pos, mems, g_off, g0, g1, scheduler, placement, cluster, topology,
-                                 fabric, classes, route_of, state, table, p_crc, p_len, p_slash, who))  # fmt: skip
+        parts.append(_gate_batch(gr, g0, g1))
         g0 = g1
     m = sum(len(p["orig"]) for p in parts)
 
@@ -220,27 +256,25 @@ def add_gates(cj, flows, gates, taken, scheduler, placement, cluster, topology, 
         got = np.concatenate([p.pop(name) for p in parts]) if parts else np.zeros(0, dtype or np.int64)
         return got if dtype is None else got.astype(dtype, copy=False)
 
-    s_raw = list(table)
+    s_raw = list(gr.table)
     prefix, suffix, orig, gate_of = cat("prefix", np.int32), cat("suffix"), cat("orig", np.int32), cat("gate_of")
 
     def sub_raw(x) -> bytes:
-        return (raw_id(int(orig[x])) if prefix[x] >= 0 else b"") + s_raw[int(suffix[x])]
+        return (gr.raw_id(int(orig[x])) if prefix[x] >= 0 else b"") + s_raw[int(suffix[x])]
 
     if taken is None:
-        t_key, t_raw = (p_len[1:] << 32) | p_crc[1:], (lambda y: raw_id(gated[y]))
+        t_key, t_raw = (gr.p_len[1:] << 32) | gr.p_crc[1:], (lambda y: gr.raw_id(gr.gated[y]))
     else:
         t_list = [t.encode() for t in taken]
         t_key = np.array([len(r) << 32 | zlib.crc32(r) for r in t_list], np.int64)
         t_raw = t_list.__getitem__
-    _check_new(cat("id_key"), sub_raw, t_key, t_raw, gate_of, who)
+    _check_new(cat("id_key"), sub_raw, t_key, t_raw, gate_of, gr.who)
     del t_key
-    new_routes = state["new_routes"]
-    base = state["base"]
-    if new_routes:  # after the job's routes (without the placeholder row of a job that has none)
-        links, hops, latency = route_table(new_routes)
-        cj.route_links = np.concatenate([cj.route_links[:base], links])
-        cj.route_hops = np.concatenate([cj.route_hops[:base], hops])
-        cj.route_latency = np.concatenate([cj.route_latency[:base], latency])
+    if gr.new_routes:  # after the job's routes (without the placeholder row of a job that has none)
+        links, hops, latency = route_table(gr.new_routes)
+        cj.route_links = np.concatenate([cj.route_links[: gr.base], links])
+        cj.route_hops = np.concatenate([cj.route_hops[: gr.base], hops])
+        cj.route_latency = np.concatenate([cj.route_latency[: gr.base], latency])
     # gates, parents and ids first (the columns are still the job's length), then the columns
     cj.gate, cj.gate_size, cj.gate_sub, cj.parent, cj.children = gate_arrays(gates, orig, gate_of, n_job)
     if isinstance(cj.ids, Ids):  # kept as (original, suffix): not written out
@@ -248,15 +282,26 @@ def add_gates(cj, flows, gates, taken, scheduler, placement, cluster, topology, 
     else:
         cj.ids = list(cj.ids) + [sub_raw(x).decode() for x in range(m)]
     prefix = suffix = gate_of = None  # noqa: F841 (sub_raw's arrays go)
-    # the sub-flows' columns, one at a time (the old column, the new one and the batches' parts
-    # alive); what a sub-flow shares with its original is read from the original here
+    _append_columns(gr, parts, cat, orig, n_job, m)
+
+
+# the CompactJob columns a sub-flow has (besides dependencies, gates, parent and id)
+_SUB_COLUMNS = ("kind", "device", "duration", "route", "bits", "prio", "dscp", "size", "cap", "key", "bar", "queued",
+                "nic", "spine", "missing", "iteration", "ctype", "coflow")  # fmt: skip
+
+
+def _append_columns(gr: _Gating, parts: list[dict], cat, orig: np.ndarray, n_job: int, m: int) -> None:
+    """The sub-flows' columns and dependents (CSR) appended to the job's, one column at a time
+    (the old column, the new one and the batches' parts alive); what a sub-flow shares with its
+    original is read from the original here. ``cat(name, dtype)``: the batches' column ``name``."""
+    cj = gr.cj
     size, dscp = cat("size", cj.size.dtype), cat("dscp", cj.dscp.dtype)
     net = cj.kind[orig] == NET
     caps = [p.pop("cap") for p in parts]
     tails = dict(
         kind=lambda: cj.kind[orig], device=lambda: -1, duration=lambda: 0.0, route=lambda: cat("route"),
-        bits=lambda: np.where(net, wire_bits(size, cluster.fabric.framing), 0.0),
-        prio=lambda: np.where(net, classes[dscp], 0),
+        bits=lambda: np.where(net, wire_bits(size, gr.cluster.fabric.framing), 0.0),
+        prio=lambda: np.where(net, gr.classes[dscp], 0),
         dscp=lambda: dscp, size=lambda: size, key=lambda: cj.key[orig], bar=lambda: 0, queued=lambda: False,
         nic=lambda: cj.nic[orig], spine=lambda: cat("spine"), iteration=lambda: cj.iteration[orig],
         ctype=lambda: cj.ctype[orig], coflow=lambda: cj.coflow[orig],
@@ -285,57 +330,83 @@ def add_gates(cj, flows, gates, taken, scheduler, placement, cluster, topology, 
     parts.clear()
 
 
-# the CompactJob columns a sub-flow has (besides dependencies, gates, parent and id)
-_SUB_COLUMNS = ("kind", "device", "duration", "route", "bits", "prio", "dscp", "size", "cap", "key", "bar", "queued",
-                "nic", "spine", "missing", "iteration", "ctype", "coflow")  # fmt: skip
-
-
-def _gate_batch(cj, flows, gated, pos, mems, g_off, g0, g1, scheduler, placement, cluster, topology, fabric, classes,
-                route_of, state, table, p_crc, p_len, p_slash, who) -> dict:  # fmt: skip
+def _gate_batch(gr: _Gating, g0: int, g1: int) -> dict:
     """:func:`add_gates` for gates ``g0``..``g1 - 1``: their split, checked, as the sub-flows'
     columns (in ``cj``'s types), dependencies (CSR, indices inside the batch), originals, gates,
-    id prefixes (the original's item, -1: none) and suffixes (into ``table``, grown) and id keys
-    (length << 32 | CRC-32). New routes go to ``route_of`` and ``state["new_routes"]``."""
-    flows = {k: flows[k] for g in range(g0, g1) for k in mems[g]}  # the batch's, each made once
-    member = np.array([pos[k] for g in range(g0, g1) for k in mems[g]], np.int64)  # place -> position in gated
-    f_off = g_off[g0 : g1 + 1] - g_off[g0]
-    offered = [[as_offered(flows[k]) for k in mems[g]] for g in range(g0, g1)]
+    id prefixes (the original's item, -1: none) and suffixes (into ``gr.table``, grown) and id
+    keys (length << 32 | CRC-32). New routes go to ``gr.route_of`` and ``gr.new_routes``."""
+    flows = {k: gr.flows[k] for g in range(g0, g1) for k in gr.mems[g]}  # the batch's, each made once
+    arr, whole = _batch_split(gr, g0, g1, flows)
+    orig_pos, gate_of, size, dscp, rate, lens, ptr, dependents = _checked_batch(gr, g0, g1, flows, arr)
+    orig = np.array(gr.gated, np.int64)[orig_pos]
+    prefix, suffix, s_raw, crc, key = _batch_ids(gr, flows, arr, whole, orig_pos, orig, gate_of)
+    route, spine, net = _batch_routes(gr, flows, orig_pos, orig, crc)
+    del crc
+    remap = np.array([gr.table.setdefault(r, len(gr.table)) for r in s_raw] or [0], np.int64)
+    kept = dict(route=route, dscp=dscp, size=size, spine=np.where(net, spine, -1))  # the rest: from orig at the end
+    out = {name: col.astype(getattr(gr.cj, name).dtype, copy=False) for name, col in kept.items()}
+    out.update(cap=None if np.isinf(rate).all() else rate, lens=lens.astype(np.int32),
+               nout=np.diff(ptr).astype(np.int32), dependents=dependents.astype(np.int32), orig=orig.astype(np.int32),
+               gate_of=gate_of.astype(np.int32),
+               prefix=np.where(prefix > 0, orig, -1).astype(np.int32), suffix=remap[suffix].astype(np.int32),
+               id_key=key)  # fmt: skip
+    return out
 
-    def gate_at(x):  # the gate of the batch's x-th flow
-        return g0 + int(np.searchsorted(f_off, x, side="right") - 1)
 
+def _batch_split(gr: _Gating, g0: int, g1: int, flows: dict) -> tuple[SplitArrays, bool]:
+    """The split of gates ``g0``..``g1 - 1`` as :class:`SplitArrays` (the scheduler's
+    ``gate_split_arrays``, else its ``gate_split`` per gate, checked and joined), its columns'
+    lengths checked, and whether its suffixes are whole ids (a :class:`Split`'s)."""
+    f_off = gr.g_off[g0 : g1 + 1] - gr.g_off[g0]
+    offered = [[as_offered(flows[k]) for k in gr.mems[g]] for g in range(g0, g1)]
+    scheduler, placement, cluster = gr.scheduler, gr.placement, gr.cluster
     arr = scheduler.gate_split_arrays(offered, placement, cluster)
     whole = arr is None  # then the suffixes are whole ids (a Split's)
     if whole:
-        arr = _joined([_checked_split(scheduler.gate_split(o, placement, cluster), [flows[k] for k in mems[g0 + j]],
-                                      who(g0 + j)) for j, o in enumerate(offered)], f_off)  # fmt: skip
+        arr = _joined([_checked_split(scheduler.gate_split(o, placement, cluster), [flows[k] for k in gr.mems[g0 + j]],
+                                      gr.who(g0 + j)) for j, o in enumerate(offered)], f_off)  # fmt: skip
     elif not isinstance(arr, SplitArrays):
-        raise SchedulerError(f"{who(0)}: gate_split_arrays must return SplitArrays or None, got {type(arr).__name__}")
+        raise SchedulerError(
+            f"{gr.who(0)}: gate_split_arrays must return SplitArrays or None, got {type(arr).__name__}"
+        )
     del offered
     m = len(arr.flow)
     if any(len(c) != m for c in (arr.size, arr.suffix, arr.dscp)) or (arr.rate is not None and len(arr.rate) != m):
         raise SchedulerError(f"{scheduler.name}: gate_split_arrays: SplitArrays columns of different lengths")
     if len(arr.dep_ptr) != m + 1 or arr.dep_ptr[0] != 0 or arr.dep_ptr[-1] != len(arr.dep):
         raise SchedulerError(f"{scheduler.name}: gate_split_arrays: dep_ptr is not {m + 1} offsets into dep")
+    return arr, whole
+
+
+def _checked_batch(gr: _Gating, g0: int, g1: int, flows: dict, arr: SplitArrays) -> tuple:
+    """The Dispatcher's checks of a batch's split (each original's sub-flows together, every
+    original split; sizes, DSCPs and rates in range; dependencies inside the gate; bytes
+    conserved; no cycle), in that order. Returns each sub-flow's original (its position in
+    ``gr.gated``), gate, size, DSCP, rate, and its dependencies' count, dependents (CSR)."""
+    who, name = gr.who, gr.scheduler.name
+    m = len(arr.flow)
+    f_off = gr.g_off[g0 : g1 + 1] - gr.g_off[g0]
+    member = np.array([gr.pos[k] for g in range(g0, g1) for k in gr.mems[g]], np.int64)  # place -> position in gated
     # each original's sub-flows together, every original split
     rank = np.asarray(arr.flow, np.int64)  # the original's place among the batch's gates' flows
     bad = np.flatnonzero((rank < 0) | (rank >= len(member)))
     if len(bad):
-        raise SchedulerError(f"{scheduler.name}: gate_split_arrays: sub-flow {bad[0]}'s original is not a gated flow")
+        raise SchedulerError(f"{name}: gate_split_arrays: sub-flow {bad[0]}'s original is not a gated flow")
     gate_of = g0 + np.searchsorted(f_off, rank, side="right") - 1
     starts = np.concatenate([[0], np.flatnonzero(np.diff(rank)) + 1]) if m else np.zeros(0, np.int64)
     runs = np.bincount(rank[starts], minlength=len(member))  # runs of sub-flows per original: 1 each
     if (runs != 1).any():
         x = int(np.flatnonzero(runs == 0)[0]) if (runs == 0).any() else int(np.flatnonzero(runs > 1)[0])
+        g = g0 + int(np.searchsorted(f_off, x, side="right") - 1)  # the gate of the batch's x-th flow
         if runs[x] == 0:
-            raise SchedulerError(f"{who(gate_at(x))}: {flows[gated[member[x]]].id} gets no sub-flows")
-        raise SchedulerError(f"{who(gate_at(x))}: SplitArrays must list each original's sub-flows together")
+            raise SchedulerError(f"{who(g)}: {flows[gr.gated[member[x]]].id} gets no sub-flows")
+        raise SchedulerError(f"{who(g)}: SplitArrays must list each original's sub-flows together")
     orig_pos = member[rank]
     del member, rank
-    orig = np.array(gated, np.int64)[orig_pos]
+    orig = np.array(gr.gated, np.int64)[orig_pos]
     # sizes, DSCPs, caps
     if not np.issubdtype(np.asarray(arr.size).dtype, np.integer):
-        raise SchedulerError(f"{scheduler.name}: gate_split_arrays: sub-flow sizes are not byte counts")
+        raise SchedulerError(f"{name}: gate_split_arrays: sub-flow sizes are not byte counts")
     size = np.asarray(arr.size, np.int64)
     dscp = np.asarray(arr.dscp, np.int64)
     rate = np.full(m, math.inf) if arr.rate is None else np.asarray(arr.rate, np.float64)
@@ -357,14 +428,14 @@ def _gate_batch(cj, flows, gated, pos, mems, g_off, g0, g1, scheduler, placement
     # bytes conserved: each original's sub-flows carry its size (check_conservation says how not)
     carried = np.add.reduceat(size, starts) if m else np.zeros(0, np.int64)
     firsts = orig[starts]
-    wrong = np.flatnonzero(carried != cj.size[firsts]).tolist()
+    wrong = np.flatnonzero(carried != gr.cj.size[firsts]).tolist()
     wrong += [x for x, k in enumerate(firsts.tolist()) if flows[k].src == flows[k].dst]
     for x in wrong:
         f, g = flows[int(firsts[x])], gate_of[starts[x]]
         end = starts[x + 1] if x + 1 < len(starts) else m
         check_conservation(f, [(f.src, f.dst, int(b)) for b in size[starts[x] : end]], who(g))
         raise SchedulerError(f"{who(g)}: the sub-flows of {f.id} do not carry its bytes")
-    del carried, firsts, starts
+    del carried, firsts, starts, orig
     # dependents (CSR) and no cycle (check_acyclic names one)
     dependents = owner[np.argsort(dep, kind="stable")]
     del owner
@@ -372,23 +443,37 @@ def _gate_batch(cj, flows, gated, pos, mems, g_off, g0, g1, scheduler, placement
     np.cumsum(np.bincount(dep, minlength=m), out=ptr[1:])
     stuck = _acyclic(lens, ptr, dependents)
     if stuck >= 0:
-        g = int(gate_of[stuck])  # its gate's split as a Split, for check_acyclic to name the cycle
-        xs = np.flatnonzero(gate_of == g)
-        local = np.full(m, -1, np.int64)
-        local[xs] = np.arange(len(xs))
-        mine = np.concatenate([dep[arr.dep_ptr[x] : arr.dep_ptr[x + 1]] for x in xs] + [np.zeros(0, np.int64)])
-        rank = np.asarray(arr.flow, np.int64)
-        part = SplitArrays(rank[xs] - (g_off[g] - g_off[g0]), size[xs], np.asarray(arr.suffix, np.int64)[xs],
-                           arr.suffixes, np.concatenate([[0], np.cumsum(lens[xs])]), local[mine], dscp[xs],
-                           rate[xs])  # fmt: skip
-        check_acyclic(part.split([as_offered(flows[k]) for k in mems[g]]), who(g))
-        raise SchedulerError(f"{who(g)}: sub-flow dependencies form a cycle")
-    del dep
-    # ids: the original's id + its suffix (a checked Split's: no prefix, the suffix is the whole id)
+        _name_the_cycle(gr, g0, int(gate_of[stuck]), flows, arr, gate_of, size, dscp, rate, lens, dep)
+    return orig_pos, gate_of, size, dscp, rate, lens, ptr, dependents
+
+
+def _name_the_cycle(gr: _Gating, g0: int, g: int, flows: dict, arr: SplitArrays, gate_of, size, dscp, rate, lens,
+                    dep) -> None:  # fmt: skip
+    """Raise the error that names a cycle of gate ``g``'s sub-flows: its split as a :class:`Split`,
+    for ``check_acyclic`` to name the cycle."""
+    m = len(arr.flow)
+    xs = np.flatnonzero(gate_of == g)
+    local = np.full(m, -1, np.int64)
+    local[xs] = np.arange(len(xs))
+    mine = np.concatenate([dep[arr.dep_ptr[x] : arr.dep_ptr[x + 1]] for x in xs] + [np.zeros(0, np.int64)])
+    rank = np.asarray(arr.flow, np.int64)
+    part = SplitArrays(rank[xs] - (gr.g_off[g] - gr.g_off[g0]), size[xs], np.asarray(arr.suffix, np.int64)[xs],
+                       arr.suffixes, np.concatenate([[0], np.cumsum(lens[xs])]), local[mine], dscp[xs],
+                       rate[xs])  # fmt: skip
+    check_acyclic(part.split([as_offered(flows[k]) for k in gr.mems[g]]), gr.who(g))
+    raise SchedulerError(f"{gr.who(g)}: sub-flow dependencies form a cycle")
+
+
+def _batch_ids(gr: _Gating, flows: dict, arr: SplitArrays, whole: bool, orig_pos, orig, gate_of) -> tuple:
+    """The sub-flows' ids: the original's id + its suffix (a checked Split's: no prefix, the
+    suffix is the whole id), checked (suffix in range, no "/"), as prefixes (into ``gr.p_crc``,
+    0: none), suffixes, the suffixes' bytes, and CRC-32s and keys (length << 32 | CRC-32)
+    computed without joining the bytes."""
+    m = len(arr.flow)
     suffix = np.asarray(arr.suffix, np.int64)
     if m and (suffix.min() < 0 or suffix.max() >= len(arr.suffixes)):
         x = int(np.flatnonzero((suffix < 0) | (suffix >= len(arr.suffixes)))[0])
-        raise SchedulerError(f"{who(gate_of[x])}: SplitArrays suffix outside its suffixes")
+        raise SchedulerError(f"{gr.who(gate_of[x])}: SplitArrays suffix outside its suffixes")
     prefix = np.zeros(m, np.int64) if whole else orig_pos + 1  # into p_crc, p_len, p_slash
     s_raw = [s.encode() for s in arr.suffixes]
     s_len = np.array([len(r) for r in s_raw] or [0], np.int64)
@@ -396,28 +481,34 @@ def _gate_batch(cj, flows, gated, pos, mems, g_off, g0, g1, scheduler, placement
     lengths = sorted(set(s_len.tolist()))
     tables = _crc_tables(lengths)
     li = np.searchsorted(np.array(lengths, np.int64), s_len)[suffix]
-    v = p_crc[prefix]
+    v = gr.p_crc[prefix]
     crc = (tables[li, 0, v & 255] ^ tables[li, 1, v >> 8 & 255] ^ tables[li, 2, v >> 16 & 255]
            ^ tables[li, 3, v >> 24 & 255]).astype(np.int64) ^ s_crc[suffix]  # fmt: skip
     del li, v
-    id_len = p_len[prefix] + s_len[suffix]
+    id_len = gr.p_len[prefix] + s_len[suffix]
     slash_s = [i for i, r in enumerate(s_raw) if b"/" in r]
-    slashed = np.isin(suffix, slash_s) | p_slash[prefix]
+    slashed = np.isin(suffix, slash_s) | gr.p_slash[prefix]
     if slashed.any():
         x = int(np.flatnonzero(slashed)[0])
         raw = (flows[int(orig[x])].id.encode() if prefix[x] else b"") + s_raw[suffix[x]]
-        raise SchedulerError(f"{who(gate_of[x])}: sub-flow id {raw.decode()!r} is not new in the run")
+        raise SchedulerError(f"{gr.who(gate_of[x])}: sub-flow id {raw.decode()!r} is not new in the run")
     del slashed
     key = (id_len << 32) | crc
-    del id_len
-    # routes: ECMP spine by the CRC-32, routes in order of first use after the job's
+    return prefix, suffix, s_raw, crc, key
+
+
+def _batch_routes(gr: _Gating, flows: dict, orig_pos, orig, crc) -> tuple:
+    """The sub-flows' ECMP spines (by the CRC-32 of the id) and routes (in order of first use,
+    new ones after the job's: ``gr.route_of``, ``gr.new_routes``), and which cross servers."""
+    cj, cluster, topology = gr.cj, gr.cluster, gr.topology
+    m = len(orig)
     net = cj.kind[orig] == NET
     nic_base = np.cumsum([0] + [s.nics for s in cluster.servers])
     nic_of: dict[str, int] = {}  # endpoint -> its NIC numbered over the cluster
     in_batch = np.unique(orig_pos)
-    batch = [flows[gated[x]] for x in in_batch.tolist()]
+    batch = [flows[gr.gated[x]] for x in in_batch.tolist()]
     for e in {f.dst for f in batch}:
-        nic_of[e] = int(nic_base[placement[e].server]) + placement[e].nic
+        nic_of[e] = int(nic_base[gr.placement[e].server]) + gr.placement[e].nic
     dst_nic = np.array([nic_of[f.dst] for f in batch], np.int64)
     a_nic, b_nic = cj.nic[orig].astype(np.int64), dst_nic[np.searchsorted(in_batch, orig_pos)]
     del dst_nic, batch
@@ -426,10 +517,9 @@ def _gate_batch(cj, flows, gated, pos, mems, g_off, g0, g1, scheduler, placement
     nspines, total = len(topology.spines), cj.nics
     cross = net & (nic_leaf[a_nic] != nic_leaf[b_nic])
     spine = np.where(cross, crc % max(nspines, 1), -1) if nspines else np.full(m, -1, np.int64)
-    del crc, cross
+    del cross
     rkey = (a_nic * total + b_nic) * (nspines + 1) + (spine + 1)
     route = np.full(m, -1, np.int64)
-    base, new_routes = state["base"], state["new_routes"]
     if net.any():
         uniq, first, inverse = np.unique(rkey[net], return_index=True, return_inverse=True)
         order = np.argsort(first, kind="stable")  # route keys in order of first use
@@ -440,24 +530,15 @@ def _gate_batch(cj, flows, gated, pos, mems, g_off, g0, g1, scheduler, placement
             ends.append(zip(server_of_nic[nics].tolist(), (nics - nic_base[server_of_nic[nics]]).tolist()))
         got = []
         for rk, a, b, spn in zip(uniq[order].tolist(), ends[0], ends[1], spine[at].tolist()):
-            r = route_of.get(rk)
+            r = gr.route_of.get(rk)
             if r is None:
-                r = route_of[rk] = base + len(new_routes)
-                new_routes.append(fabric.route(a, b, None if spn < 0 else spn))
+                r = gr.route_of[rk] = gr.base + len(gr.new_routes)
+                gr.new_routes.append(gr.fabric.route(a, b, None if spn < 0 else spn))
             got.append(r)
         r_of = np.empty(len(uniq), np.int64)
         r_of[order] = got
         route[net] = r_of[inverse.ravel()]
-    del rkey, a_nic, b_nic
-    remap = np.array([table.setdefault(r, len(table)) for r in s_raw] or [0], np.int64)
-    kept = dict(route=route, dscp=dscp, size=size, spine=np.where(net, spine, -1))  # the rest: from orig at the end
-    out = {name: col.astype(getattr(cj, name).dtype, copy=False) for name, col in kept.items()}
-    out.update(cap=None if np.isinf(rate).all() else rate, lens=lens.astype(np.int32),
-               nout=np.diff(ptr).astype(np.int32), dependents=dependents.astype(np.int32), orig=orig.astype(np.int32),
-               gate_of=gate_of.astype(np.int32),
-               prefix=np.where(prefix > 0, orig, -1).astype(np.int32), suffix=remap[suffix].astype(np.int32),
-               id_key=key)  # fmt: skip
-    return out
+    return route, spine, net
 
 
 def _check_new(sub_key, sub_raw, t_key, t_raw, gate_of, who) -> None:
