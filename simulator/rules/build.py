@@ -274,7 +274,45 @@ def compact_arrays(
     kind[is_flow] = LOCAL
     kind[net] = NET
     net &= ~gated  # the flows routed: a gated one's sub-flows are
-    # spines (ECMP by CRC-32 of the id, Topology.ecmp_spine) and routes in order of first use
+    spine_of, route, (route_links, route_hops, route_latency), (uniq, rank) = _array_routes(
+        aj, cluster, topology, fabric, nic_base, ep_nic, src, dst, net
+    )
+    payload = np.where(net, size, 0)
+    bits = wire_bits(payload, cluster.fabric.framing)
+    prio = np.where(net, classes[dscp.astype(np.int64)], 0).astype(np.int8)
+    del payload, src, dst
+    iteration = aj.iteration.astype(np.int16)
+    ids = aj.ids
+    missing = aj.dep_count.copy()
+    owner = np.repeat(np.arange(n, dtype=np.int32), aj.dep_count)
+    by_dep = np.argsort(aj.deps, kind="stable")
+    dep_idx = owner[by_dep]
+    del owner, by_dep
+    dep_ptr = np.zeros(n + 1, np.int64)
+    np.cumsum(np.bincount(aj.deps, minlength=n), out=dep_ptr[1:])
+    device_cap = np.array([aj.skeleton.capacity_of(d) for _, d in devices], np.int32)
+    cj = CompactJob(
+        aj.name, ids, kind, device, duration, route, bits, prio, cap, key, bar, queued, nic, dscp, size,
+        missing, dep_ptr, dep_idx, device_cap, route_links, route_hops, route_latency,
+        fabric.capacity.copy(), list(fabric.names), int(nic_base[-1]), spine_of, placement, iteration=iteration,
+        **_array_types(aj, is_flow),
+        hold_by_class=bool(getattr(scheduler, "hold_by_class", False)),
+    )  # fmt: skip
+    if gated.any():
+        flows = _GatedFlows(aj, members)
+        route_of = {int(u): int(r) for u, r in zip(uniq, rank)}
+        add_gates(cj, flows, gates, None, scheduler, placement, cluster, topology, fabric, classes, route_of)
+    _trim_heap()
+    return cj
+
+
+def _array_routes(aj: ArrayJob, cluster: ClusterSpec, topology: Topology, fabric: Fabric, nic_base, ep_nic, src, dst,
+                  net) -> tuple:  # fmt: skip
+    """ECMP spines (by the CRC-32 of the id, as Topology.ecmp_spine) and routes, in order of
+    first use, of an ArrayJob's routed flows (``net``; ``src``, ``dst``: items' endpoints): each
+    item's spine and route (-1: none), the route table (:func:`route_table`), and the route keys
+    with their routes' indices (for the gates' sub-flows)."""
+    n = aj.items
     nic_leaf = np.array([topology.nics[sv][k].leaf for sv in range(len(cluster.servers))
                          for k in range(cluster.servers[sv].nics)], np.int64)  # fmt: skip
     a_nic, b_nic = ep_nic[src[net]], ep_nic[dst[net]]
@@ -305,35 +343,7 @@ def compact_arrays(
             )
         )
     route_links, route_hops, route_latency = route_table(route_list)
-    del route_list
-    del a_nic, b_nic, sp, rkey, inverse, cross_leaf
-    payload = np.where(net, size, 0)
-    bits = wire_bits(payload, cluster.fabric.framing)
-    prio = np.where(net, classes[dscp.astype(np.int64)], 0).astype(np.int8)
-    del payload, src, dst
-    iteration = aj.iteration.astype(np.int16)
-    ids = aj.ids
-    missing = aj.dep_count.copy()
-    owner = np.repeat(np.arange(n, dtype=np.int32), aj.dep_count)
-    by_dep = np.argsort(aj.deps, kind="stable")
-    dep_idx = owner[by_dep]
-    del owner, by_dep
-    dep_ptr = np.zeros(n + 1, np.int64)
-    np.cumsum(np.bincount(aj.deps, minlength=n), out=dep_ptr[1:])
-    device_cap = np.array([aj.skeleton.capacity_of(d) for _, d in devices], np.int32)
-    cj = CompactJob(
-        aj.name, ids, kind, device, duration, route, bits, prio, cap, key, bar, queued, nic, dscp, size,
-        missing, dep_ptr, dep_idx, device_cap, route_links, route_hops, route_latency,
-        fabric.capacity.copy(), list(fabric.names), total_nics, spine_of, placement, iteration=iteration,
-        **_array_types(aj, is_flow),
-        hold_by_class=bool(getattr(scheduler, "hold_by_class", False)),
-    )  # fmt: skip
-    if gated.any():
-        flows = _GatedFlows(aj, members)
-        route_of = {int(u): int(r) for u, r in zip(uniq, rank)}
-        add_gates(cj, flows, gates, None, scheduler, placement, cluster, topology, fabric, classes, route_of)
-    _trim_heap()
-    return cj
+    return spine_of, route, (route_links, route_hops, route_latency), (uniq, rank)
 
 
 def _trim_heap() -> None:
