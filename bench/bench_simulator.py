@@ -66,7 +66,7 @@ def job_and_cluster(gpus: int):
 def one_size(gpus: int, engine: str, scheduler: str) -> dict:
     from schedulers import by_name
     from simulator import Simulation
-    from simulator.network import NumbaNetwork, ReferenceNetwork
+    from simulator.fluid.network import NumbaNetwork, ReferenceNetwork
 
     network = {"numba": NumbaNetwork, "reference": ReferenceNetwork}[engine]  # the network's kernel
     small, cluster = job_and_cluster(64)  # load the numba kernels from their cache: not part of the timing

@@ -21,7 +21,7 @@ anything a result reports, far above float rounding).
 
 :func:`maxmin_reference` is the slow, obviously correct version (dicts and
 sets); ``maxmin_kernel`` is the numba kernel the simulator runs whenever the set
-of flows or a cap changes (public: :func:`simulator.network.advance_kernel`
+of flows or a cap changes (public: :func:`simulator.fluid.network.advance_kernel`
 calls it inside numba).
 :func:`maxmin` is its thin public wrapper; the tests make the two agree to the
 bit (``tests/test_simulator.py``, near-ties included): within a round, flows

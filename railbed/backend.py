@@ -154,10 +154,10 @@ BACKENDS = Registry(
     "backend",
     {
         "emulate": "emulator.backend:EMULATE",
-        "fluid": "simulator.backend:FLUID",
-        "fluid-reference": "simulator.backend:FLUID_REFERENCE",
+        "fluid": "simulator.fluid.backend:FLUID",
+        "fluid-reference": "simulator.fluid.backend:FLUID_REFERENCE",
         "fluid-rules": "simulator.rules.backend:FLUID_RULES",
-        "packet": "simulator.backend:PACKET",
+        "packet": "simulator.packet.backend:PACKET",
     },
     aliases={"numba": "fluid", "reference": "fluid-reference", "compact": "fluid-rules"},
 )

@@ -19,7 +19,7 @@ for the emulator and the simulator so the two can be compared line by line
 ``link_series`` per egress port ``[(t_start, t_end, utilisation)]``: the
                share of the port's configured rate it carried in each
                interval (emulator: between tc counter samples; simulator:
-               the fluid rates, binned; see ``simulator/series.py``).
+               the fluid rates, binned; see ``simulator/fluid/series.py``).
 ``packet``     the packet backend's own counters (``simulator/packet``): per port drops, ECN
                marks and queue peaks, TCP retransmissions and timeouts, its settings;
                empty on the other backends.

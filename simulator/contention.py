@@ -23,7 +23,7 @@ latency, until its last bit).
 ``meter_step`` (numba) is called after every network advance with the flows
 active during it and whether their rates were recomputed; ``step_reference``
 is its plain twin (``tests/test_contention.py`` makes them agree and checks
-hand-computed cases). Both engines of :mod:`simulator.network` and the
+hand-computed cases). Both engines of :mod:`simulator.fluid.network` and the
 compact engine's kernel call it.
 """
 

@@ -19,7 +19,7 @@ from railbed.spec import ClusterSpec
 from railbed.units import FRAME, MSS
 from schedulers import HOLD, Decision, Scheduler, by_name
 from simulator import simulate
-from simulator.network import ReferenceNetwork
+from simulator.fluid.network import ReferenceNetwork
 from simulator.rules import network_free_run, simulate_compact, timeline_of_compact
 from workloads.moe import moe_training
 

@@ -17,7 +17,7 @@ from railbed.units import wire_bytes
 from schedulers import Decision, Scheduler, SmallFirst, by_name
 from simulator import Simulation, maxmin, maxmin_reference, simulate
 from simulator.fabric import Fabric
-from simulator.network import NumbaNetwork, ReferenceNetwork, peak_utilisation
+from simulator.fluid.network import NumbaNetwork, ReferenceNetwork, peak_utilisation
 from workloads.llm import hybrid_parallel
 
 GBIT = 1e9

@@ -1,12 +1,12 @@
-"""The flow-level simulator as backends (:mod:`railbed.backend`): three ways to run one fluid model.
+"""The flow-level simulator as backends (:mod:`railbed.backend`): two ways to run one fluid model.
 
-* ``fluid`` (:data:`FLUID`): :class:`simulator.run.Simulation`, the Dispatcher and every scheduler
-  hook at every event, max-min rates in numba (:class:`~simulator.network.NumbaNetwork`);
+* ``fluid`` (:data:`FLUID`): :class:`simulator.fluid.run.Simulation`, the Dispatcher and every scheduler
+  hook at every event, max-min rates in numba (:class:`~simulator.fluid.network.NumbaNetwork`);
 * ``fluid-reference`` (:data:`FLUID_REFERENCE`): the same loop over the plain-Python network
-  (:class:`~simulator.network.ReferenceNetwork`), the oracle the tests compare with;
-* ``fluid-rules``: its own folder, :mod:`simulator.rules` (:data:`simulator.rules.backend.FLUID_RULES`);
-* ``packet`` (:data:`PACKET`): :mod:`simulator.packet`, the Dispatcher's run carried by ns-3
-  (TCP connections, strict-priority drop-tail queues); ns-3 is imported when a run starts.
+  (:class:`~simulator.fluid.network.ReferenceNetwork`), the oracle the tests compare with.
+
+The other simulated backends have folders of their own: ``fluid-rules`` :mod:`simulator.rules`,
+``packet`` :mod:`simulator.packet` (their ``backend.py``).
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ from railbed.job import Job
 from railbed.results import RunResult
 from railbed.scheduler import Scheduler
 from railbed.spec import ClusterSpec
-from simulator.network import NumbaNetwork, ReferenceNetwork
-from simulator.run import simulate
+from simulator.fluid.network import NumbaNetwork, ReferenceNetwork
+from simulator.fluid.run import simulate
 
 
 class Fluid(ModelBackend):
@@ -39,41 +39,8 @@ class Fluid(ModelBackend):
         )
 
 
-class Packet(ModelBackend):
-    """ns-3 carries the packets (:mod:`simulator.packet`); the Dispatcher and every hook as ``fluid``."""
-
-    name = "packet"
-    summary = "packet-level simulation on ns-3: TCP, drop-tail strict-priority queues, ECN (railbed[packet])"
-    # max_gpus: bench/bench_packet.py's Hermod testbed iteration (reduced) at 128 GPUs took 45 s here; a
-    # 128-GPU all-to-all of 1 MB a pair 15-30 min (extrapolated): docs/packet.md, "Speed"
-    capabilities = Capabilities(packets=True, max_gpus=128)  # host models: the Dispatcher times legs
-
-    def check(self, cluster: ClusterSpec, options: RunOptions) -> None:
-        """ns-3 installed (without importing it: 10 s), the cluster within the address plan."""
-        from railbed.topology import Topology
-        from simulator.packet.engine import require
-        from simulator.packet.fabric import check_fits
-        from simulator.packet.options import check_tcp
-
-        check_tcp(options.tcp, options.packet)
-        require()
-        check_fits(Topology(cluster))
-        return None
-
-    def run(self, job: Job, scheduler: Scheduler, cluster: ClusterSpec, options: RunOptions) -> RunResult:
-        from dataclasses import replace
-
-        from simulator.packet.options import PacketOptions, check_tcp
-        from simulator.packet.run import simulate_packets
-
-        check_tcp(options.tcp, options.packet)
-        packet = replace(options.packet or PacketOptions(), tcp=options.tcp)
-        return simulate_packets(job, scheduler, cluster, options.policy, packet, options.progress, options.analysis)
-
-
 # max_gpus: one Hermod training iteration measured (bench/bench_simulator.py, bench/bench_compact.py)
 FLUID = Fluid("fluid", "the flow-level simulator: every scheduler hook, max-min rates in numba", NumbaNetwork, 8192)
 FLUID_REFERENCE = Fluid(
     "fluid-reference", "fluid over the plain-Python network: the slow, obviously correct twin", ReferenceNetwork, 1024
 )
-PACKET = Packet()

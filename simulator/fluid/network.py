@@ -9,7 +9,7 @@ Two engines with one interface:
   :func:`hwmodels.maxmin.maxmin_reference`: slow and plain, the oracle the
   tests compare the numba engine with.
 
-The caller (:mod:`simulator.run`) owns the clock and the timers (task ends,
+The caller (:mod:`simulator.fluid.run`) owns the clock and the timers (task ends,
 legs, link latency): it calls ``advance(now, t_limit)``, which either reaches
 ``t_limit`` with nothing finished or stops at the earliest flow finish. Flows
 whose finish time is within a factor ``1 + EPS`` of the earliest one finish

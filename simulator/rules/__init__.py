@@ -11,11 +11,11 @@ event. :func:`compact` turns a :class:`~railbed.job.Job` after placement
 into a :class:`CompactJob` (arrays in the job's item order: devices and
 durations of tasks; routes, wire bits, class, cap and wait rule of flows;
 the dependency graph as CSR), and :func:`run_compact` runs it in
-:func:`~simulator.rules.kernel.run_kernel`, which reproduces :class:`simulator.run.Simulation` over
+:func:`~simulator.rules.kernel.run_kernel`, which reproduces :class:`simulator.fluid.run.Simulation` over
 the Dispatcher step by step:
 
 * events in the same order: the network advances to the earliest of its
-  next finish and the next timer (:func:`simulator.network.advance_kernel`, the
+  next finish and the next timer (:func:`simulator.fluid.network.advance_kernel`, the
   same kernel); finished flows are reported one by one in the network's
   order, then timers in (time, order set);
 * each report settles like ``Dispatcher._settle``: newly ready items join

@@ -17,9 +17,9 @@ from railbed.scheduler import Rule, Scheduler
 from railbed.spec import ClusterSpec
 from railbed.topology import Topology
 from simulator.fabric import Fabric
+from simulator.fluid.run import dscp_classes
 from simulator.rules.gates import add_gates, gate_arrays
 from simulator.rules.model import LOCAL, NET, TASK, CompactJob, as_offered, route_table, wire_bits
-from simulator.run import dscp_classes
 from tc_policies.plan import Policy
 from workloads.arrays import ArrayJob
 

@@ -8,11 +8,11 @@ import numpy as np
 from numba import njit
 
 from simulator.contention import meter_step
-from simulator.network import advance_kernel
+from simulator.fluid.network import advance_kernel
 from simulator.rules.model import LOCAL, NET, TASK
 
 # ---------------------------------------------------------------- kernel helpers
-# Timers: a binary heap on arrays ordered by (time, sequence number), as simulator.run's heapq.
+# Timers: a binary heap on arrays ordered by (time, sequence number), as simulator.fluid.run's heapq.
 
 
 @njit(cache=True)
@@ -182,7 +182,7 @@ def run_kernel(
             any_rule = True
             if queued[i]:
                 any_queued = True
-    # the fluid network, as simulator.network.NumbaNetwork
+    # the fluid network, as simulator.fluid.network.NumbaNetwork
     slots = 1024
     flow_links = np.full((slots, route_links.shape[1]), -1, np.int64)
     nhops = np.zeros(slots, np.int64)

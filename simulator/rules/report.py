@@ -77,7 +77,7 @@ class CompactResult:
         """A :class:`RunResult` without per-item records, for runs too large for them (the items
         are in :meth:`save_items`' file): makespan, iterations, link totals, and notes with the
         item counts and flow completion times (end - start; p50 / p99 over the flows)."""
-        from simulator.run import MODEL_NOTE
+        from simulator.fluid.run import MODEL_NOTE
 
         cj = self.job
         res = RunResult("simulator", cj.name, scheduler, cluster, 1.0)
@@ -106,7 +106,7 @@ class CompactResult:
         record shares its original's ``attrs`` dict, and an event its record's times (the
         same float objects): a record costs about 600 bytes, not 900 (Hermod's sub-flows at
         128 GPUs: 2.7 million records)."""
-        from simulator.run import MODEL_NOTE
+        from simulator.fluid.run import MODEL_NOTE
 
         cj, pl = self.job, self.job.placement
         records = {}

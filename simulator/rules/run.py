@@ -15,7 +15,7 @@ from railbed.job import Job
 from railbed.scheduler import Scheduler
 from railbed.spec import ClusterSpec
 from simulator.contention import TYPES, Meter
-from simulator.network import peak_utilisation
+from simulator.fluid.network import peak_utilisation
 from simulator.rules.build import compact
 from simulator.rules.kernel import run_kernel
 from simulator.rules.model import CompactJob, padded
