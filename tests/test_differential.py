@@ -1,7 +1,7 @@
 """The fast path against the definition, on random jobs under every scheduler (issue 23).
 
 The Dispatcher defines what a run means; ``fluid-reference`` drives it over the plain-Python
-network (:class:`simulator.fluid.network.ReferenceNetwork`, :func:`hwmodels.maxmin.maxmin_reference`).
+network (:class:`simulator.fluid.network.ReferenceNetwork`, :func:`railbed.maxmin.maxmin_reference`).
 ``fluid-rules`` (:mod:`simulator.rules`) re-implements that meaning in one numba kernel over
 the schedulers' rules. Here a seeded generator makes random jobs (DAGs of tasks and flows,
 random sizes including 0, dependencies, device capacities, pinned and placed endpoints,

@@ -3,10 +3,10 @@
 Two engines with one interface:
 
 * :class:`NumbaNetwork` keeps flows in slot arrays and runs ``advance_kernel`` (rates
-  with :func:`hwmodels.maxmin.maxmin_kernel` when the flow set or a cap changed,
+  with :func:`railbed.maxmin.maxmin_kernel` when the flow set or a cap changed,
   the earliest finish, every flow's remaining bits moved on) in numba;
 * :class:`ReferenceNetwork` does the same with a dict of flows and
-  :func:`hwmodels.maxmin.maxmin_reference`: slow and plain, the oracle the
+  :func:`railbed.maxmin.maxmin_reference`: slow and plain, the oracle the
   tests compare the numba engine with.
 
 The caller (:mod:`simulator.fluid.run`) owns the clock and the timers (task ends,
@@ -32,7 +32,7 @@ import math
 import numpy as np
 from numba import njit
 
-from hwmodels.maxmin import EPS, maxmin_kernel, maxmin_reference
+from railbed.maxmin import EPS, maxmin_kernel, maxmin_reference
 from simulator.contention import Meter, meter_step, step_reference
 
 
