@@ -1,6 +1,6 @@
 """Benchmark: Hermod's Mixtral-8x22B scenario (scenarios/hermod/full/sim-*-mixtral-8x22b-100g.yaml)
 on the Python simulator (``simulator.simulate``: Dispatcher + scheduler at every event) and on the
-compact engine (``simulator.compact``: one numba kernel over arrays), issue 14's performance goal.
+compact engine (``simulator.rules``: one numba kernel over arrays), issue 14's performance goal.
 
 Per size (GPUs = 64 x dp: TP 8, PP 8, EP 8 on 8-GPU servers, ZeRO-2 ring, 8 microbatches, one
 iteration) and scheduler, each engine in a fresh process (its own peak RSS): items by kind,
@@ -83,7 +83,7 @@ def cluster(gpus: int):
 def one(gpus: int, engine: str, scheduler: str) -> dict:
     from schedulers import by_name
     from simulator import Simulation
-    from simulator.compact import compact, run_compact
+    from simulator.rules import compact, run_compact
     from workloads.moe import moe_training
 
     spec = cluster(gpus)
@@ -123,15 +123,15 @@ def ring_job(gpus: int, python: bool = False):
     dp flows each), ids, sizes, order and dependencies as ``workloads.moe`` makes them, every
     ring starting at time 0 (no compute, no pipeline: all 512 rings at once, so more flows share
     the network than in the real iteration), FIFO. Built straight into a
-    :class:`~simulator.compact.CompactJob` with numpy, or (``python``) as a ``Job`` for the
+    :class:`~simulator.rules.CompactJob` with numpy, or (``python``) as a ``Job`` for the
     check that both are the same."""
     import numpy as np
 
     from railbed.job import Job, Location
     from railbed.topology import Topology
     from railbed.units import wire_bytes
-    from simulator.compact import NET, CompactJob
     from simulator.fabric import Fabric
+    from simulator.rules import NET, CompactJob
     from workloads.moe import PRESETS
 
     m = PRESETS["mixtral-8x22b"]
@@ -214,7 +214,7 @@ def rings(gpus: int, check: bool) -> dict:
     import numpy as np
 
     from schedulers import by_name
-    from simulator.compact import compact, run_compact
+    from simulator.rules import compact, run_compact
 
     t0 = time.perf_counter()
     cj = ring_job(gpus)
@@ -243,7 +243,7 @@ def direct(gpus: int, scheduler: str) -> dict:
     import numpy as np
 
     from schedulers import by_name
-    from simulator.compact import compact_arrays, run_compact
+    from simulator.rules import compact_arrays, run_compact
     from workloads.moe import moe_arrays
 
     spec = cluster(gpus)

@@ -3,7 +3,7 @@ the run's analysis (issue 23's performance goal: 8192 GPUs in under 60 s and 4 G
 in under 5 s).
 
 Each run is a fresh process (its own peak RSS, from ``getrusage``) that builds the job straight
-into arrays (``workloads.moe.moe_arrays``), compacts it (``simulator.compact.compact_arrays``)
+into arrays (``workloads.moe.moe_arrays``), compacts it (``simulator.rules.compact_arrays``)
 and runs it (``run_compact``, ``analysis`` on or off), timing each stage; with the analysis on
 it then runs the network-free run alone (``network_free_run``) once more to say what it costs
 (not counted in the totals). ``--baseline DIR`` runs the same stages on another tree (for
@@ -51,7 +51,7 @@ def cluster(gpus: int):
 def one(gpus: int, scheduler: str, analysis: bool) -> dict:
     """The stages of one run in this process (the tree is the working directory)."""
     from schedulers import by_name
-    from simulator.compact import compact_arrays, network_free_run, run_compact
+    from simulator.rules import compact_arrays, network_free_run, run_compact
     from workloads.moe import moe_arrays
 
     warm = moe_arrays(**{**ARGS, "dp": 1, "layers": 8, "microbatches": 2})  # numba caches, imports

@@ -66,7 +66,7 @@ def job_and_cluster(gpus: int):
 def one_size(gpus: int, engine: str, scheduler: str) -> dict:
     from schedulers import by_name
     from simulator import Simulation
-    from simulator.network import NumbaNetwork, ReferenceNetwork
+    from simulator.fluid.network import NumbaNetwork, ReferenceNetwork
 
     network = {"numba": NumbaNetwork, "reference": ReferenceNetwork}[engine]  # the network's kernel
     small, cluster = job_and_cluster(64)  # load the numba kernels from their cache: not part of the timing
@@ -107,7 +107,7 @@ def in_subprocess(gpus: int, engine: str, scheduler: str) -> dict:
 
 def kernel_ratio(flows: int, links: int, repeat: int) -> tuple[float, float]:
     """(reference seconds, numba seconds) per max-min computation on a random instance."""
-    from hwmodels.maxmin import maxmin, maxmin_reference
+    from railbed.maxmin import maxmin, maxmin_reference
 
     rng = random.Random(7)
     capacity = [rng.choice([100e9, 400e9]) for _ in range(links)]
@@ -128,7 +128,7 @@ def kernel_ratio(flows: int, links: int, repeat: int) -> tuple[float, float]:
 def contention_ratio(flows: int, links: int, repeat: int) -> tuple[float, float]:
     """(reference seconds, numba seconds) per contention-flag computation (simulator/contention.py)
     on a random instance at its max-min rates."""
-    from hwmodels.maxmin import maxmin
+    from railbed.maxmin import maxmin
     from simulator.contention import contended, step_reference
 
     rng = random.Random(7)

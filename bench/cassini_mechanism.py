@@ -25,7 +25,7 @@ from railbed.job import Job, Location  # noqa: E402
 from railbed.spec import ClusterSpec  # noqa: E402
 from schedulers.cassini_alg import JobTraffic, plan  # noqa: E402
 from schedulers.fifo import Fifo  # noqa: E402
-from simulator.run import simulate  # noqa: E402
+from simulator.fluid.run import simulate  # noqa: E402
 
 RATE = 8e9  # bit/s
 CLUSTER = {

@@ -16,7 +16,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench_scale import ARGS, cluster  # noqa: E402
 
 from schedulers import by_name  # noqa: E402
-from simulator.compact import compact_arrays  # noqa: E402
+from simulator.rules import compact_arrays  # noqa: E402
 from workloads.moe import moe_arrays  # noqa: E402
 
 

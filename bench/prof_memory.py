@@ -73,7 +73,7 @@ def main() -> int:
     ap.add_argument("--trace", action="store_true", help="print the RSS each time it moved by 50 MB, with the stack")
     args = ap.parse_args()
     from schedulers import by_name
-    from simulator.compact import compact_arrays, run_compact
+    from simulator.rules import compact_arrays, run_compact
     from workloads.moe import moe_arrays
 
     s = Sampler()

@@ -274,7 +274,7 @@ def tcp_wire_bytes(payload: int, response: bool = False) -> int:
 
 
 FRAMINGS = {"tcp": tcp_wire_bytes, "rocev2": rocev2_wire_bytes}
-SIMULATED_FRAMING = "tcp"  # what the simulator charges (simulator/run.py: wire_bytes)
+SIMULATED_FRAMING = "tcp"  # what the simulator charges (simulator/fluid/run.py: wire_bytes)
 
 
 # ------------------------------------------------------------------ one host in a run

@@ -4,7 +4,7 @@ DGCL (seed 002) section 3 and 5.1: concurrent transfers share links and a
 multi-hop path is limited by its slowest hop. This is a fluid model: at any
 moment every unfinished transfer gets its max-min fair rate over the
 directed links of its route (progressive filling: the simulator's solver,
-:mod:`hwmodels.maxmin`, with one class and no caps); when one finishes,
+:mod:`railbed.maxmin`, with one class and no caps); when one finishes,
 rates are recomputed (transfers ending within a factor ``1 + EPS`` of the
 earliest end end together, as in the simulator's network). A transfer
 split over several NVSwitch planes is several sub-flows and completes when its last sub-flow does. Each transfer's
@@ -26,13 +26,13 @@ import numpy as np
 from numba import njit
 
 from hwmodels.graph import IntraHostGraph
-from hwmodels.maxmin import EPS, maxmin_kernel, maxmin_reference, pack_paths
+from railbed.maxmin import EPS, maxmin_kernel, maxmin_reference, pack_paths
 
 
 @njit(cache=True)
 def _fluid_kernel(cap, flow_links, nhops, bits):  # pragma: no cover - numba
     """Finish times of flows over ``flow_links[f, :nhops[f]]``: max-min rates
-    (:func:`hwmodels.maxmin.maxmin_kernel`, one class, no caps) recomputed whenever a flow
+    (:func:`railbed.maxmin.maxmin_kernel`, one class, no caps) recomputed whenever a flow
     finishes; flows finishing within a factor ``1 + EPS`` of the earliest end together."""
     nflows = bits.shape[0]
     remaining = bits.copy()
@@ -81,7 +81,7 @@ def fluid_finish_times(capacity: np.ndarray, paths: list[list[int]], bits: np.nd
 
 
 def fluid_finish_times_reference(capacity, paths, bits) -> np.ndarray:
-    """Slow and plain: the same fluid model with dicts and :func:`hwmodels.maxmin.maxmin_reference`."""
+    """Slow and plain: the same fluid model with dicts and :func:`railbed.maxmin.maxmin_reference`."""
     remaining = {f: float(b) for f, b in enumerate(bits) if b > 0 and paths[f]}
     finish = [0.0] * len(paths)
     now = 0.0

@@ -9,7 +9,7 @@ emulator costs no Mininet import)::
     fluid            the flow-level simulator: every scheduler hook, max-min rates in numba
     fluid-reference  the same with the plain-Python network: the slow, obviously correct twin
     fluid-rules      one numba kernel over the schedulers' rules (Scheduler.rule): jobs as arrays,
-                     thousands of GPUs (simulator/backend.py)
+                     thousands of GPUs (simulator/rules/)
     packet           packet-level simulation on ns-3 (simulator/packet/): TCP, queues, drops
 
 Old spellings (``--engine numba|reference|compact``; ``simulator`` and ``emulator``, a result's
@@ -176,10 +176,10 @@ BACKENDS = Registry(
     "backend",
     {
         "emulate": "emulator.backend:EMULATE",
-        "fluid": "simulator.backend:FLUID",
-        "fluid-reference": "simulator.backend:FLUID_REFERENCE",
-        "fluid-rules": "simulator.backend:FLUID_RULES",
-        "packet": "simulator.backend:PACKET",
+        "fluid": "simulator.fluid.backend:FLUID",
+        "fluid-reference": "simulator.fluid.backend:FLUID_REFERENCE",
+        "fluid-rules": "simulator.rules.backend:FLUID_RULES",
+        "packet": "simulator.packet.backend:PACKET",
     },
     # numba, reference, compact: the old --engine; simulator, emulator: RunResult.backend before it was
     # the registered name (a result.json written then reads as the backend it came from)

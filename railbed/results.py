@@ -19,7 +19,7 @@ for the emulator and the simulator so the two can be compared line by line
 ``link_series`` per egress port ``[(t_start, t_end, utilisation)]``: the
                share of the port's configured rate it carried in each
                interval (emulator: between tc counter samples; simulator:
-               the fluid rates, binned; see ``simulator/series.py``).
+               the fluid rates, binned; see ``simulator/fluid/series.py``).
 ``counters``   backend name -> that backend's own counters, e.g. ``counters["packet"]``
                (``simulator/packet``): per port drops, ECN marks and queue peaks, TCP
                retransmissions and timeouts, its settings. A backend puts what only it

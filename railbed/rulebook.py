@@ -5,7 +5,7 @@ A scheduler whose decisions are pure functions of the flow writes :meth:`Schedul
 (:func:`decides_by_rule`). The :class:`~railbed.dispatch.Dispatcher` then answers each offer
 with :meth:`RuleBook.decide` instead of asking ``on_ready``, so the fluid backends, the packet
 backend and the emulator run the rules through this one reading, and the compact engine's
-kernel (:mod:`simulator.compact`) re-implements it in numba; ``tests/test_differential.py``
+kernel (:mod:`simulator.rules`) re-implements it in numba; ``tests/test_differential.py``
 holds the kernel to it (random jobs, ``fluid-reference`` against ``fluid-rules``, every time
 equal) and this reading to the :class:`Rule` docstring (random views).
 

@@ -48,7 +48,7 @@ core they build on.
     or ``None``. A scheduler that writes ``rule`` and no ``on_ready`` is
     answered by its rules on every backend (the Dispatcher reads them with
     :class:`railbed.rulebook.RuleBook`); the compact engine
-    (:mod:`simulator.compact`) runs only schedulers with rules.
+    (:mod:`simulator.rules`) runs only schedulers with rules.
 ``gate_split(flows, placement, cluster) -> Split``
     The split of a group of flows whose rules name one ``gate`` (once all
     are held; the compact engine makes it before the run).
@@ -160,7 +160,7 @@ class Rule:
     """A flow's ``on_ready`` answer as a pure function of the flow: the DSCP and cap it starts
     with, and when it waits. Read once for every backend (:class:`railbed.rulebook.RuleBook`,
     for a scheduler without ``on_ready``) and re-implemented by the compact engine's kernel
-    (:mod:`simulator.compact`).
+    (:mod:`simulator.rules`).
 
     The flow is held while a network flow active on its source NIC has ``key < bar``, and,
     if ``queued``, while a held ``queued`` flow on that NIC has ``key < bar`` (the minimum

@@ -618,7 +618,7 @@ def _run_one(sc: Scenario, session: Session, spec: SchedulerSpec, job: Job | Non
     once per scheduler (``workloads.generate_arrays``: the arrays and a run do not both fit in
     8 GB at 8192 GPUs), and handed over without a reference kept; its ``result.json`` is a
     RunResult without per-item records, the items in ``<label>/items.npz``
-    (``simulator.compact.load_items``). No figures then: they read per-item records."""
+    (``simulator.rules.load_items``). No figures then: they read per-item records."""
     if job is not None and sc.multi is not None:
         result = session.run(job, sc.multi.scheduler(spec), options)
         sc.multi.add_results(result, session, spec, options)

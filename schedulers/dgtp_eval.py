@@ -14,13 +14,13 @@ single-switch fabric without latency does in railbed's simulator:
   B_out^src / Δ_out^src)`` (Alg. 1; rates recomputed at every event) and
   carries ``8 * wire_bytes(size)`` bits as the simulator's flows do. The
   simulator then shares the ports max-min under those caps
-  (:mod:`hwmodels.maxmin`); on a single switch without latency a flow
+  (:mod:`railbed.maxmin`); on a single switch without latency a flow
   contends only on its source machine's egress and its destination's
   ingress, and OES's caps never over-fill them (the ``Δ_out^m`` flows out
   of machine ``m`` take at most ``B_out^m / Δ_out^m`` each), so max-min
   gives every flow its cap: the kernel takes the cap as the rate (the one
   max-min solver per event would cost 3.8x the evaluation time, measured);
-  its twin runs the solver (:func:`hwmodels.maxmin.maxmin_reference` over
+  its twin runs the solver (:func:`railbed.maxmin.maxmin_reference` over
   :func:`schedulers.dgtp_alg.oes_rates`' caps), and the tests require the
   two to be equal;
 * F_pend (eq. 11) is the job's dependencies: :func:`compile_job` refuses a
@@ -28,7 +28,7 @@ single-switch fabric without latency does in railbed's simulator:
 
 :func:`oes_makespan_reference` is the plain-Python twin (the same event
 loop, lists and dicts; the caps from :func:`schedulers.dgtp_alg.oes_rates`,
-the rates from :func:`hwmodels.maxmin.maxmin_reference`). Tests check both
+the rates from :func:`railbed.maxmin.maxmin_reference`). Tests check both
 agree on random placements, that both agree with :func:`simulator.simulate`
 under ``FixedOes``, and that max-min under OES's caps gives the caps.
 """
@@ -40,8 +40,8 @@ import heapq
 import numpy as np
 from numba import njit
 
-from hwmodels.maxmin import maxmin_reference
 from railbed.job import Flow, Job, Task
+from railbed.maxmin import maxmin_reference
 from railbed.spec import ClusterSpec
 from railbed.units import wire_bytes
 from schedulers.dgtp_alg import oes_rates

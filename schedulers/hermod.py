@@ -49,7 +49,7 @@ Thin classes over :mod:`schedulers.hermod_alg`; jobs come from
 Each class writes its decisions once, as ``rule`` (a :class:`~railbed.scheduler.Rule`, a pure
 function of the flow; Hermod's host wait: key = bar = its priority, queued; Lina's: key 0 for
 backward EP, bar 1 for DP) and no ``on_ready``: the Dispatcher reads the rules on every
-backend (:class:`railbed.rulebook.RuleBook`), the compact engine (:mod:`simulator.compact`)
+backend (:class:`railbed.rulebook.RuleBook`), the compact engine (:mod:`simulator.rules`)
 in its kernel. The EP flows Alg. 3 splits (between servers) are gated by coflow, and
 ``gate_split`` makes their sub-flows.
 

@@ -51,7 +51,7 @@ class Mutant:
 
 
 TC_TESTS = ("tests/test_tc_plan.py",)
-MAXMIN_TESTS = ("tests/test_simulator.py",)
+MAXMIN_TESTS = ("tests/test_maxmin.py",)
 UNIT_TESTS = ("tests/test_units.py",)
 
 MUTANTS = (
@@ -145,7 +145,7 @@ MUTANTS = (
     ),
     Mutant(
         "maxmin-skip-class-7",
-        "hwmodels/maxmin.py",
+        "railbed/maxmin.py",
         "for c in range(CLASSES - 1, -1, -1):",
         "for c in range(CLASSES - 2, -1, -1):",
         MAXMIN_TESTS,

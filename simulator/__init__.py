@@ -1,11 +1,11 @@
 """Flow-level simulator: the emulator's jobs, schedulers and results at thousands of GPUs.
 
-Public: :func:`simulate` and :class:`Simulation` (:mod:`simulator.run`),
-:func:`maxmin` / :func:`maxmin_reference` (:mod:`hwmodels.maxmin`) and
+Public: :func:`simulate` and :class:`Simulation` (:mod:`simulator.fluid.run`),
+:func:`maxmin` / :func:`maxmin_reference` (:mod:`railbed.maxmin`) and
 :mod:`simulator.crosscheck` (both backends on one scenario).
 """
 
-from hwmodels.maxmin import maxmin, maxmin_reference
-from simulator.run import Simulation, simulate
+from railbed.maxmin import maxmin, maxmin_reference
+from simulator.fluid.run import Simulation, simulate
 
 __all__ = ["Simulation", "maxmin", "maxmin_reference", "simulate"]

@@ -3,7 +3,7 @@
 The ``contention`` field of a run's analysis (``railbed/analysis.py``,
 issue 22): the time-weighted share of network flows that were rate-limited
 by a link they shared with a flow of another coflow type. The simulator
-knows each flow's rate from max-min (:mod:`hwmodels.maxmin`), so between
+knows each flow's rate from max-min (:mod:`railbed.maxmin`), so between
 two rate computations a flow ``f`` of type ``a`` counts as contended when
 
 * it is below its cap (a capped flow is limited by its cap), and
@@ -23,7 +23,7 @@ latency, until its last bit).
 ``meter_step`` (numba) is called after every network advance with the flows
 active during it and whether their rates were recomputed; ``step_reference``
 is its plain twin (``tests/test_contention.py`` makes them agree and checks
-hand-computed cases). Both engines of :mod:`simulator.network` and the
+hand-computed cases). Both engines of :mod:`simulator.fluid.network` and the
 compact engine's kernel call it.
 """
 
@@ -32,7 +32,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from hwmodels.maxmin import CLASSES
+from railbed.maxmin import CLASSES
 
 TYPES = 64  # type ids 0..63 (a bit each in a link's mask of the types it carries)
 SAT = 1e-9  # a link within this factor of its capacity is saturated; a rate within it of a cap, capped
@@ -124,7 +124,7 @@ def step_reference(capacity, paths, prio, cap, rates, ftype) -> list[bool]:
 def contended(capacity, paths, prio, cap, rates, ftype) -> np.ndarray:
     """``meter_step``'s flags for one set of flows (the public face of the kernel, with
     :func:`step_reference`'s signature): which flows are contended at these ``rates``."""
-    from hwmodels.maxmin import pack_paths
+    from railbed.maxmin import pack_paths
 
     n = len(paths)
     flow_links, nhops = pack_paths(paths)

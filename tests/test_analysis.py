@@ -19,8 +19,8 @@ from railbed.spec import ClusterSpec
 from railbed.units import FRAME, MSS
 from schedulers import HOLD, Decision, Scheduler, by_name
 from simulator import simulate
-from simulator.compact import network_free_run, simulate_compact, timeline_of_compact
-from simulator.network import ReferenceNetwork
+from simulator.fluid.network import ReferenceNetwork
+from simulator.rules import network_free_run, simulate_compact, timeline_of_compact
 from workloads.moe import moe_training
 
 C = 8 * FRAME * 1e6
@@ -288,7 +288,7 @@ def test_the_reference_network_measures_the_same_contention():
 def test_the_network_free_run_of_the_compact_engine_keeps_its_rules_holds():
     """Hermod's hosts hold flows behind better ones (its rules): with zero bits the holds
     resolve in an instant, and the zero-bit kernel run equals the Dispatcher's."""
-    from simulator.compact import compact
+    from simulator.rules import compact
 
     job, spec = small_moe()
     sched = by_name("hermod")

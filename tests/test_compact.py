@@ -1,4 +1,4 @@
-"""The compact engine (simulator/compact.py) against its slow twin, ``simulator.simulate``
+"""The compact engine (simulator/rules/) against its slow twin, ``simulator.simulate``
 (the Dispatcher and the scheduler at every event): every item's ready, start and end times
 must be equal, on random jobs and on the MoE generator's, under every scheduler with rules.
 Plus what it refuses, and the schedulers' rules against their ``on_ready``."""
@@ -17,7 +17,7 @@ from railbed.spec import ClusterSpec
 from schedulers import by_name, make
 from schedulers.hermod import Hermod, key_number
 from simulator import simulate
-from simulator.compact import LOCAL, NET, TASK, compact, compact_arrays, load_items, run_compact, simulate_compact
+from simulator.rules import LOCAL, NET, TASK, compact, compact_arrays, load_items, run_compact, simulate_compact
 from workloads.arrays import ids_of
 from workloads.moe import moe_arrays, moe_training
 
@@ -109,7 +109,7 @@ def test_gates_split_in_batches_make_the_same_compact_job(seed, monkeypatch):
     """``_add_gates`` splits and checks the gates in batches of ``GATE_CHUNK`` flows: batches of
     one flow (a gate each) or a few give, array for array, the CompactJob of one batch, with the
     array hook and with ``gate_split`` per gate, and the same run."""
-    import simulator.compact as sc
+    import simulator.rules.gates as sc
 
     job, spec = random_moe_job(random.Random(seed))
     make = [lambda: by_name("hermod"), _SplitsOneByOne][seed % 2]
@@ -642,7 +642,7 @@ def test_acyclic_kernel_agrees_with_its_twin_on_random_graphs():
     DAG, the same first sub-flow left on graphs with a cycle."""
     import random
 
-    from simulator.compact import _acyclic, acyclic_reference
+    from simulator.rules.gates import _acyclic, acyclic_reference
 
     rng, cyclic = random.Random(7), 0
     for _ in range(300):

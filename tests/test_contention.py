@@ -6,7 +6,7 @@ import random
 
 import pytest
 
-from hwmodels.maxmin import maxmin_reference
+from railbed.maxmin import maxmin_reference
 from simulator.contention import contended, step_reference
 
 INF = math.inf

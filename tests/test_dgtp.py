@@ -574,8 +574,8 @@ def test_swaps_keep_every_machine_within_capacity():
 def test_max_min_under_oes_caps_gives_every_flow_its_cap():
     """The fast evaluator's premise (schedulers/dgtp_eval.py): on a single switch a flow contends on
     its source's egress and its destination's ingress, OES's caps never over-fill them, so the one
-    max-min solver (hwmodels.maxmin, as the simulator runs it) gives every flow exactly its cap."""
-    from hwmodels.maxmin import maxmin, maxmin_reference
+    max-min solver (railbed.maxmin, as the simulator runs it) gives every flow exactly its cap."""
+    from railbed.maxmin import maxmin, maxmin_reference
 
     rng = random.Random(5)
     for _ in range(300):

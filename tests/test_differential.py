@@ -1,8 +1,8 @@
 """The fast path against the definition, on random jobs under every scheduler (issue 23).
 
 The Dispatcher defines what a run means; ``fluid-reference`` drives it over the plain-Python
-network (:class:`simulator.network.ReferenceNetwork`, :func:`hwmodels.maxmin.maxmin_reference`).
-``fluid-rules`` (:mod:`simulator.compact`) re-implements that meaning in one numba kernel over
+network (:class:`simulator.fluid.network.ReferenceNetwork`, :func:`railbed.maxmin.maxmin_reference`).
+``fluid-rules`` (:mod:`simulator.rules`) re-implements that meaning in one numba kernel over
 the schedulers' rules. Here a seeded generator makes random jobs (DAGs of tasks and flows,
 random sizes including 0, dependencies, device capacities, pinned and placed endpoints,
 same-server flows, coflow types, microbatches, layers, DP phases, tree and metadata tags, EP
@@ -165,7 +165,7 @@ def _probe_job() -> tuple[Job, ClusterSpec]:
 
 def _supported() -> tuple[list[str], dict[str, Exception]]:
     """Registered schedulers the fast path runs, and what each other one raised (checked below)."""
-    from simulator.compact import compact
+    from simulator.rules import compact
 
     job, spec = _probe_job()
     runs, refused = [], {}
@@ -404,12 +404,12 @@ def test_the_network_free_runs_keep_the_simulators_event_order_on_random_jobs(na
     """Without communication time the event order is written twice more: the Dispatcher's
     network-free run (:func:`railbed.analysis.network_free_makespan`: flows end in the step
     they start, in the order they started, before any timer) and the compact kernel's zero-bit
-    run (:func:`simulator.compact.network_free_run`). On random jobs under the ruled
+    run (:func:`simulator.rules.network_free_run`). On random jobs under the ruled
     schedulers (whose holds resolve in an instant there) both give the same makespan, or both
     fail."""
     from railbed.analysis import network_free_makespan
     from railbed.dispatch import Dispatcher
-    from simulator.compact import compact, network_free_run
+    from simulator.rules import compact, network_free_run
 
     ran = 0
     for k in range(10):
@@ -468,7 +468,7 @@ class InstantNetwork:
 
 @pytest.mark.parametrize("name", ["megatron", "lina", "hermod", "dp-first", "fifo"])
 def test_the_network_free_run_is_the_simulators_event_loop_over_an_instant_network(name):
-    """The network-free run restates the simulator's event order (:mod:`simulator.run`): flows
+    """The network-free run restates the simulator's event order (:mod:`simulator.fluid.run`): flows
     end before timers, in the order they started, timers in (time, order set). The simulator's
     own loop over :class:`InstantNetwork` (zero latency, no host models: nothing else takes
     time) must give the same makespan on random jobs, bit for bit."""

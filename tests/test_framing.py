@@ -12,8 +12,8 @@ from railbed.spec import ClusterSpec
 from railbed.units import ETHERNET, Framing, parse_framing, wire_bytes
 from schedulers import by_name
 from simulator import simulate
-from simulator.compact import simulate_compact
 from simulator.packet import engine
+from simulator.rules import simulate_compact
 from tc_policies.plan import DscpPriorityPolicy, FifoPolicy, HtbClass, shaping_params
 
 GBIT = 1e9

@@ -12,7 +12,7 @@ from railbed.scheduler import HOLD, Decision, OnDone, OnNic, OnSlot, OnTime, Sch
 from railbed.spec import ClusterSpec
 from schedulers import SmallFirst
 from simulator import simulate
-from simulator.network import NumbaNetwork, ReferenceNetwork
+from simulator.fluid.network import NumbaNetwork, ReferenceNetwork
 from workloads import all_to_all
 
 SPEC = ClusterSpec.load("examples/rail-4x4.yaml")

@@ -216,7 +216,7 @@ def test_metadata_all_gather_goes_first_and_never_waits_behind_ep_transfers():
     (token counts, §5.3.2) ready at T/2 on the same NIC. hermod (``metadata: top``) sends it at
     once: it ends at T/2 (plus 512 bytes' time), as under megatron's fair sharing. Ordered as EP
     (``metadata: ep``, hermod-literal's) it waits for microbatch 0's transfer: T. Both engines."""
-    from simulator.compact import simulate_compact
+    from simulator.rules import simulate_compact
 
     job = two_gpus()
     job.flow("ep", "a", "b", S, coflow_type="EP", microbatch=0, layer=0)

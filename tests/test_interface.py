@@ -15,7 +15,7 @@ from railbed.spec import ClusterSpec
 from railbed.units import wire_bytes
 from schedulers import SchedulerSpec, make, scheduler_spec
 from simulator import simulate
-from simulator.network import NumbaNetwork, ReferenceNetwork
+from simulator.fluid.network import NumbaNetwork, ReferenceNetwork
 
 RATE = 8e9
 SPEC = ClusterSpec.from_dict(

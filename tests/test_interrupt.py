@@ -12,11 +12,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import simulator.compact as compact_module
+import simulator.rules.run as compact_module
 from railbed.job import Job
 from railbed.spec import ClusterSpec
 from schedulers import by_name
-from simulator.compact import compact, run_compact
+from simulator.rules import compact, run_compact
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -26,7 +26,7 @@ from pathlib import Path
 from railbed.spec import ClusterSpec
 from scenarios.runner import Scenario, results_dir
 from schedulers import by_name
-from simulator.compact import compact, run_compact
+from simulator.rules import compact, run_compact
 
 out = Path(sys.argv[1])
 cluster = ClusterSpec.load("examples/rail-4x4.yaml")

@@ -20,7 +20,7 @@ from schedulers.multijob_profile import (
     intensity_of,
     iteration_window,
 )
-from simulator.run import simulate
+from simulator.fluid.run import simulate
 from workloads import generate
 
 ROOT = Path(__file__).resolve().parents[1]

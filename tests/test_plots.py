@@ -18,7 +18,7 @@ from railbed import plots, provenance
 from railbed.export import NIC_TID
 from railbed.results import RunResult
 from scenarios.runner import Scenario, simulate_scenario
-from simulator.series import LinkSeries
+from simulator.fluid.series import LinkSeries
 
 ROOT = Path(__file__).resolve().parent.parent
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
@@ -255,7 +255,7 @@ def test_timeline_keeps_the_first_lanes_in_order():
 
 
 def test_the_series_kernel_agrees_with_its_numpy_twin():
-    from simulator.series import _spread, spread_reference
+    from simulator.fluid.series import _spread, spread_reference
 
     rng = np.random.default_rng(7)
     for _ in range(40):

@@ -15,8 +15,8 @@ from railbed.spec import ClusterSpec
 from railbed.units import wire_bytes
 from schedulers import by_name
 from simulator import simulate
-from simulator.compact import simulate_compact
 from simulator.packet import engine
+from simulator.rules import simulate_compact
 from tests.test_compact import random_job
 
 GBIT = 1e9

@@ -65,7 +65,7 @@ def test_to_dict_writes_what_asdict_wrote_on_real_runs(tmp_path):
 
     from scenarios.runner import Scenario
     from schedulers import make
-    from simulator.run import simulate
+    from simulator.fluid.run import simulate
 
     sc = Scenario.load(Path(__file__).resolve().parents[1] / "examples/scenarios/llm-small.yaml")
     spec = sc.schedulers[0]

@@ -55,9 +55,9 @@ def test_qpi_contention_falls_as_dgcl_table3():
 
 @pytest.mark.parametrize("seed", range(20))
 def test_the_transfer_model_is_the_simulators_fluid_network(seed):
-    """One max-min solver (hwmodels.maxmin): the transfer model's finish times are those of the
+    """One max-min solver (railbed.maxmin): the transfer model's finish times are those of the
     simulator's network (ReferenceNetwork: one class, no caps) advanced flow end by flow end."""
-    from simulator.network import ReferenceNetwork
+    from simulator.fluid.network import ReferenceNetwork
 
     rng = np.random.default_rng(100 + seed)
     cap, paths, bits = random_instance(rng, int(rng.integers(1, 8)), int(rng.integers(1, 12)))

@@ -178,7 +178,7 @@ def too_many_items(name: str, args: Mapping[str, Any] | None = None, field: str 
 
 def generate_arrays(name: str, args: Mapping[str, Any] | None = None, field: str = "job"):
     """The same job as :func:`generate`, made straight into a :class:`workloads.arrays.ArrayJob`
-    (the compact engine's input, :func:`simulator.compact.compact_arrays`), for generators with
+    (the compact engine's input, :func:`simulator.rules.compact_arrays`), for generators with
     an array form (:data:`ARRAY_FORMS`). The item bound is :data:`MAX_ARRAY_ITEMS`, not
     :data:`MAX_ITEMS`: an item costs about 80 bytes here, 830 as a Python object."""
     gen, kwargs, hints, items = checked_args(name, args, field)

@@ -15,12 +15,12 @@ a flow's attributes, its source endpoint and whether it crosses servers
 id, size or destination. So the flows are grouped by (coflow type, iteration,
 microbatch, layer, tags other than ``ep``, source endpoint, crosses servers),
 and the first flow of each group, its *representative*, stands for the group:
-:func:`simulator.compact.compact_arrays` places a skeleton job of the endpoints
+:func:`simulator.rules.compact_arrays` places a skeleton job of the endpoints
 and the representatives and asks ``rule`` once per group. At 8192 GPUs
 (Mixtral-8x22B) that is 966,656 groups for 27 million items. A gated class
 (Hermod's EP coflows between servers) is asked again flow by flow, with
 each flow's own coflow (``coflow`` column).
-``tests/test_compact.py`` checks the result against :func:`~simulator.compact.compact`
+``tests/test_compact.py`` checks the result against :func:`~simulator.rules.compact`
 of the full ``Job`` on small jobs, item for item.
 
 **ECMP.** A flow between servers keeps the CRC-32 of its id

@@ -33,10 +33,10 @@ from railbed.scheduler import Scheduler
 from railbed.spec import ClusterSpec
 from railbed.topology import Topology, default_scale
 from railbed.units import ETH_HEADER
+from simulator.fluid.run import dscp_classes
 from simulator.packet import engine
 from simulator.packet.fabric import HOST, Plan, plan
 from simulator.packet.options import PacketOptions
-from simulator.run import dscp_classes
 
 MODEL_NOTE = (
     "packet-level model (ns-3): TCP connections over point-to-point links, 8 strict-priority drop-tail "

@@ -21,13 +21,18 @@ anything a result reports, far above float rounding).
 
 :func:`maxmin_reference` is the slow, obviously correct version (dicts and
 sets); ``maxmin_kernel`` is the numba kernel the simulator runs whenever the set
-of flows or a cap changes (public: :func:`simulator.network.advance_kernel`
+of flows or a cap changes (public: :func:`simulator.fluid.network.advance_kernel`
 calls it inside numba).
 :func:`maxmin` is its thin public wrapper; the tests make the two agree to the
-bit (``tests/test_simulator.py``, near-ties included): within a round, flows
+bit (``tests/test_maxmin.py``, near-ties included): within a round, flows
 frozen at their cap leave their links first, in cap order, then those frozen
 at the water level (equal rates: their order cannot change a float). So the
 rates do not depend on the order of the active flows either.
+
+It lives in the core because the network (:mod:`simulator.fluid.network`, the rules engine's
+kernel) and the host models (:mod:`hwmodels.transfer`) both run it, and DGTP's evaluator
+(:mod:`schedulers.dgtp_eval`) too: ``tests/test_layering.py`` lets a package import only lower
+layers, and the core is the one below all three (issue 43; it was ``hwmodels/maxmin.py``).
 """
 
 from __future__ import annotations

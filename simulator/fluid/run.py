@@ -47,8 +47,8 @@ from railbed.topology import Topology
 from simulator.contention import result as contention_result
 from simulator.contention import type_id
 from simulator.fabric import Fabric, Route
-from simulator.network import NumbaNetwork
-from simulator.series import LinkSeries
+from simulator.fluid.network import NumbaNetwork
+from simulator.fluid.series import LinkSeries
 from tc_policies.plan import Policy, policy_by_name
 
 MODEL_NOTE = "flow-level model: max-min fair rates, strict priority classes, rate caps; no TCP dynamics, ACKs or queues"

@@ -3,13 +3,13 @@
 Two engines with one interface:
 
 * :class:`NumbaNetwork` keeps flows in slot arrays and runs ``advance_kernel`` (rates
-  with :func:`hwmodels.maxmin.maxmin_kernel` when the flow set or a cap changed,
+  with :func:`railbed.maxmin.maxmin_kernel` when the flow set or a cap changed,
   the earliest finish, every flow's remaining bits moved on) in numba;
 * :class:`ReferenceNetwork` does the same with a dict of flows and
-  :func:`hwmodels.maxmin.maxmin_reference`: slow and plain, the oracle the
+  :func:`railbed.maxmin.maxmin_reference`: slow and plain, the oracle the
   tests compare the numba engine with.
 
-The caller (:mod:`simulator.run`) owns the clock and the timers (task ends,
+The caller (:mod:`simulator.fluid.run`) owns the clock and the timers (task ends,
 legs, link latency): it calls ``advance(now, t_limit)``, which either reaches
 ``t_limit`` with nothing finished or stops at the earliest flow finish. Flows
 whose finish time is within a factor ``1 + EPS`` of the earliest one finish
@@ -32,7 +32,7 @@ import math
 import numpy as np
 from numba import njit
 
-from hwmodels.maxmin import EPS, maxmin_kernel, maxmin_reference
+from railbed.maxmin import EPS, maxmin_kernel, maxmin_reference
 from simulator.contention import Meter, meter_step, step_reference
 
 
@@ -62,7 +62,7 @@ def advance_kernel(
     left, count, state, link_load, link_bits, peak_load, finished,
 ):  # fmt: skip  # pragma: no cover - numba
     """Advance from ``now`` to the earliest flow finish or ``t_limit`` (public: the compact
-    engine's kernel, :mod:`simulator.compact`, runs this same step inside numba).
+    engine's kernel, :mod:`simulator.rules`, runs this same step inside numba).
 
     ``link_load`` is scratch, all 0 between calls; ``peak_load`` each link's highest load
     (bit/s; :func:`peak_utilisation`). Returns (time reached, number of finished flows
