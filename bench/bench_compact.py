@@ -137,7 +137,7 @@ def ring_job(gpus: int, python: bool = False):
     m = PRESETS["mixtral-8x22b"]
     dp, h, ffn = gpus // 64, m["hidden"], m["ffn"]
     sizes = {"dp": -(-(4 * h * h * 2 // TP) // dp), "edp": -(-((m["experts"] // EP) * 3 * h * ffn * 2) // dp)}
-    rings = []  # (prefix, p, t, size) in moe._dp_sync's order
+    rings = []  # (prefix, p, t, size) in workloads.moe_dp.dp_sync's order
     for p in range(PP):
         for layer in sorted(range(p * LAYERS_PER_STAGE, (p + 1) * LAYERS_PER_STAGE), reverse=True):
             rings += [(f"i0.dp.l{layer}.p{p}t{t}", p, t, sizes["dp"]) for t in range(TP)]

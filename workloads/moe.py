@@ -55,37 +55,9 @@ on 8-GPU servers), whose EP groups Megatron-Core's grid keeps inside one
 server (TP 1: eight consecutive replicas), where no matching can gain. The
 grid is an unstated parameter of that row: both are run.
 
-**Data parallelism.** A stage's data-parallel replicas reduce the dense
-gradients, ``1/tp`` of them per tensor rank, and the expert gradients over
-their ``edp`` GPUs, in buckets as Megatron-Core's
-``DistributedDataParallel`` with ``overlap_grad_reduce`` (which the thesis
-enabled, §5.1.2: "the overlap-grad-reduce training parameter is enabled"):
-gradient synchronisation runs on the last microbatch only (§5.2.2 Case
-II: "DP coflows are invoked only after the last microbatch completes its
-gradient calculation for the layer"); a bucket's reduction starts when the
-last microbatch's backward pass has produced all its gradients, so it
-overlaps the rest of that backward pass. Bucket size (``bucket_params``,
-parameters): Megatron-Core's default, ``DistributedDataParallelConfig.
-bucket_size``: "If unspecified, MCore uses a default value of
-max(40000000, 1000000 * dp_size) parameters" (megatron/core/distributed/
-distributed_data_parallel_config.py), and ``DistributedDataParallel``
-turns bucketing off on pipeline stages after the first ("since
-data-parallel communication on these stages is not on the critical
-path") and on model chunks after the first: one bucket there
-(:func:`megatron_bucket`). Dense and expert parameters fill separate
-buckets (Megatron's expert-parallel buffers). Buckets are cut at layer
-boundaries once they hold at least the size (Megatron's rule, which cuts
-at parameter boundaries: a layer larger than the bucket is one bucket
-here, since its backward pass is one task). With ``zero2`` the ring is a
-reduce-scatter (tag ``dp_phase: rs``) then an all-gather of the updated
-parameters (``dp_phase: ag``): ZeRO-2 moves the same bytes as an
-all-reduce (§5.1.1), the phases only say when the data is consumed.
-Without, every step is ``dp_phase: ar``. ``dp_algo: tree`` uses NCCL's
-double binary tree instead (half the bytes per tree, reduce then
-broadcast; Hermod runs each tree at half the line rate, §5.3.2). DP flows
-carry the last microbatch id. No barrier between iterations: the next
-iteration's forward pass of a layer waits only for that layer's DP
-(clip-by-value, §5.2.2 note 4).
+**Data parallelism** (Megatron-Core's gradient buckets, ring or double binary tree, ZeRO-2's
+phases, when each bucket's reduction starts and what waits for it): :mod:`workloads.moe_dp`, whose
+docstring has the rules and their sources.
 
 **Routing.** Per (iteration, layer) the experts' popularity is drawn from
 a Dirichlet of concentration ``skew`` (small: skewed, as EP matrices are,
@@ -154,6 +126,7 @@ import numpy as np
 
 from railbed.errors import SpecError
 from railbed.job import Job, Location
+from workloads.moe_dp import buckets, dp_sync, megatron_bucket
 
 SCHEDULES = ("gpipe", "1f1b", "interleaved")
 EXPERT_GRIDS = ("megatron", "strided")  # moe_training's expert_grid (module docstring, "Experts")
@@ -168,6 +141,7 @@ PRESETS: dict[str, dict] = {
 }
 DEFAULTS = dict(layers=4, experts=8, topk=2, hidden=1024, ffn=2048, pp=2, tp=1, ep=2, seq=512, mbs=1)
 BYTES = 2  # bf16
+__all__ = ["buckets", "megatron_bucket"]  # workloads.moe_dp's, importable from here as before the split
 
 
 def stage_order(schedule: str, pp: int, microbatches: int, stage: int, chunks: int = 1) -> list[tuple[str, int, int]]:
@@ -231,6 +205,16 @@ class _Shape:
 
     def expert_grad(self) -> int:
         return (self.experts // self.ep) * 3 * self.hidden * self.ffn * BYTES // self.etp
+
+    def dense_params(self) -> int:  # a layer's dense gradient in parameters (workloads.moe_dp's buckets)
+        return self.dense_grad() // BYTES
+
+    def expert_params(self) -> int:  # a layer's expert gradient in parameters
+        return self.expert_grad() // BYTES
+
+    def last_bwd(self) -> int:
+        """The microbatch whose backward pass a stage runs last (in every schedule here: the last)."""
+        return self.microbatches - 1
 
 
 @dataclass
@@ -499,7 +483,7 @@ def _iteration(b: _Builder, it: int, schedule: str) -> None:
     for p in range(s.pp):
         for kind, m, c in stage_order(schedule, s.pp, s.microbatches, p, s.chunks):
             _op(b, it, kind, m, c * s.pp + p)
-    _dp_sync(b, it)
+    dp_sync(b, it)
 
 
 def _op(b: _Builder, it: int, kind: str, m: int, vs: int) -> None:
@@ -555,7 +539,7 @@ def _layer(b: _Builder, it: int, kind: str, m: int, p: int, layer: int) -> None:
         for ep in plane:
             tid = b.job.task(f"i{it}.{kind}.attn.l{layer}.m{m}.{ep}", ep, scale * s.attn_time(), b.last[ep], **attrs)
             b.last[ep] = [tid]
-    if kind == "B" and m == _last_bwd(s):  # the DP all-reduces start after these (_allreduce)
+    if kind == "B" and m == s.last_bwd():  # the DP all-reduces start after these (workloads.moe_dp)
         for ep in plane:
             b.keep(f"i{it}.B.attn.l{layer}.m{m}.{ep}", b.last[ep][0])
 
@@ -630,120 +614,6 @@ def _metadata(b, it, m, layer, group, attrs) -> None:
         )))  # fmt: skip
     for i, src in enumerate(group):
         b.last[src] = b.last[src] + [prev[(i - 1) % n]]
-
-
-def _dp_sync(b: _Builder, it: int) -> None:
-    """Per bucket (:func:`buckets`): dense gradients over the data-parallel replicas, expert
-    gradients over the expert-data-parallel GPUs (ring all-reduce, or ZeRO-2 reduce-scatter +
-    all-gather)."""
-    s = b.s
-    for p in range(s.pp):
-        for c in range(s.chunks):
-            layers = list(reversed(b.layers_of(c * s.pp + p)))
-            size = b.bucket if b.bucket is not None else megatron_bucket(s.dp, p, c)
-            for bucket in buckets(layers, s.dense_grad() // BYTES, size):
-                for t in range(s.tp):
-                    ranks = [b.name(p, d, t) for d in range(s.dp)]
-                    _allreduce(b, it, ranks, s.dense_grad() * len(bucket), bucket, f"i{it}.dp.l{bucket[0]}.p{p}t{t}")
-            if not s.experts or s.edp < 2:
-                continue
-            for bucket in buckets(layers, s.expert_grad() // BYTES, size):
-                for et in range(s.etp):
-                    for e in range(s.ep):
-                        ranks = [b.expert_rank(p, et, e, ed) for ed in range(s.edp)]
-                        prefix = f"i{it}.edp.l{bucket[0]}.p{p}q{e + s.ep * et}"
-                        _allreduce(b, it, ranks, s.expert_grad() * len(bucket), bucket, prefix)
-
-
-def megatron_bucket(dp: int, stage: int, chunk: int) -> float:
-    """Megatron-Core's gradient bucket, in parameters, with ``overlap_grad_reduce`` on (module
-    docstring, "Data parallelism"): ``max(40e6, 1e6 * dp)`` on pipeline stage 0's first model
-    chunk, one bucket (infinite) elsewhere."""
-    return float(max(40_000_000, 1_000_000 * dp)) if stage == 0 and chunk == 0 else float("inf")
-
-
-def buckets(layers: list[int], params_per_layer: int, size: float) -> list[list[int]]:
-    """``layers`` (in backward order) cut into buckets: a bucket closes once it holds at least
-    ``size`` parameters (Megatron's rule, at layer granularity)."""
-    out: list[list[int]] = [[]]
-    held = 0
-    for layer in layers:
-        out[-1].append(layer)
-        held += params_per_layer
-        if held >= size:
-            out.append([])
-            held = 0
-    return [bk for bk in out if bk]
-
-
-def _allreduce(b: _Builder, it: int, ranks: list[str], nbytes: int, bucket: list[int], prefix: str) -> None:
-    """All-reduce ``nbytes`` over ``ranks`` (ring or double binary tree) after each rank's backward
-    pass of the bucket's first layer (the last it computes); records where each rank holds the result."""
-    if len(ranks) < 2 or nbytes <= 0:
-        return
-    after = {r: b.ref(f"i{it}.B.attn.l{min(bucket)}.m{_last_bwd(b.s)}.{r}") for r in ranks}
-    ends = (_tree if b.tree else _ring)(b, it, ranks, nbytes, after, bucket, prefix)
-    for rank, items in ends.items():
-        for layer in bucket:
-            b.dp_done.setdefault((rank, layer), []).extend(items)
-
-
-def _dp_flow(b: _Builder, it: int, fid: str, src: str, dst: str, size: int, deps, bucket, prefix, tags) -> str:
-    return b.job.flow(
-        fid, src, dst, size, deps, iteration=it, microbatch=b.s.microbatches - 1, layer=min(bucket),
-        coflow=prefix, coflow_type="DP", tags=tags,
-    )  # fmt: skip
-
-
-def _tree(b: _Builder, it: int, ranks: list[str], nbytes: int, after, bucket, prefix) -> dict[str, list[str]]:
-    """Double binary tree (NCCL's): half the bytes over each of two trees, reduced to the root
-    then broadcast down (tags ``tree``: 0, 1; ``dp_phase`` rs/ag with ZeRO-2, else ar). Tree 0 is
-    the binary heap over ``ranks``, tree 1 the heap over them reversed, so most of tree 0's
-    leaves are inner nodes of tree 1. Not pipelined in chunks: each hop carries its half at once."""
-    n, half = len(ranks), -(-nbytes // 2)
-    ends: dict[str, list[str]] = {r: [] for r in ranks}
-    for k, order in enumerate((ranks, ranks[::-1])):
-        up: dict[int, list[str]] = {i: [] for i in range(n)}  # flows into position i, reduce phase
-        for i in reversed(range(1, n)):
-            tags = {"dp_phase": "rs" if b.zero2 else "ar", "tree": k}
-            fid = f"{prefix}.t{k}.up{i}"
-            up[(i - 1) // 2].append(
-                _dp_flow(
-                    b, it, fid, order[i], order[(i - 1) // 2], half, [after[order[i]], *up[i]], bucket, prefix, tags
-                )
-            )
-        down: dict[int, list[str]] = {0: [after[order[0]], *up[0]]}
-        for i in range(1, n):
-            tags = {"dp_phase": "ag" if b.zero2 else "ar", "tree": k}
-            fid = f"{prefix}.t{k}.down{i}"
-            down[i] = [
-                _dp_flow(b, it, fid, order[(i - 1) // 2], order[i], half, down[(i - 1) // 2], bucket, prefix, tags)
-            ]
-        for i in range(n):
-            ends[order[i]] += down[i]
-    return ends
-
-
-def _ring(b: _Builder, it: int, ranks: list[str], nbytes: int, after, bucket, prefix) -> dict[str, list[str]]:
-    """Ring all-reduce (NCCL's): ``2 (n - 1)`` steps of ``nbytes / n`` to the next rank."""
-    n, s = len(ranks), b.s
-    chunk = -(-nbytes // n)
-    prev: dict[int, str] = {}
-    nxt = ranks[1:] + ranks[:1]
-    for step in range(2 * (n - 1)):
-        phase = ("rs" if step < n - 1 else "ag") if b.zero2 else "ar"
-        deps = [[after[src]] for src in ranks] if step == 0 else [[prev[(i - 1) % n], prev[i]] for i in range(n)]
-        prev = dict(enumerate(b.job.flow_batch(
-            [f"{prefix}.s{step}.r{i}" for i in range(n)], ranks, nxt, chunk, deps,
-            tags={"dp_phase": phase}, iteration=it, microbatch=s.microbatches - 1, layer=min(bucket), coflow=prefix,
-            coflow_type="DP",
-        )))  # fmt: skip
-    return {ranks[(i + 1) % n]: [prev[i]] for i in range(n)}
-
-
-def _last_bwd(s: _Shape) -> int:
-    """The microbatch whose backward pass a stage runs last (in every schedule here: the last)."""
-    return s.microbatches - 1
 
 
 def crossing(job) -> set[str]:
