@@ -36,7 +36,7 @@ emulated=$?
 [ "$emulated" = 5 ] && emulated=0 # no emulation test collected: the second run must run some
 workers="${RAILBED_TEST_WORKERS:-$(nproc)}"
 spread=()
-[ "$workers" -gt 1 ] && spread=(-n "$workers" --dist worksteal)
+[ "$workers" -gt 1 ] && spread=(-n "$workers" --dist load)
 "$VENV/bin/python" -m pytest -m "not emulation" "${spread[@]}" "$@"
 rest=$?
 [ "$rest" = 5 ] && none_ran
