@@ -13,13 +13,14 @@ import numpy as np
 from railbed.dispatch import check_placement
 from railbed.errors import SpecError
 from railbed.job import Flow, Job, Placement, Task
+from railbed.rulebook import as_offered
 from railbed.scheduler import Rule, Scheduler
 from railbed.spec import ClusterSpec
 from railbed.topology import Topology
 from simulator.fabric import Fabric
 from simulator.fluid.run import dscp_classes
 from simulator.rules.gates import add_gates, gate_arrays
-from simulator.rules.model import LOCAL, NET, TASK, CompactJob, as_offered, route_table, wire_bits
+from simulator.rules.model import LOCAL, NET, TASK, CompactJob, route_table, wire_bits
 from tc_policies.plan import Policy
 from workloads.arrays import ArrayJob
 

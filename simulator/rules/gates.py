@@ -15,11 +15,12 @@ from numba import njit
 from railbed.dispatch import SchedulerError, check_acyclic, check_conservation
 from railbed.errors import SpecError
 from railbed.job import Flow, Placement
+from railbed.rulebook import as_offered
 from railbed.scheduler import Scheduler, Split, SplitArrays, SubFlow
 from railbed.spec import ClusterSpec
 from railbed.topology import Topology
 from simulator.fabric import Fabric
-from simulator.rules.model import NET, CompactJob, as_offered, route_table, wire_bits
+from simulator.rules.model import NET, CompactJob, route_table, wire_bits
 from workloads.arrays import Ids
 
 

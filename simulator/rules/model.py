@@ -4,12 +4,12 @@ item, and the column helpers the builder and the gates share.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from railbed.errors import SpecError
-from railbed.job import Flow, Placement
+from railbed.job import Placement
 from railbed.units import Framing
 
 TASK, LOCAL, NET = 0, 1, 2  # kinds of item
@@ -73,13 +73,6 @@ class CompactJob:
 
     def nbytes(self) -> int:
         return sum(v.nbytes for v in vars(self).values() if isinstance(v, np.ndarray))
-
-
-def as_offered(flow: Flow) -> Flow:
-    """The flow as ``on_ready`` sees it in the Dispatcher (its view's job, :meth:`Job.public`,
-    with ``on_ready`` sizes revealed by then): a ``hidden`` size stays ``None``. ``rule`` and
-    ``gate_split`` stand for ``on_ready``, so they get this, never a size it could not read."""
-    return replace(flow, size=None) if flow.reveal == "hidden" else flow
 
 
 def route_table(routes: list) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
