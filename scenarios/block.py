@@ -202,7 +202,7 @@ def summary(sections: dict[tuple[str, str], str], papers: tuple[str, ...]) -> li
                 if claim not in best or _rank(verdict) < _rank(best[claim]):
                     best[claim] = verdict
         counts = Counter(_column(v) for v in best.values())
-        names = ", ".join(f"`{k[1].strip() or 'paper size'}`" for k in mine)
+        names = ", ".join(f"`{k[1].strip() or 'without --quick'}`" for k in mine)
         cells = [str(len(best))] + [str(counts.get(c, 0)) for c in COLUMNS[1:]]
         lines.append(f"| {paper} | {names} | " + " | ".join(cells) + " |")
     return lines
