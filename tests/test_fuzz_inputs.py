@@ -336,7 +336,19 @@ def outcome(load, *args):
     line, within SECONDS of this process's CPU time (not the wall clock, which other jobs on a
     shared 2-core machine stretch: test_generator_arguments failed once in a helper's run at load
     3, message not kept, and passed three times after; the wall clock is the likely cause).
+
+    A call over the bar is made once more and the second is judged: a first call pays one-time
+    costs (numba compiling the GNN sampler on a cold cache: ``gnn_hybrid {}`` took 10.1 s of CPU
+    in CI and 0.03 s after; 3.1 s on a warm cache, loading it). Input that is slow stays slow.
     Returns the object or the error."""
+    result, elapsed = _timed(load, *args)
+    if elapsed >= SECONDS:
+        result, elapsed = _timed(load, *args)
+    assert elapsed < SECONDS, f"took {elapsed:.1f} s of CPU, twice"
+    return result
+
+
+def _timed(load, *args):
     t0 = time.process_time()
     try:
         result = load(*args)
@@ -345,9 +357,7 @@ def outcome(load, *args):
         text = str(err)
         assert err.field, f"SpecError without a field: {text[:200]}"
         assert len(text) <= MESSAGE_CHARS and "\n" not in text, text[:MESSAGE_CHARS]
-    elapsed = time.process_time() - t0
-    assert elapsed < SECONDS, f"took {elapsed:.1f} s of CPU"
-    return result
+    return result, time.process_time() - t0
 
 
 @FUZZ
