@@ -200,3 +200,78 @@ def _dotted(node: ast.AST, bound: dict[str, str]) -> str | None:
         base = _dotted(node.value, bound)
         return f"{base}.{node.attr}" if base else None
     return None
+
+
+def registered(lookups: list[Import], regs: dict[str, dict[str, str]]) -> list[Import]:
+    """The ``"module:attr"`` strings that are entries of a declared registry (:data:`REGISTRIES`)."""
+    entries = {(reg.rpartition(".")[0], t) for reg, table in regs.items() if reg in REGISTRIES for t in table.values()}
+    return [imp for imp in lookups if imp.how == "names" and (imp.module, f"{imp.target}:{imp.names[0]}") in entries]
+
+
+# ------------------------------------------------------- what a run entering some modules can execute
+NOT_CODE = ("tests", "bench", "scripts", "examples")  # top-level folders with __init__.py that no run imports
+
+
+def packages(root: Path) -> tuple[str, ...]:
+    """The repository's packages: its top-level folders with an ``__init__.py`` (tests and tools aside)."""
+    return tuple(sorted(p.parent.name for p in root.glob("*/__init__.py") if p.parent.name not in NOT_CODE))
+
+
+@dataclass(frozen=True)
+class Graph:
+    """A tree's dependencies, read once: ``imports[m]`` the modules ``m`` imports or names as
+    ``"module:attr"`` (other than a registry's entries); ``lookups[m]`` those it looks up by a
+    literal name in a registry of :data:`REGISTRIES`; ``entries[m]`` (registry, spelling, module)
+    of each entry of such a registry defined in ``m``."""
+
+    imports: dict[str, set[str]]
+    lookups: dict[str, set[str]]
+    entries: dict[str, list[tuple[str, str, str]]]
+
+    @classmethod
+    def read(cls, root: Path, pkgs=None) -> Graph:
+        pkgs = packages(root) if pkgs is None else pkgs
+        mods = modules(root, pkgs)
+        regs = registries(root, pkgs)
+        found = read_lookups(root, pkgs)
+        skip = set(registered(found, regs))
+        imports: dict[str, set[str]] = {name: set() for name in mods}
+        lookups: dict[str, set[str]] = {name: set() for name in mods}
+        for imp in read_imports(root, pkgs) + [imp for imp in found if imp not in skip]:
+            target = imp.target
+            while target and target not in mods:  # ``from m import name`` read as a dotted target
+                target = target.rpartition(".")[0]
+            if target:
+                (lookups if imp.how.startswith("looks up") else imports)[imp.module].add(target)
+        entries: dict[str, list[tuple[str, str, str]]] = {}
+        for reg, table in regs.items():
+            if reg in REGISTRIES:
+                for spelling, target in table.items():
+                    entries.setdefault(reg.rpartition(".")[0], []).append((reg, spelling, target.partition(":")[0]))
+        return cls(imports, lookups, entries)
+
+    def closure(self, start, chosen: dict[str, set[str] | None], avoid=frozenset()) -> set[str]:
+        """The modules a run entering ``start`` can execute: what they import, inside functions too,
+        and around, the packages each dotted module lives in (Python runs ``a/__init__.py`` before
+        ``a.b``); the ``"module:attr"`` strings they hold; their lookups by a literal name, unless of
+        a module of ``avoid``; and of a registry of :data:`REGISTRIES` whose module is reached, the
+        entries ``chosen[registry]`` spells (every entry when it holds None or nothing for it), unless
+        of ``avoid``. A start that is no module of the tree: a ``KeyError`` naming it."""
+        missing = [m for m in start if m not in self.imports]
+        if missing:
+            raise KeyError(f"no module {missing[0]}")
+        seen: set[str] = set()
+        todo = list(start)
+        while todo:
+            name = todo.pop()
+            if name in seen or name not in self.imports:
+                continue
+            seen.add(name)
+            parts = name.split(".")
+            todo += [".".join(parts[:i]) for i in range(1, len(parts))]
+            todo += self.imports[name]
+            todo += [m for m in self.lookups[name] if m not in avoid]
+            for reg, spelling, target in self.entries.get(name, ()):
+                if (chosen.get(reg) is None or spelling in chosen[reg]) and target not in avoid:
+                    todo.append(target)
+        return seen

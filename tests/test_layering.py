@@ -29,7 +29,7 @@ from pathlib import Path
 
 import pytest
 
-from scenarios.codegraph import REGISTRIES, Import, modules, read_imports, read_lookups, registries
+from scenarios.codegraph import REGISTRIES, Import, modules, read_imports, read_lookups, registered, registries
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -127,14 +127,6 @@ DECLARED_LOOKUPS = {
     ("schedulers.multijob_profile", "fluid"): "CASSINI's and Crux's profile of a job run alone, measured "
     "before the shared run: the schedulers' input, not a result",
 }
-
-
-def registered(lookups: list[Import], regs: dict[str, dict[str, str]]) -> list[Import]:
-    """The ``"module:attr"`` strings that are entries of a declared registry (:data:`REGISTRIES`)."""
-    entries = {(reg.rpartition(".")[0], t) for reg, table in regs.items() if reg in REGISTRIES for t in table.values()}
-    return [
-        imp for imp in lookups if imp.how == "names" and (imp.module, f"{imp.target}:{imp.names[0]}") in entries
-    ]
 
 
 def declared(imp: Import) -> bool:
