@@ -412,6 +412,11 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
         from scenarios.reproduce import HERE
 
         return check(Path(args.check), HERE, echo=_say)
+    if args.refresh_inputs:  # old-style inputs lines rewritten where git proves them (scenarios/block.py)
+        from scenarios.block import refresh_inputs
+        from scenarios.reproduce import HERE
+
+        return refresh_inputs(Path(args.refresh_inputs), HERE, echo=_say)
     if args.sensitivity:
         from scenarios.sensitivity import sensitivity
 
@@ -497,6 +502,12 @@ def _reproduce_command(sub) -> None:
     )
     rp.add_argument("--readme", default=None, help=argparse.SUPPRESS)  # the old name of --write
     rp.add_argument("--check", default=None, metavar="FILE", help="list FILE's stale sections (exit 1 if any)")
+    rp.add_argument(
+        "--refresh-inputs",
+        default=None,
+        metavar="FILE",
+        help="rewrite FILE's old-style inputs lines to today's rule where git proves what each was made from",
+    )
     rp.add_argument(
         "--resume", action="store_true", help="reuse runs in --out that finished with the same scenario.yaml"
     )

@@ -9,26 +9,66 @@ FILE`` lists such sections, and every ``--write`` prints "Stale since
 41). The summary (between ``reproduce:summary`` markers near the top) counts
 the verdicts of every section per paper; ``--write`` rewrites it.
 
-What a run depends on (issue 41 asks for "the code of the packages the runs
-import"): the claims file, every file under the paper's directory and each
-scenario file its claims name, the clusters those name, and the ``.py`` files
-of the packages a simulated run imports (railbed, simulator, schedulers,
-workloads, hwmodels and scenarios' own modules), plus emulator's for a section
-made with ``--emulate``. The simplest honest choice: a change anywhere in that
-code makes every section stale until regenerated, whether or not it moves a
-number (finer tracking would need the import graph of each run).
+What a section depends on (issue 41: "the scenario files and claims, and the
+code of the packages the runs import"), its digest's files:
+
+* data: every file of the paper's directory but its ``.py`` ones, each scenario
+  file its claims name and the clusters those name;
+* code: the ``.py`` files its runs can execute, found without running them
+  (``--check`` reads source only): the import closure
+  (:meth:`scenarios.codegraph.Graph.closure`: imports inside functions too, the
+  packages a dotted module lives in, ``"module:attr"`` strings, registry lookups
+  by a literal name) from where ``railbed reproduce`` enters
+  (:mod:`scenarios.reproduce`, and what ``cli/main.py`` imports at its top),
+  plus any ``module:Class`` a scenario file names; and beside each module its
+  folder's data files (hwmodels' presets, the packet backend's C++), and
+  ``cli/main.py`` itself. Of the registries whose entries the core names as
+  strings: the backends are those the claims file's ``engine`` keys name and
+  the default, with ``--emulate`` every one; without it no lookup reaches a
+  backend that needs root (:class:`railbed.backend.Capabilities`: its rows are
+  skipped). The hardware-model kinds: every entry (too few to resolve).
+
+So a change to the emulator leaves a simulated section current, and so does a
+change to another paper's scripts (``scenarios/hermod/rows.py``) or to the
+packet backend for a section whose claims run none. It is still coarse where
+Python is: ``schedulers/__init__.py`` and ``workloads/__init__.py`` import every
+scheduler and generator to fill their registries, so every section depends on
+all of them. This module and :mod:`scenarios.codegraph` are left out: they
+compute the digest and place sections, and write no row (the regeneration test
+of the ``--quick`` sections checks what they write); counting them would make a
+change of the rule itself mark every section stale.
+
+Two styles of inputs line: ``v2_`` and 12 hex digits is this rule's; 12 hex
+digits alone is the rule before (every ``.py`` file of railbed, simulator,
+schedulers, workloads, hwmodels and scenarios/*.py, plus emulator with
+``--emulate``), judged by that rule as before. A section keeps its old line
+until regenerated, or until ``railbed reproduce --refresh-inputs FILE``
+(:func:`refresh_inputs`) proves it: the old digest recomputed on the tree of
+the commit the line names must equal it (so that tree is what the section was
+made from) and the new line gets that tree's digest, never today's, so a
+section whose code changed since stays stale. A refresh that rewrote a digest
+from today's tree would call current what was never run.
 """
 
 from __future__ import annotations
 
+import ast
 import hashlib
+import io
 import re
 import subprocess
+import tarfile
+import tempfile
 from collections import Counter
 from pathlib import Path
 
+import yaml
+
+from railbed.backend import BACKENDS
 from railbed.errors import SpecError
-from scenarios.claims import QUICK_VERDICT, TUNED_MARK
+from scenarios.claims import DEFAULT_ENGINE, QUICK_VERDICT, TUNED_MARK
+from scenarios.codegraph import TARGET, Graph, packages, parse
+from scenarios.codegraph import modules as modules_of
 
 ROOT = Path(__file__).resolve().parent.parent
 BEGIN, END = "<!-- reproduce:begin -->", "<!-- reproduce:end -->"
@@ -37,14 +77,20 @@ SECTION = re.compile(r"^<!-- reproduce:section (\w+)((?: --[\w-]+)*) -->$", re.M
 INPUTS = re.compile(r"^<!-- reproduce:inputs (\w+) made at (\S+) -->\n", re.M)
 STALE = re.compile(r"^\*\*Stale since [^\n]*\n\n", re.M)
 WALL = re.compile(r"^Wall time of the command: [^\n]*\n\n", re.M)
-PACKAGES = ("railbed", "simulator", "schedulers", "workloads", "hwmodels")
+PACKAGES = ("railbed", "simulator", "schedulers", "workloads", "hwmodels")  # an old-style digest's
+V2 = "v2_"  # a digest's prefix: of the code its runs can execute (none: of all code, the rule before)
+ENTRY = "scenarios.reproduce"  # where ``railbed reproduce`` enters (cli.main calls it)
+MACHINERY = ("scenarios.block", "scenarios.codegraph")  # this digest's own code: writes no row (docstring)
+COMMAND = Path("cli/main.py")  # the command: its file and top-level imports count, not its functions
+DATA = (".yaml", ".yml", ".json", ".csv", ".txt", ".toml", ".cpp", ".cc", ".h", ".hpp")  # read by code
 # the verdict column's words -> the summary's columns
 COLUMNS = ("claims", "hold", "do not hold", "input check", "quick: no verdict", "skipped", "not built",
            "not reproduced", "measured")  # fmt: skip
 
 
-def _files(paper: str, flags: str, claims_dir: Path) -> list[Path]:
-    """The files a (paper, flags) section's runs depend on (see the module's docstring)."""
+def _data(paper: str, claims_dir: Path) -> set[Path]:
+    """The section's files other than code: every file of the paper's directory but its ``.py`` ones,
+    each scenario file its claims name and the clusters those name."""
     here = claims_dir / paper
     files = {p for p in here.rglob("*") if p.is_file() and "__pycache__" not in p.parts}
     claims = here / "claims.yaml"
@@ -55,23 +101,118 @@ def _files(paper: str, flags: str, claims_dir: Path) -> list[Path]:
         if path.suffix == ".yaml" and path.exists():
             for cluster in re.findall(r"^cluster:\s*([\w./-]+\.yaml)", path.read_text(), re.M):
                 files.add((path.parent / cluster).resolve())
+    return {p for p in files if p.exists() and p.suffix != ".py"}
+
+
+def _all_code(paper: str, flags: str, claims_dir: Path, root: Path) -> list[Path]:
+    """The files of an old-style digest (no :data:`V2`): every file of the paper's directory and
+    every ``.py`` file of the packages a simulated run imports (plus emulator's with --emulate)."""
+    files = _data(paper, claims_dir) | {p for p in (claims_dir / paper).rglob("*.py") if "__pycache__" not in p.parts}
     packages = (*PACKAGES, "emulator") if "--emulate" in flags.split() else PACKAGES
     for package in packages:
-        files |= set((ROOT / package).rglob("*.py"))
-    files |= set((ROOT / "scenarios").glob("*.py"))
+        files |= set((root / package).rglob("*.py"))
+    files |= set((root / "scenarios").glob("*.py"))
     return sorted(p for p in files if p.exists())
 
 
-def inputs_digest(paper: str, flags: str, claims_dir: Path) -> str:
-    """The digest (12 hex digits) of the files a section's runs depend on, by path and content."""
+_GRAPHS: dict[tuple[Path, str], Graph] = {}
+
+
+def _graph(root: Path) -> Graph:
+    """The tree's import graph, read again only when a ``.py`` file of it changed."""
     h = hashlib.sha256()
-    for path in _files(paper, flags, claims_dir):
+    for path in sorted(p for pkg in packages(root) for p in (root / pkg).rglob("*.py")):
+        h.update(str(path).encode() + b"\0" + path.read_bytes())
+    key = (root, h.hexdigest())
+    if key not in _GRAPHS:
+        _GRAPHS.clear()
+        _GRAPHS[key] = Graph.read(root)
+    return _GRAPHS[key]
+
+
+def _needs_root() -> set[str]:
+    """The modules of the backends that need root (:class:`railbed.backend.Capabilities`): the
+    emulated and crosscheck rows, which run only with --emulate."""
+    return {
+        BACKENDS.target(name).partition(":")[0]
+        for name in BACKENDS.names()
+        if isinstance(BACKENDS.target(name), str) and BACKENDS.get(name).capabilities.needs_root
+    }  # fmt: skip
+
+
+def code_modules(paper: str, flags: str, claims_dir: Path, root: Path = ROOT) -> set[str]:
+    """The modules a (paper, flags) section's runs can execute (see the module's docstring)."""
+    graph = _graph(root)
+    emulate = "--emulate" in flags.split()
+    chosen = {"railbed.backend.BACKENDS": None if emulate else _engines(claims_dir / paper / "claims.yaml")}
+    start = {ENTRY, *_command_imports(root, graph)}
+    for path in _data(paper, claims_dir):  # a scheduler (or any plug-in) named as module:Class
+        if path.suffix == ".yaml":
+            start |= {m[1] for m in TARGET.finditer(path.read_text()) if m[1] in graph.imports}
+    return graph.closure(sorted(start), chosen, frozenset() if emulate else _needs_root())
+
+
+def _engines(claims: Path) -> set[str] | None:
+    """The backends a claims file's simulated rows name (``engine``), and the default; None (every
+    backend) for a file that does not read as claims."""
+    try:
+        rows = (yaml.safe_load(claims.read_text()) or {}).get("claims") if claims.exists() else []
+    except (yaml.YAMLError, AttributeError):
+        return None
+    if not isinstance(rows, list):
+        return None
+    return {DEFAULT_ENGINE, *(str(r["engine"]) for r in rows if isinstance(r, dict) and "engine" in r)}
+
+
+def _command_imports(root: Path, graph: Graph) -> set[str]:
+    """What the command's module imports at its top (its functions serve other commands too)."""
+    if not (root / COMMAND).exists():  # a tree from before cli/ (refresh_inputs)
+        return set()
+    tree = parse(root / COMMAND)
+    found = {a.name for n in tree.body if isinstance(n, ast.Import) for a in n.names}
+    found |= {n.module for n in tree.body if isinstance(n, ast.ImportFrom) and n.module and not n.level}
+    return {m for m in found if m in graph.imports}
+
+
+def _code_files(modules: set[str], root: Path, claims_dir: Path) -> set[Path]:
+    """The modules' files, the data files beside them (a folder's non-``.py`` files, and those of
+    its sub-folders that hold no module: hwmodels' presets, the packet backend's C++; not the
+    papers' folders, each its own section's data), and the command's own (``cli``: it reads the
+    flags and calls :mod:`scenarios.reproduce`)."""
+    where = {n: path for n, path in modules_of(root, packages(root)).items() if n in modules and n not in MACHINERY}
+    files = set(where.values()) | {root / COMMAND, root / COMMAND.parent / "__init__.py"}
+    for folder in {p.parent for p in where.values()}:
+        for path in folder.rglob("*"):
+            inside = path.relative_to(folder).parts[:-1]
+            loose = all(not (folder.joinpath(*inside[: i + 1]) / "__init__.py").exists() for i in range(len(inside)))
+            if path.is_file() and path.suffix in DATA and loose and not path.is_relative_to(claims_dir):
+                files.add(path)
+    return {p for p in files if p.exists()}
+
+
+def _files(paper: str, flags: str, claims_dir: Path, root: Path = ROOT) -> list[Path]:
+    """The files of a section's digest: its data and the code its runs can execute."""
+    code = _code_files(code_modules(paper, flags, claims_dir, root), root, claims_dir.resolve())
+    return sorted(_data(paper, claims_dir) | code)
+
+
+def _digest(files: list[Path], root: Path) -> str:
+    h = hashlib.sha256()
+    for path in files:
         try:
-            name = str(path.relative_to(ROOT))
+            name = str(path.relative_to(root))
         except ValueError:
             name = str(path)
         h.update(name.encode() + b"\0" + path.read_bytes() + b"\0")
     return h.hexdigest()[:12]
+
+
+def inputs_digest(paper: str, flags: str, claims_dir: Path, root: Path = ROOT, old_style: bool = False) -> str:
+    """The digest of the files a section's runs depend on, by path and content: ``v2_`` and 12 hex
+    digits (the code its runs can execute); ``old_style``: 12 hex digits (all code, the rule before)."""
+    if old_style:
+        return _digest(_all_code(paper, flags, claims_dir, root), root)
+    return V2 + _digest(_files(paper, flags, claims_dir, root), root)
 
 
 def head_commit() -> str:
@@ -108,7 +249,7 @@ def without_inputs(section: str) -> str:
     return WALL.sub("", STALE.sub("", INPUTS.sub("", section)))
 
 
-def stale(sections: dict[tuple[str, str], str], claims_dir: Path) -> dict[tuple[str, str], str]:
+def stale(sections: dict[tuple[str, str], str], claims_dir: Path, root: Path = ROOT) -> dict[tuple[str, str], str]:
     """(paper, flags) -> the commit it was made at, for each section whose inputs changed since
     (``unknown`` for a section without an inputs line)."""
     out = {}
@@ -116,7 +257,7 @@ def stale(sections: dict[tuple[str, str], str], claims_dir: Path) -> dict[tuple[
         m = INPUTS.search(text)
         if m is None:
             out[(paper, flags)] = "unknown"
-        elif m.group(1) != inputs_digest(paper, flags, claims_dir):
+        elif m.group(1) != inputs_digest(paper, flags, claims_dir, root, old_style=not m.group(1).startswith(V2)):
             out[(paper, flags)] = m.group(2)
     return out
 
@@ -137,16 +278,70 @@ def mark_stale(text: str, paper: str, flags: str, since: str | None) -> str:
     return head + sep + heading + nl + line + body
 
 
-def check(path: Path, claims_dir: Path, echo=print) -> int:
+def check(path: Path, claims_dir: Path, echo=print, root: Path = ROOT) -> int:
     """``railbed reproduce --check FILE``: list the stale sections of FILE's block; 1 if any, else 0."""
     text = path.read_text()
     if BEGIN not in text:
         raise SpecError("check", f"{path} has no {BEGIN} ... {END} block")
-    found = stale(block_sections(text.split(BEGIN, 1)[1].split(END, 1)[0]), claims_dir)
+    found = stale(block_sections(text.split(BEGIN, 1)[1].split(END, 1)[0]), claims_dir, root)
     for (paper, flags), since in found.items():
         echo(f"stale since {since}: railbed reproduce {paper}{flags} --write {path.name}")
     echo(f"{len(found)} stale section(s)" if found else "every section is current")
     return 1 if found else 0
+
+
+def _tree_at(commit: str, dest: Path, root: Path) -> Path | None:
+    """The repository's tracked files at ``commit``, unpacked into ``dest`` (None: no such commit)."""
+    try:
+        out = subprocess.run(["git", "-C", str(root), "archive", "--format=tar", commit], capture_output=True,
+                             timeout=120, check=True)  # fmt: skip
+    except (OSError, subprocess.SubprocessError):
+        return None
+    dest.mkdir(parents=True)
+    with tarfile.open(fileobj=io.BytesIO(out.stdout)) as tar:
+        tar.extractall(dest, filter="data")
+    return dest
+
+
+def refresh_inputs(path: Path, claims_dir: Path, echo=print, root: Path = ROOT) -> int:
+    """``railbed reproduce --refresh-inputs FILE``: each old-style inputs line rewritten to the
+    rule of today, where that is proven: its digest is recomputed by the old rule on the tree of
+    the commit it names (``git archive``); when equal, the section was made from that tree, and its
+    new digest is that tree's (never today's: a section whose code changed since stays stale).
+    Others keep their line. Then every section's "Stale since" mark is set again; 0, or 1 if
+    some section is still stale."""
+    text = path.read_text()
+    if BEGIN not in text or END not in text:
+        raise SpecError("refresh-inputs", f"{path} has no {BEGIN} ... {END} block")
+    try:
+        rel = claims_dir.resolve().relative_to(root)
+    except ValueError:
+        raise SpecError("refresh-inputs", f"{claims_dir} is outside the repository {root}") from None
+    head, rest = text.split(BEGIN, 1)
+    body, tail = rest.split(END, 1)
+    sections = block_sections(body)
+    with tempfile.TemporaryDirectory(prefix="railbed-inputs-") as tmp:
+        trees: dict[str, Path | None] = {}
+        for (paper, flags), section in sections.items():
+            m = INPUTS.search(section)
+            if m is None or m.group(1).startswith(V2):
+                continue
+            commit = m.group(2)
+            if commit not in trees:
+                trees[commit] = _tree_at(commit, Path(tmp) / commit, root)
+            tree = trees[commit]
+            if tree is None or inputs_digest(paper, flags, tree / rel, tree, old_style=True) != m.group(1):
+                echo(f"kept: {paper}{flags}: its digest is not the old rule's at {commit}")
+                continue
+            line = f"<!-- reproduce:inputs {inputs_digest(paper, flags, tree / rel, tree)} made at {commit} -->\n"
+            sections[(paper, flags)] = section.replace(m.group(0), line)
+            echo(f"refreshed: {paper}{flags} (made at {commit})")
+    old_ones = stale(sections, claims_dir, root)
+    for (paper, flags), section in sections.items():
+        sections[(paper, flags)] = mark_stale(section, paper, flags, old_ones.get((paper, flags)))
+    path.write_text(head + BEGIN + "\n\n" + "\n".join(sections.values()) + END + tail)
+    echo(f"{len(old_ones)} stale section(s)" if old_ones else "every section is current")
+    return 1 if old_ones else 0
 
 
 # ----------------------------------------------------------------- summary

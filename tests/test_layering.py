@@ -25,12 +25,11 @@ rule that stopped seeing its violation would fail here, not pass silently.
 from __future__ import annotations
 
 import ast
-import functools
-import re
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+
+from scenarios.codegraph import REGISTRIES, Import, modules, read_imports, read_lookups, registered, registries
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -45,81 +44,8 @@ LAYERS = (  # lowest first
 )
 
 
-@dataclass(frozen=True)
-class Import:
-    module: str  # the importing module, dotted
-    target: str  # the imported module, dotted (a name imported from a module counts as that module)
-    names: tuple[str, ...]  # names taken from ``target`` (``from target import ...``; attribute uses)
-    line: int
-    how: str = "imports"  # or "names" (a "module:attr" string), "looks up 'NAME' ->" (a registry lookup)
-
-
 def package(module: str) -> str:
     return module.split(".")[0]
-
-
-def modules(root: Path, packages) -> dict[str, Path]:
-    """Dotted name -> file of every module of ``packages`` under ``root``."""
-    out = {}
-    for pkg in packages:
-        for path in sorted((root / pkg).rglob("*.py")):
-            parts = path.relative_to(root).with_suffix("").parts
-            out[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
-    return out
-
-
-@functools.cache
-def _parse(text: str, filename: str) -> ast.Module:
-    return ast.parse(text, filename)
-
-
-def parse(path: Path) -> ast.Module:
-    """A module's tree, parsed once per text (the checks read each module several times)."""
-    return _parse(path.read_text(), str(path))
-
-
-def read_imports(root: Path, packages) -> list[Import]:
-    """Every import between the modules of ``packages`` (top level and inside functions)."""
-    mods = modules(root, packages)
-    found: list[Import] = []
-    for name, path in mods.items():
-        tree = parse(path)
-        is_pkg = path.name == "__init__.py"
-        aliases: dict[str, str] = {}  # local name -> project module it is bound to
-        for node in ast.walk(tree):
-            if isinstance(node, ast.Import):
-                for a in node.names:
-                    if a.name.split(".")[0] in packages:
-                        found.append(Import(name, a.name, (), node.lineno))
-                        aliases[a.asname or a.name.split(".")[0]] = a.name if a.asname else a.name.split(".")[0]
-            elif isinstance(node, ast.ImportFrom):
-                base = _absolute(node, name, is_pkg)
-                if base is None or base.split(".")[0] not in packages:
-                    continue
-                plain = []
-                for a in node.names:
-                    sub = f"{base}.{a.name}"
-                    if sub in mods:  # ``from package import module``
-                        found.append(Import(name, sub, (), node.lineno))
-                        aliases[a.asname or a.name] = sub
-                    else:
-                        plain.append(a.name)
-                if plain or not node.names:
-                    found.append(Import(name, base, tuple(plain), node.lineno))
-        for node in ast.walk(tree):  # ``module._name`` on a module imported above
-            if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in aliases:
-                found.append(Import(name, aliases[node.value.id], (node.attr,), node.lineno))
-    return found
-
-
-def _absolute(node: ast.ImportFrom, module: str, is_pkg: bool) -> str | None:
-    if not node.level:
-        return node.module
-    parts = module.split(".")
-    keep = len(parts) - node.level + (1 if is_pkg else 0)
-    if keep <= 0:
-        return None
-    return ".".join(parts[:keep] + ([node.module] if node.module else []))
 
 
 def layer_of(pkg: str) -> int:
@@ -191,12 +117,7 @@ def cycles(imports: list[Import], key=package) -> list[list[str]]:
     return out
 
 
-# ------------------------------------------------------- registries and lookups through them
-# the registries that may name plug-ins above their own layer: "module.VARIABLE" -> what they hold
-REGISTRIES = {
-    "railbed.backend.BACKENDS": "run backends (simulator/, emulator/): the backend seam",
-    "railbed.hosts.KINDS": "hardware-model kinds (hwmodels/): a cluster file's server-group keys",
-}
+# the graph is read by scenarios/codegraph.py (REGISTRIES: the registries that may name a higher layer)
 # lookups by a literal name that cross the layers on purpose: (module, name) -> why
 DECLARED_LOOKUPS = {
     ("emulator.runtime", "fluid"): "the fidelity report's reference: the fluid model's makespan of the same "
@@ -206,120 +127,6 @@ DECLARED_LOOKUPS = {
     ("schedulers.multijob_profile", "fluid"): "CASSINI's and Crux's profile of a job run alone, measured "
     "before the shared run: the schedulers' input, not a result",
 }
-TARGET = re.compile(r"([A-Za-z_]\w*(?:\.\w+)*):([A-Za-z_]\w*)")  # a "module:attr" string
-
-
-def registries(root: Path, packages) -> dict[str, dict[str, str]]:
-    """``"module.VARIABLE" -> {spelling: "module:attr"}`` of every ``VARIABLE = Registry(what,
-    {name: "module:attr", ...}, aliases={old: name})`` at the top of a module (read, not imported)."""
-    out = {}
-    for name, path in modules(root, packages).items():
-        for node in parse(path).body:
-            if not (isinstance(node, ast.Assign) and _is_registry_call(node.value)):
-                continue
-            targets = _str_dict(node.value.args[1])
-            aliases = next((_str_dict(k.value) for k in node.value.keywords if k.arg == "aliases"), {})
-            for var in node.targets:
-                if isinstance(var, ast.Name):
-                    out[f"{name}.{var.id}"] = targets | {old: targets[new] for old, new in aliases.items()}
-    return out
-
-
-def _is_registry_call(node: ast.AST) -> bool:
-    return isinstance(node, ast.Call) and getattr(node.func, "id", getattr(node.func, "attr", None)) == "Registry"
-
-
-def _str_dict(node: ast.AST) -> dict[str, str]:
-    if not isinstance(node, ast.Dict):
-        return {}
-    return {
-        k.value: v.value
-        for k, v in zip(node.keys, node.values)
-        if isinstance(k, ast.Constant) and isinstance(v, ast.Constant) and isinstance(v.value, str)
-    }
-
-
-def lookup_functions(root: Path, packages, regs: dict[str, dict]) -> dict[str, str]:
-    """``"module.function" -> "module.VARIABLE"``: the top-level functions that return
-    ``VARIABLE.get(name, ...)`` of a registry of their module (``railbed.backend.backend``), and
-    each registry's own ``get``."""
-    out = {f"{reg}.get": reg for reg in regs}
-    mods = modules(root, packages)
-    for name in {reg.rpartition(".")[0] for reg in regs}:
-        for node in parse(mods[name]).body:
-            if not isinstance(node, ast.FunctionDef):
-                continue
-            for ret in ast.walk(node):
-                if isinstance(ret, ast.Return) and isinstance(ret.value, ast.Call):
-                    func = ret.value.func
-                    if isinstance(func, ast.Attribute) and func.attr == "get" and isinstance(func.value, ast.Name):
-                        reg = f"{name}.{func.value.id}"
-                        if reg in regs:
-                            out[f"{name}.{node.name}"] = reg
-    return out
-
-
-def read_lookups(root: Path, packages) -> list[Import]:
-    """The dependencies no import statement shows: each ``"module:attr"`` string naming a module
-    of ``packages`` (``how="names"``), and each call of a registry lookup with a literal name,
-    on the module the name is registered to (``how="looks up 'NAME' ->"``)."""
-    mods = modules(root, packages)
-    regs = registries(root, packages)
-    finders = lookup_functions(root, packages, regs)
-    found: list[Import] = []
-    for name, path in mods.items():
-        tree = parse(path)
-        nodes = list(ast.walk(tree))
-        bound = _bindings(tree, nodes, name, path.name == "__init__.py")
-        for node in nodes:
-            if isinstance(node, ast.Constant) and isinstance(node.value, str):
-                m = TARGET.fullmatch(node.value)
-                if m and m[1] in mods:
-                    found.append(Import(name, m[1], (m[2],), node.lineno, "names"))
-            elif isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Constant):
-                reg = finders.get(_dotted(node.func, bound))
-                target = regs.get(reg, {}).get(node.args[0].value) if reg else None
-                if isinstance(target, str) and TARGET.fullmatch(target):
-                    module, _, attr = target.partition(":")
-                    found.append(Import(name, module, (attr,), node.lineno, f"looks up {node.args[0].value!r} ->"))
-    return found
-
-
-def _bindings(tree: ast.Module, nodes: list[ast.AST], module: str, is_pkg: bool) -> dict[str, str]:
-    """Local name -> the dotted name it stands for: imported names and modules, the module's own
-    top-level definitions."""
-    out = {n.name: f"{module}.{n.name}" for n in tree.body if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
-    out |= {
-        t.id: f"{module}.{t.id}" for n in tree.body if isinstance(n, ast.Assign) for t in n.targets
-        if isinstance(t, ast.Name)
-    }  # fmt: skip
-    for node in nodes:
-        if isinstance(node, ast.Import):
-            for a in node.names:
-                out[a.asname or a.name.split(".")[0]] = a.name if a.asname else a.name.split(".")[0]
-        elif isinstance(node, ast.ImportFrom):
-            base = _absolute(node, module, is_pkg)
-            for a in node.names if base else ():
-                out[a.asname or a.name] = f"{base}.{a.name}"
-    return out
-
-
-def _dotted(node: ast.AST, bound: dict[str, str]) -> str | None:
-    """What a call's function stands for, dotted (``backends.backend`` -> ``railbed.backend.backend``)."""
-    if isinstance(node, ast.Name):
-        return bound.get(node.id)
-    if isinstance(node, ast.Attribute):
-        base = _dotted(node.value, bound)
-        return f"{base}.{node.attr}" if base else None
-    return None
-
-
-def registered(lookups: list[Import], regs: dict[str, dict[str, str]]) -> list[Import]:
-    """The ``"module:attr"`` strings that are entries of a declared registry (:data:`REGISTRIES`)."""
-    entries = {(reg.rpartition(".")[0], t) for reg, table in regs.items() if reg in REGISTRIES for t in table.values()}
-    return [
-        imp for imp in lookups if imp.how == "names" and (imp.module, f"{imp.target}:{imp.names[0]}") in entries
-    ]
 
 
 def declared(imp: Import) -> bool:
