@@ -161,6 +161,30 @@ def test_crux_path_selection_puts_intensive_jobs_on_different_spines():
     assert a.cut == 0.0  # on different spines they no longer contend
 
 
+@pytest.mark.parametrize("name", ["fluid", "fluid-reference"])
+def test_crux_pins_each_jobs_transfers_to_the_spine_it_chose(name):
+    """Two periodic jobs (1 ms compute, 1 ms flow at 8 Gbit/s, 4 iterations: 8 ms alone), a from
+    server 0 to 2 and b from 1 to 3, servers 0-1 on leaf 0 and 2-3 on leaf 1, two spines, uplinks
+    at 8 Gbit/s. ECMP's hash of these flow ids sends all eight over spine 1: both share leaf 0's
+    uplink, every iteration takes 1 + 2 ms, 12 ms each (fifo). Crux (§4.1) gives a, first in its
+    order, spine 0 and b the less loaded spine 1, and ``choose_spine`` pins their flows there:
+    both run as if alone, 8 ms."""
+    from railbed.backend import RunOptions, backend
+    from railbed.jobs import JobEntry, merge, parse_placement
+    from railbed.spec import ClusterSpec
+    from schedulers.fifo import Fifo
+    from workloads.mechanisms import periodic
+
+    cl = ClusterSpec.from_dict({"servers": [{"count": 4, "gpus": 2, "nic_rate": "8Gbit"}], "fabric": {
+        "type": "leaf_spine", "servers_per_leaf": 2, "spines": 2, "uplink_rate": "8Gbit"}})  # fmt: skip
+    job = merge([JobEntry(n, periodic(4), 0.0, parse_placement({"explicit": {"g": g, "r": r}}, "p"), f"jobs[{i}]")
+                 for i, (n, g, r) in enumerate((("a", 0, 2), ("b", 1, 3)))], cl)  # fmt: skip
+    for sched, spines, end in ((Fifo(), {"a": {1}, "b": {1}}, 12e-3), (Crux(), {"a": {0}, "b": {1}}, 8e-3)):
+        res = backend(name).run(job, sched, cl, RunOptions(analysis=False))
+        assert {n: {res.items[f"{n}.f{k}"].spine for k in range(4)} for n in "ab"} == spines, sched.name
+        assert [res.items[f"{n}.f3"].end for n in "ab"] == pytest.approx([end, end], rel=1e-9), sched.name
+
+
 def test_crux_marks_each_jobs_flows_with_its_class():
     sched = Crux(levels=2, horizon=20)
     bw = {"up": 1e9}
