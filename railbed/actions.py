@@ -80,6 +80,15 @@ def check_dscp(dscp, item_id: str, who: str) -> None:
         raise SchedulerError(f"{who}: DSCP {dscp!r} for {item_id} is not in 0..63")
 
 
+def check_spine(answer, ecmp: int, spines: int, flow_id: str, who: str) -> int:
+    """A scheduler's ``choose_spine`` answer: a spine index below ``spines``, or ``None`` for ``ecmp``."""
+    if answer is None:
+        return ecmp
+    if isinstance(answer, bool) or not isinstance(answer, int) or not 0 <= answer < spines:
+        raise SchedulerError(f"{who}.choose_spine({flow_id}) returned {answer!r}, not a spine index < {spines}")
+    return answer
+
+
 def check_rate(rate, item_id: str, who: str) -> None:
     """``rate`` (scheduler ``who``'s cap for ``item_id``) is ``None`` or positive, or :class:`SchedulerError`."""
     if rate is not None and not rate > 0:

@@ -95,6 +95,7 @@ from railbed.actions import (
     StartWait,
     check_dscp,
     check_rate,
+    check_spine,
 )
 from railbed.held import HeldItems
 from railbed.host_legs import HostLegs
@@ -213,6 +214,7 @@ class Dispatcher:
                 self._job_left[it.job] = self._job_left.get(it.job, 0) + 1
         self._job_start: dict[str, float] = {}  # job -> when its items may start: arrival + the scheduler's shift
         self._calls_on_done = type(scheduler).on_done is not Scheduler.on_done
+        self._picks_spine = type(scheduler).choose_spine is not Scheduler.choose_spine
 
     # ----------------------------------------------------------------- API
     @property
@@ -633,6 +635,11 @@ class Dispatcher:
                 rate = inject if rate is None else min(rate, inject)
         rec.src_nic, rec.dst_nic = src_nic, dst_nic
         self._phase[flow_id] = "net"
+        spine = self.topology.ecmp_spine((src.server, src_nic), (dst.server, dst_nic), flow_id)
+        if spine is not None and self._picks_spine:
+            ends = replace(src, nic=src_nic), replace(dst, nic=dst_nic)
+            k = self.scheduler.choose_spine(self._public(flow_id), *ends, self.view)
+            spine = check_spine(k, spine, len(self.topology.spines), flow_id, self.scheduler.name)
         action = StartFlow(
             flow_id,
             self._next_index,
@@ -641,7 +648,7 @@ class Dispatcher:
             int(flow.size or 0),
             rec.dscp or 0,
             rate,
-            self.topology.ecmp_spine((src.server, src_nic), (dst.server, dst_nic), flow_id),
+            spine,
         )
         rec.spine = action.spine
         self._next_index += 1

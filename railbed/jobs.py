@@ -355,6 +355,9 @@ class PerJob(Scheduler):
     def choose_path(self, flow: Flow, view: RunView) -> int:
         return self._of(flow.job).choose_path(flow, view)
 
+    def choose_spine(self, flow: Flow, src: Location, dst: Location, view: RunView) -> int | None:
+        return self._of(flow.job).choose_spine(flow, src, dst, view)
+
     def on_job_arrived(self, job_name: str, job: Job, view: RunView) -> float | None:
         return self._of(job_name).on_job_arrived(job_name, job, view)
 

@@ -33,6 +33,13 @@ core they build on.
 ``choose_path(flow, view) -> int``
     For a flow that offers alternative paths (``flow.options``), when it
     becomes ready, before ``on_ready``: the index of the option to use.
+``choose_spine(flow, src, dst, view) -> int | None``
+    For a flow between leaves when it starts on the network (``src``/``dst``: the
+    :class:`~railbed.job.Location` of its NICs): the spine its route crosses (an index of
+    ``view.topology.spines``; ``None``: the fabric's ECMP hash,
+    :meth:`~railbed.topology.Topology.ecmp_spine`). Every backend already follows a flow's
+    spine (:attr:`railbed.actions.StartFlow.spine`): the simulators' routes, the packet
+    backend's per-spine addresses, the emulator's socket mark (Crux's path choice, §4.1).
 ``on_job_arrived(job_name, job, view) -> float | None``
     In a run of several jobs (:mod:`railbed.jobs`: every item's ``job`` names its job), when
     job ``job_name`` arrives (its first item is released), before any of its items is offered;
@@ -428,6 +435,9 @@ class Scheduler:
 
     def choose_path(self, flow: Flow, view: RunView) -> int:
         return 0
+
+    def choose_spine(self, flow: Flow, src: Location, dst: Location, view: RunView) -> int | None:
+        return None
 
     def on_job_arrived(self, job_name: str, job: Job, view: RunView) -> float | None:
         return None

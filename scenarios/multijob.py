@@ -6,7 +6,8 @@ placement and optionally its own scheduler (docs/multi-job.md)::
       - {name: b, file: job-b.json, arrival: 5ms, placement: {random: 7}, scheduler: delay}
 
 ``name`` prefixes the job's ids (``a.<id>``); ``generator``/``args`` or ``file`` make the job
-(``iterations`` is passed to a generator that takes it); ``arrival`` is the job's release
+(``iterations`` is passed to a generator that takes it; ``duration`` instead asks for the
+iterations the job completes alone in that time, :func:`iterations_within`); ``arrival`` is the job's release
 (default 0); ``placement`` one of :data:`railbed.jobs.POLICIES` (default ``packed``);
 ``scheduler`` a name or ``{name, args, label}``: the job's own (the scenario's ``schedulers``
 then serve the other jobs), via :class:`railbed.jobs.PerJob`. ``job:`` is a list of one job.
@@ -26,17 +27,19 @@ from typing import Any
 from railbed.errors import SpecError
 from railbed.job import Job
 from railbed.jobmetrics import job_results
-from railbed.jobs import JobEntry, PerJob, alone, check_name, merge, parse_placement
+from railbed.jobs import JobEntry, PerJob, alone, check_name, merge, parse_placement, place_jobs
 from railbed.results import RunResult
 from railbed.safeload import describe, key_name
 from railbed.spec import ClusterSpec
 from railbed.topology import Topology
 from railbed.units import parse_duration
 from schedulers import SchedulerSpec, make, scheduler_spec
+from schedulers.multijob_profile import alone_run
 from workloads import GENERATORS, generate
 
-ENTRY_KEYS = {"name", "generator", "args", "file", "arrival", "iterations", "placement", "scheduler"}
+ENTRY_KEYS = {"name", "generator", "args", "file", "arrival", "iterations", "duration", "placement", "scheduler"}
 MAX_JOBS = 256
+MAX_ITERATIONS = 100_000  # a duration asking for more is refused (each candidate count is a fluid run)
 
 
 @dataclass
@@ -97,15 +100,68 @@ def parse_jobs(value: Any, base: Path, cluster: ClusterSpec) -> MultiJob:
             own[name] = scheduler_spec(raw["scheduler"], f"{where}.scheduler")
             make(own[name], f"{where}.scheduler")  # checked now, made per run
         entries.append(JobEntry(name, job, arrival, placement, where))
+    timed = {i: raw for i, raw in enumerate(value) if "duration" in raw}
+    if timed:
+        locs = place_jobs(entries, cluster)  # a job's endpoints do not depend on its iterations
+        for i, raw in timed.items():
+            e, seconds = entries[i], parse_duration(raw["duration"], f"{entries[i].where}.duration")
+            make_job = lambda n, raw=raw, e=e: _generated(raw, n, e.where)  # noqa: E731
+            n = iterations_within(make_job, e, locs[i], seconds, cluster)
+            entries[i] = replace(e, job=make_job(n))
     return MultiJob(entries, own, merge(entries, cluster), cluster)
+
+
+def iterations_within(make_job, entry: JobEntry, locs, duration: float, cluster: ClusterSpec) -> int:
+    """The iterations a job given ``duration:`` runs: the largest ``n`` whose makespan alone on its
+    placement (``locs``, where the policy put it among the scenario's jobs) is at most ``duration``.
+
+    The rule is ours (issue 45 item 1 says only "a number of iterations or a duration"). A
+    duration becomes an iteration count *before* the run, so the scenario's job is the same on
+    every backend and under every scheduler, and no backend needs a way to stop a job at a time:
+    the makespan is the job's alone run under ``fifo`` on the ``fluid`` backend
+    (:func:`schedulers.multijob_profile.alone_run`, cached per job and cluster: the profile
+    CASSINI and Crux read of the same job). Not "iterations finished by ``duration`` in the
+    shared run": that depends on the backend and the scheduler, and a job cannot stop
+    mid-iteration. Search: ``m(1)``, ``m(2)``, the periodic estimate
+    ``n = 2 + floor((duration - m(2)) / (m(2) - m(1)))``, then one iteration down while
+    ``m(n) > duration`` and up while ``m(n + 1) <= duration`` (a makespan never shrinks as
+    iterations are added); a relative 1e-9 absorbs rounding. Refused (``SpecError`` naming
+    ``jobs[i].duration``) when one iteration alone is longer, or the count would pass
+    :data:`MAX_ITERATIONS`."""
+    where, memo = f"{entry.where}.duration", {}
+
+    def makespan(n: int) -> float:
+        if n not in memo:
+            pinned = merge([JobEntry(entry.name, make_job(n), 0.0, ("explicit", dict(locs)), entry.where)], cluster)
+            memo[n] = alone_run(pinned, entry.name, cluster)[1].makespan
+        return memo[n]
+
+    def fits(n: int) -> bool:
+        return makespan(n) <= duration * (1 + 1e-9)
+
+    if not fits(1):
+        raise SpecError(where, f"job {entry.name} takes {makespan(1):.6g} s for one iteration alone on its "
+                        f"placement, longer than its duration {duration:.6g} s")  # fmt: skip
+    if not fits(2):
+        return 1
+    period = makespan(2) - makespan(1)
+    n = MAX_ITERATIONS + 1 if period <= 0 else 2 + int((duration * (1 + 1e-9) - makespan(2)) // period)
+    if n > MAX_ITERATIONS:
+        raise SpecError(where, f"job {entry.name} would run over {MAX_ITERATIONS} iterations in {duration:.6g} s")
+    while n > 1 and not fits(n):
+        n -= 1
+    while n < MAX_ITERATIONS and fits(n + 1):
+        n += 1
+    return n
 
 
 def _entry_job(raw: dict, base: Path, where: str) -> Job:
     if ("file" in raw) == ("generator" in raw):
         raise SpecError(where, "give either generator (with args) or file")
     if "file" in raw:
-        if "args" in raw or "iterations" in raw:
-            raise SpecError(f"{where}.{'args' if 'args' in raw else 'iterations'}", "a job file takes no arguments")
+        for key in ("args", "iterations", "duration"):
+            if key in raw:
+                raise SpecError(f"{where}.{key}", "a job file takes no arguments")
         path = raw["file"]
         if not isinstance(path, str) or not path or not path.isprintable():
             raise SpecError(f"{where}.file", f"expected a file path, got {describe(path)}")
@@ -113,12 +169,20 @@ def _entry_job(raw: dict, base: Path, where: str) -> Job:
             return Job.load(base / path)
         except SpecError as exc:
             raise SpecError(f"{where}.{exc.field}" if exc.field != "job" else f"{where}.file", exc.message) from None
+    if "duration" in raw and "iterations" in raw:
+        raise SpecError(f"{where}.duration", "give iterations or duration, not both")
+    return _generated(raw, 1 if "duration" in raw else raw.get("iterations"), where)
+
+
+def _generated(raw: dict, iterations: Any, where: str) -> Job:
+    """The entry's generator with its args (and ``iterations`` when not None)."""
     args = raw.get("args") or {}
     if not isinstance(args, dict):
         raise SpecError(f"{where}.args", f"expected a mapping of argument to value, got {describe(args)}")
-    if "iterations" in raw:
+    if iterations is not None:
+        field = "duration" if "duration" in raw else "iterations"
         gen = GENERATORS.get(raw["generator"]) if isinstance(raw["generator"], str) else None
         if gen is not None and "iterations" not in inspect.signature(gen).parameters:
-            raise SpecError(f"{where}.iterations", f"generator {raw['generator']} takes no iterations")
-        args = {**args, "iterations": raw["iterations"]}
+            raise SpecError(f"{where}.{field}", f"generator {raw['generator']} takes no iterations")
+        args = {**args, "iterations": iterations}
     return generate(raw["generator"], args, where)

@@ -19,11 +19,14 @@ Algorithm 1 (``samples`` random topological orders, ``seed``), each class a DSCP
 selector from the top (:func:`~schedulers.crux_alg.dscp_of_level`); every flow of a job gets
 its job's DSCP (``on_ready``). Not for ``fluid-rules`` (the classes change as jobs come and go).
 
-**Path choice is not applied** (left): §4.1 pins a job's transfers between leaves to a spine
-(:meth:`Crux.spine_for` says which, when a profile gives its candidate ``paths``); today's
-contract lets ``choose_path`` pick only among a flow's ``options`` (a flow's alternatives the
-job offers), not the spine of a flow's route, which ECMP picks. The profiles read from a run
-give no ``paths``, so the class assignment is the whole of what this scheduler does.
+Path choice (§4.1): on a fabric of several spines a profile read from a run gives, per pair of
+NICs between leaves, the pair's bytes per iteration and one candidate path per spine
+(:func:`~schedulers.multijob_profile.transfer_pairs`); :func:`assign` picks a path per pair,
+jobs from the most GPU-intensive, and :meth:`Crux.choose_spine` pins every flow of that job
+between those NICs to the chosen spine (the contract's ``choose_spine``, which every backend
+follows). Choices: a transfer is a (job, NIC pair), as Crux pins a connection by its UDP source
+port (§5); the intensity stays the one measured alone (on ECMP's spines); a flow of a pair the
+profile did not see takes ECMP's spine. With one spine there is nothing to choose (no ``paths``).
 """
 
 from __future__ import annotations
@@ -32,14 +35,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from railbed.errors import SpecError
-from railbed.job import Item, Job, Placement
+from railbed.job import Flow, Item, Job, Location, Placement
 from railbed.jobs import arrivals
 from railbed.scheduler import Decision, RunView, Scheduler, default_placement
 from railbed.spec import ClusterSpec
 from railbed.topology import Topology
 from schedulers import crux_alg as alg
 from schedulers.crux_alg import CruxProfile
-from schedulers.multijob_profile import alone_run, byte_rates, crux_profile, profiled_iteration
+from schedulers.multijob_profile import alone_run, byte_rates, crux_profile, profiled_iteration, transfer_pairs
 
 
 @dataclass
@@ -89,11 +92,11 @@ def assign(
 
 
 def _links_of(profile: CruxProfile, chosen: Sequence[int]) -> set[str]:
-    """The links a job crosses: those of its profile's traffic and of the paths chosen for it."""
-    links = set(profile.traffic)
-    for (_, paths), pick in zip(profile.paths, chosen, strict=True):
-        links.update(paths[pick])
-    return links
+    """The links a job crosses: its profile's traffic, less the links of candidate paths it was
+    not given (the profile crossed ECMP's), with those of the paths chosen for it."""
+    offered = {e for _, paths in profile.paths for p in paths for e in p}
+    picked = {e for (_, paths), pick in zip(profile.paths, chosen, strict=True) for e in paths[pick]}
+    return (set(profile.traffic) - offered) | picked
 
 
 class Crux(Scheduler):
@@ -108,6 +111,7 @@ class Crux(Scheduler):
         self.bandwidth: dict[str, float] = {}
         self.profiles: dict[str, CruxProfile] = {}
         self.active: set[str] = set()
+        self.pairs: dict[str, list[tuple]] = {}  # job -> its profile's NIC pairs, in ``paths`` order
         self.last: Assignment | None = None
         self._log: list[str] = []
 
@@ -130,6 +134,7 @@ class Crux(Scheduler):
             if name not in self.profiles:
                 sub, result = alone_run(job, name, cluster)
                 self.set_profile(crux_profile(name, sub, result, topo, profiled_iteration(sub)), byte_rates(topo))
+                self.pairs[name] = list(transfer_pairs(sub, result, topo, profiled_iteration(sub)))
         return default_placement(job, cluster)
 
     def on_job_arrived(self, job_name: str, job: Job, view: RunView) -> None:
@@ -145,6 +150,12 @@ class Crux(Scheduler):
         """The path index §4.1 chose for the job's ``transfer``-th transfer (None: ECMP's)."""
         chosen = self.last.paths.get(job_name) if self.last else None
         return chosen[transfer] if chosen and transfer < len(chosen) else None
+
+    def choose_spine(self, flow: Flow, src: Location, dst: Location, view: RunView) -> int | None:
+        """The spine §4.1 chose for the flow's job and NIC pair (None: ECMP's)."""
+        pairs = self.pairs.get(flow.job) or ()
+        key = (src.server, src.nic, dst.server, dst.nic)
+        return self.spine_for(flow.job, pairs.index(key)) if key in pairs else None
 
     def on_ready(self, item: Item, view: RunView) -> Decision:
         job = getattr(item, "job", None)

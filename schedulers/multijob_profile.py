@@ -14,7 +14,9 @@ Choices (docs/multi-job-schedulers.md): the profiled iteration is ``iteration`` 
 second, past any start-up), from the first start of its items to the first start of the next
 iteration's (or the last end when it is the last); Crux's ``work`` is the GPU-seconds of the
 iteration's tasks; its link model is the bottleneck link's transfer time ``t_j`` and the rest of
-the iteration as compute, no overlap.
+the iteration as compute, no overlap. On a fabric of several spines a profile also gives §4.1's
+candidates: per pair of NICs between leaves (:func:`transfer_pairs`), its bytes per iteration and
+one path per spine (:func:`crux_profile`'s ``paths``, in spine order, so a path index is a spine).
 """
 
 from __future__ import annotations
@@ -108,6 +110,18 @@ def cassini_traffic(name: str, job: Job, result: RunResult, topology: Topology, 
     return JobTraffic(name, period, phases_from_transfers([t for t in transfers if t[3]], t0, period))
 
 
+def transfer_pairs(job: Job, result: RunResult, topology: Topology, iteration: int = 1) -> dict[tuple, float]:
+    """(src server, src NIC, dst server, dst NIC) -> bytes of the iteration's flows between leaves,
+    sorted; empty on a fabric of one spine or none (nothing to choose)."""
+    out: dict[tuple, float] = {}
+    if len(topology.spines) > 1:
+        for rec, _ in _flows(job, result, topology, iteration):
+            if rec.spine is not None:
+                key = (rec.server, rec.src_nic, rec.dst_server, rec.dst_nic)
+                out[key] = out.get(key, 0.0) + (rec.size or 0)
+    return dict(sorted(out.items()))
+
+
 def crux_profile(name: str, job: Job, result: RunResult, topology: Topology, iteration: int = 1) -> CruxProfile:
     """The job's :class:`CruxProfile` (module docstring); bandwidths from :func:`capacities`."""
     t0, t1 = iteration_window(job, result, iteration)
@@ -115,10 +129,15 @@ def crux_profile(name: str, job: Job, result: RunResult, topology: Topology, ite
     for rec, links in _flows(job, result, topology, iteration):
         for link in links:
             traffic[link] = traffic.get(link, 0.0) + (rec.size or 0)
+    spines = range(len(topology.spines))
+    paths = tuple(
+        (size, [[f"{h.node}:{h.ifname}" for h in topology.path((s, sn), (d, dn), p)] for p in spines])
+        for (s, sn, d, dn), size in transfer_pairs(job, result, topology, iteration).items()
+    )
     work = sum(t.duration for t in job.tasks if t.iteration == iteration)
     bw = byte_rates(topology)
     comm = max((size / bw[link] for link, size in traffic.items()), default=0.0)
-    return CruxProfile(name, work, traffic, LinkJob(max(comm, 1e-12), max(t1 - t0 - comm, 0.0)))
+    return CruxProfile(name, work, traffic, LinkJob(max(comm, 1e-12), max(t1 - t0 - comm, 0.0)), paths)
 
 
 def byte_rates(topology: Topology) -> dict[str, float]:

@@ -418,3 +418,55 @@ def test_done_records_iterate_in_the_runs_record_order():
     view = DoneRecords(records, done)
     assert list(view) == ids[::2] and [r.id for r in view.values()] == ids[::2]
     assert "item0" in view and ids[1] not in view and len(view) == 30
+
+
+# ------------------------------------------------------------------ a flow pinned to a spine
+LEAF_SPINE = ClusterSpec.from_dict(
+    {
+        "servers": [{"count": 4, "gpus": 2, "nic_rate": RATE}],
+        "fabric": {"type": "leaf_spine", "servers_per_leaf": 2, "spines": 2, "uplink_rate": RATE},
+    }
+)
+
+
+class Spines(Scheduler):
+    """Pins flow ``x`` to spine ``sx`` and ``y`` to ``sy`` (``None``: ECMP's), recording the NICs."""
+
+    name = "spines"
+
+    def __init__(self, sx, sy):
+        self.pick, self.seen = {"x": sx, "y": sy}, []
+
+    def choose_spine(self, flow, src, dst, view):
+        self.seen.append((flow.id, src.server, src.nic, dst.server, dst.nic))
+        return self.pick[flow.id]
+
+
+@pytest.mark.parametrize("network", [NumbaNetwork, ReferenceNetwork])
+def test_choose_spine_pins_a_flow_between_leaves_to_a_spine(network):
+    """Servers 0-1 on leaf 0, 2-3 on leaf 1, two spines, every link 8 Gbit/s: x (0 -> 2) and y
+    (1 -> 3) each alone take T. Pinned to one spine they share leaf 0's uplink to it and end at
+    2T; pinned apart, each at T."""
+    job = Job("two-across")
+    for i, s in enumerate((0, 1, 2, 3)):
+        job.endpoint(f"e{i}", Location(s, "gpu0", 0))
+    job.flow("x", "e0", "e2", S)
+    job.flow("y", "e1", "e3", S)
+    for (sx, sy), end in (((0, 0), 2 * T), ((1, 1), 2 * T), ((0, 1), T), ((1, 0), T)):
+        sched = Spines(sx, sy)
+        res = simulate(job, sched, LEAF_SPINE, network=network)
+        assert (res.items["x"].spine, res.items["y"].spine) == (sx, sy)
+        assert res.items["x"].end == pytest.approx(end, rel=1e-9) and res.items["y"].end == pytest.approx(end, rel=1e-9)
+        assert sorted(sched.seen) == [("x", 0, 0, 2, 0), ("y", 1, 0, 3, 0)]
+    with pytest.raises(SchedulerError, match=r"choose_spine\(x\) returned 2"):
+        simulate(job, Spines(2, 0), LEAF_SPINE, network=network)
+
+
+def test_choose_spine_is_not_asked_for_a_flow_inside_a_leaf():
+    job = Job("same-leaf")
+    job.endpoint("e0", Location(0, "gpu0", 0))
+    job.endpoint("e1", Location(1, "gpu0", 0))
+    job.flow("x", "e0", "e1", S)
+    sched = Spines(1, 1)
+    res = simulate(job, sched, LEAF_SPINE)
+    assert sched.seen == [] and res.items["x"].spine is None

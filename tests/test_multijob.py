@@ -119,12 +119,32 @@ SCENARIO = {
         ({"jobs": [{"name": "a", "generator": "periodic", "scheduler": "nope"}]}, "jobs[0].scheduler"),
         ({"jobs": [{"name": "a", "generator": "periodic"}, {"name": "a", "generator": "periodic"}]}, "jobs[1].name"),
         ({"job": {"generator": "periodic"}}, "job"),
+        ({"jobs": [{"name": "a", "generator": "periodic", "iterations": 2, "duration": "9ms"}]}, "jobs[0].duration"),
+        ({"jobs": [{"name": "a", "generator": "oes_incast", "duration": "9ms"}]}, "jobs[0].duration"),
+        ({"jobs": [{"name": "a", "file": "a.json", "duration": "9ms"}]}, "jobs[0].duration"),
+        ({"jobs": [{"name": "a", "generator": "periodic", "duration": "0.5ms"}]}, "jobs[0].duration"),  # < 1 iteration
+        ({"jobs": [{"name": "a", "generator": "periodic", "duration": "soon"}]}, "jobs[0].duration"),
     ],
 )
 def test_bad_jobs_entries_name_the_field(change, field):
     with pytest.raises(SpecError) as err:
         Scenario.from_dict({**SCENARIO, **change})
-    assert err.value.field == field
+    assert err.value.field == field and "\n" not in str(err.value)
+
+
+def test_a_duration_runs_the_iterations_the_job_completes_alone_in_it():
+    """periodic alone on its placement: 1 ms of compute then 1 ms on the wire per iteration, so
+    n iterations end at 2n ms: 7 ms holds 3 (6 ms; a 4th would end at 8), 8 ms holds exactly 4,
+    and 20 ms 10, whatever the other job does (placed beside it, both into server 2)."""
+    jobs = [{"name": name, "generator": "periodic", "args": {"compute": "1ms", "size": 956374}, "duration": d,
+             "placement": {"explicit": {"g": g, "r": 2}}} for name, d, g in (("a", "7ms", 0), ("b", "8ms", 1))]
+    c = {"name": "c", "duration": "20ms", "placement": {"explicit": {"g": 3, "r": 1}}, "arrival": "1ms"}
+    jobs.append({**jobs[0], **c})
+    sc = Scenario.from_dict({"name": "d", "cluster": {"servers": [{"count": 4, "gpus": 2, "nic_rate": "8Gbit"}],
+                             "fabric": {"type": "single_switch"}}, "jobs": jobs, "schedulers": ["fifo"]})
+    count = {e.name: len(e.job.tasks) for e in sc.multi.entries}
+    assert count == {"a": 3, "b": 4, "c": 10}
+    assert {it.iteration for it in sc.job.items.values() if it.job == "c"} == set(range(10))
 
 
 # ------------------------------------------------------------------ the contract's job hooks (fluid)

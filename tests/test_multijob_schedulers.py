@@ -84,6 +84,39 @@ def test_cassini_finds_the_half_period_shift_and_both_jobs_run_as_if_alone(name)
     assert res.items["b.f3"].end == pytest.approx(9e-3, rel=1e-9)
 
 
+@pytest.mark.parametrize("name", ["fluid", "fluid-reference"])
+def test_cassini_re_shifts_a_running_job_by_pausing_its_next_iteration(name):
+    """Three periodic jobs into one port (8 Gbit/s; 478,154 bytes take 0.5 ms, 956,374 take 1 ms),
+    4 iterations each, by hand on a 3 ms circle:
+    a (2 ms compute, 1 ms send) sends at [2, 3); b (2.5 ms, 0.5 ms) arrives at 0 and CASSINI's
+    two-job plan puts it at its first free shift, 0.5 ms: b sends at [0, 0.5) mod 3. c (1 ms,
+    0.5 ms: period 1.5, twice on the circle) arrives at 6 ms: its two windows fit only at
+    [0, 0.5) and [1.5, 2), so the three-job plan moves b to [0.5, 1) (shift 1 ms). Re-shifted, b
+    is paused 0.5 ms before its next iteration (its third starts at 7 ms, not 6.5), c starts at
+    6.5 ms, and nothing meets on the port: a ends at 12 ms as alone, b at 0.5 + 0.5 + 12 = 13 ms,
+    c at 6.5 + 6 = 12.5 ms. Without re-shifting c's windows meet b's and a's: a and c end later."""
+    from railbed.backend import RunOptions, backend
+    from railbed.jobs import JobEntry, merge, parse_placement
+    from railbed.spec import ClusterSpec
+    from workloads.mechanisms import periodic
+
+    cl = ClusterSpec.from_dict({"servers": [{"count": 4, "gpus": 3, "nic_rate": "8Gbit"}],
+                                "fabric": {"type": "single_switch"}})  # fmt: skip
+    spec = (("a", 0, 0.0, 2e-3, 956_374), ("b", 1, 0.0, 2.5e-3, 478_154), ("c", 2, 6e-3, 1e-3, 478_154))
+    job = merge([JobEntry(n, periodic(4, comp, size), at, parse_placement({"explicit": {"g": s, "r": 3}}, "p"),
+                          f"jobs[{s}]") for n, s, at, comp, size in spec], cl)  # fmt: skip
+    ends = {}
+    for reshift in (True, False):
+        sched = Cassini(reshift=reshift)
+        res = backend(name).run(job, sched, cl, RunOptions(analysis=False))
+        ends[reshift] = {n: res.items[f"{n}.f3"].end for n in "abc"}
+        if reshift:
+            assert res.items["b.c2"].start == pytest.approx(7e-3, rel=1e-12)  # paused 0.5 ms
+            assert any("b paused 0.0005s" in line for line in sched.notes())
+    assert ends[True] == pytest.approx({"a": 12e-3, "b": 13e-3, "c": 12.5e-3}, rel=1e-9)
+    assert ends[False]["a"] > 12e-3 + 1e-6 and ends[False]["c"] > 12.5e-3 + 1e-6
+
+
 def test_crux_gives_the_more_gpu_intensive_job_the_higher_class():
     """a computes 2 ms per 1 MB flow, b 1 ms: intensities (Eq. 2, GPU-seconds over the longest
     per-link transfer, 956,374 bytes at 1e9 B/s) 2e-3 / 0.956374e-3 = 2.0912 and half that; they
@@ -126,6 +159,30 @@ def test_crux_path_selection_puts_intensive_jobs_on_different_spines():
     a = assign(jobs, bw, levels=2, horizon=10)
     assert a.paths == {"A": [0], "B": [1]}
     assert a.cut == 0.0  # on different spines they no longer contend
+
+
+@pytest.mark.parametrize("name", ["fluid", "fluid-reference"])
+def test_crux_pins_each_jobs_transfers_to_the_spine_it_chose(name):
+    """Two periodic jobs (1 ms compute, 1 ms flow at 8 Gbit/s, 4 iterations: 8 ms alone), a from
+    server 0 to 2 and b from 1 to 3, servers 0-1 on leaf 0 and 2-3 on leaf 1, two spines, uplinks
+    at 8 Gbit/s. ECMP's hash of these flow ids sends all eight over spine 1: both share leaf 0's
+    uplink, every iteration takes 1 + 2 ms, 12 ms each (fifo). Crux (§4.1) gives a, first in its
+    order, spine 0 and b the less loaded spine 1, and ``choose_spine`` pins their flows there:
+    both run as if alone, 8 ms."""
+    from railbed.backend import RunOptions, backend
+    from railbed.jobs import JobEntry, merge, parse_placement
+    from railbed.spec import ClusterSpec
+    from schedulers.fifo import Fifo
+    from workloads.mechanisms import periodic
+
+    cl = ClusterSpec.from_dict({"servers": [{"count": 4, "gpus": 2, "nic_rate": "8Gbit"}], "fabric": {
+        "type": "leaf_spine", "servers_per_leaf": 2, "spines": 2, "uplink_rate": "8Gbit"}})  # fmt: skip
+    job = merge([JobEntry(n, periodic(4), 0.0, parse_placement({"explicit": {"g": g, "r": r}}, "p"), f"jobs[{i}]")
+                 for i, (n, g, r) in enumerate((("a", 0, 2), ("b", 1, 3)))], cl)  # fmt: skip
+    for sched, spines, end in ((Fifo(), {"a": {1}, "b": {1}}, 12e-3), (Crux(), {"a": {0}, "b": {1}}, 8e-3)):
+        res = backend(name).run(job, sched, cl, RunOptions(analysis=False))
+        assert {n: {res.items[f"{n}.f{k}"].spine for k in range(4)} for n in "ab"} == spines, sched.name
+        assert [res.items[f"{n}.f3"].end for n in "ab"] == pytest.approx([end, end], rel=1e-9), sched.name
 
 
 def test_crux_marks_each_jobs_flows_with_its_class():

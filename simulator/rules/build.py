@@ -157,7 +157,7 @@ def _refuse_host_models(cluster: ClusterSpec) -> None:
 
 
 # hooks the compact engine never calls
-UNCALLED_HOOKS = ("on_flows_changed", "on_done", "choose_path", "on_job_arrived", "on_job_finished")
+UNCALLED_HOOKS = ("on_flows_changed", "on_done", "choose_path", "choose_spine", "on_job_arrived", "on_job_finished")
 
 
 def _refuse_without_rules(scheduler: Scheduler, job: Job, cluster: ClusterSpec) -> None:

@@ -160,3 +160,33 @@ def test_a_flow_capped_at_almost_nothing_resumes_when_the_cap_is_lifted():
     # after the cap was lifted: the agent holds the flow instead (what it had queued leaks)
     assert emu.items["a"].duration == pytest.approx(1.25 * T, rel=0.10), emu.items["a"]
     assert any("holds of running flows" in n for n in emu.notes), emu.notes
+
+
+class Spines(Scheduler):
+    """Pins flow x to spine ``sx`` and y to ``sy`` (the contract's ``choose_spine``)."""
+
+    name = "spines"
+
+    def __init__(self, sx: int, sy: int) -> None:
+        self.pick = {"x": sx, "y": sy}
+
+    def choose_spine(self, flow, src, dst, view):
+        return self.pick[flow.id]
+
+
+@pytest.mark.parametrize(("sx", "sy", "factor"), [(0, 0, 2.0), (0, 1, 1.0)])
+def test_choose_spine_pins_flows_through_the_routers(sx, sy, factor):
+    """tests/test_interface.py's spine case on real routers (written for the lead, not run by its
+    author): two leaves of two servers, two spines, every link 1 Gbit/s model; x (0 -> 2) and y
+    (1 -> 3) pinned to one spine share leaf 0's uplink (2T each), pinned apart take T each (the
+    socket mark the run-time already sets from StartFlow.spine), within the emulator's band."""
+    spec = ClusterSpec.from_dict({"servers": [{"count": 4, "nic_rate": LINK}], "fabric": {
+        "type": "leaf_spine", "servers_per_leaf": 2, "spines": 2, "uplink_rate": LINK}})  # fmt: skip
+    job = job4()
+    job.flow("x", "w0", "w2", S)
+    job.flow("y", "w1", "w3", S)
+    with Testbed(spec, scale=K) as tb:
+        res = run(job, Spines(sx, sy), tb)
+    assert (res.items["x"].spine, res.items["y"].spine) == (sx, sy)
+    for fid in ("x", "y"):
+        assert res.items[fid].end - res.items[fid].start == pytest.approx(factor * T, rel=0.10), fid
