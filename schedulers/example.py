@@ -67,6 +67,9 @@ class SmallFirst(Scheduler):
     def choose_path(self, flow, view):
         return next((k for k, o in enumerate(flow.options) if o.name == "acc"), 0)
 
+    def choose_spine(self, flow, src, dst, view):  # a flow between leaves: a spine's index, or None (ECMP)
+        return None
+
     def on_job_arrived(self, job_name, job, view):  # several jobs: seconds to delay its start, or None
         return None
 
