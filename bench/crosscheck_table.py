@@ -53,7 +53,7 @@ def cell(r: RunResult) -> str:
     """The makespan; an emulated run's k and its own fidelity verdict beside it."""
     if backend(r.backend).capabilities.exact:  # a model: no k, no fidelity report
         return fmt_time(r.makespan)
-    ok = (r.fidelity or {}).get("ok")
+    ok = r.fidelity_report.get("ok")
     return f"{fmt_time(r.makespan)} (k = {r.scale:g}, fidelity {'ok' if ok else 'BROKEN' if ok is False else 'n/a'})"
 
 

@@ -318,10 +318,11 @@ def fidelity(runs: list[RunResult]) -> str:
         return f"simulated (packets: {drops:,} drops, {timeouts:,} timeouts)"
     problems, missing = [], False
     for r in inexact:
-        if "ok" not in (r.fidelity or {}):
+        report = r.fidelity_report
+        if "ok" not in report:
             missing = True
-        elif not r.fidelity["ok"]:
-            problems += [f"{r.scheduler}: {p}" for p in r.fidelity.get("problems", [])] or [f"{r.scheduler}"]
+        elif not report["ok"]:
+            problems += [f"{r.scheduler}: {p}" for p in report.get("problems", [])] or [f"{r.scheduler}"]
     if problems:
         return "BROKEN: " + "; ".join(problems)
     return "n/a" if missing else "ok"
@@ -493,7 +494,7 @@ def _field(name: str, row: Row, rows: dict[str, Row]) -> str:
         own = run.counters["packet"]
         number = {**own, **own["tcp"]}[key]
     else:
-        number = (run.fidelity if kind == "fidelity" else getattr(run, "analysis", None) or {})[key]
+        number = (run.fidelity_report if kind == "fidelity" else getattr(run, "analysis", None) or {})[key]
     return f"{number:,}" if isinstance(number, int) else f"{number:.3g}"
 
 
