@@ -151,6 +151,7 @@ from scenarios.claims import (
     paper_cell,
     verdict,
 )
+from scenarios.crosscheck import compare
 
 PAPERS = (
     "platform", "mechanisms", "dgtp", "hermod", "leo", "dgcl", "distdgl", "bytegnn", "sancus", "adagl", "dgs", "g3",
@@ -278,8 +279,6 @@ def _finished(sc, mode: str, out: Path) -> dict[str, Any] | None:
     runs = [RunResult.load(group[0]) for group in paths]
     if mode != "crosscheck":
         return {"runs": runs}
-    from simulator.crosscheck import compare
-
     return {"runs": runs, "checks": [compare(r, RunResult.load(g[1])) for r, g in zip(runs, paths)]}
 
 
