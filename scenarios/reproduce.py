@@ -309,7 +309,7 @@ def fidelity(runs: list[RunResult]) -> str:
     check: ``simulated``, with what their packets met where they carried packets."""
     inexact = [r for r in runs if not get_backend(r.backend, "backend").capabilities.exact]
     if not inexact:
-        counted = [r.counters["packet"] for r in runs if "packet" in r.counters]  # the packet backend's own
+        counted = [r.own for r in runs if get_backend(r.backend, "backend").capabilities.packets]  # its own
         if not counted or len(counted) < len(runs):
             return "simulated"
         drops = sum(c["drops"] for c in counted)
@@ -490,7 +490,7 @@ def _field(name: str, row: Row, rows: dict[str, Row]) -> str:
         return fmt_time(number) if key in ("makespan", "iteration_mean", "iteration_max") or key.startswith(
             ("fct_", "cct_", "request_p")) else f"{number:.4g}"  # fmt: skip
     if kind == "packet":  # the packet backend's counters: drops, marks, tcp.retransmissions, tcp.timeouts
-        own = run.counters["packet"]
+        own = run.own
         number = {**own, **own["tcp"]}[key]
     else:
         number = (run.fidelity_report if kind == "fidelity" else getattr(run, "analysis", None) or {})[key]
