@@ -48,6 +48,7 @@ LOADS = {"leo/kvs.yaml": [90_000_000]}  # one offered load: the claims' (leo@9e+
 
 
 def run_row(paper: str, scenario: str, baseline: str, args: dict, engine: str) -> dict:
+    from railbed.backend import backend
     from railbed.safeload import load_yaml_file
     from scenarios.runner import Scenario, simulate_scenario
 
@@ -57,7 +58,8 @@ def run_row(paper: str, scenario: str, baseline: str, args: dict, engine: str) -
     if scenario in LOADS:
         data["loads"] = LOADS[scenario]
     data["schedulers"] = [baseline]
-    sc = Scenario.from_dict(data, base=path.parent, arrays="always" if engine == "compact" else False)
+    arrays = "always" if backend(engine).capabilities.array_jobs else False  # the rules engine's array jobs
+    sc = Scenario.from_dict(data, base=path.parent, arrays=arrays)
     t0 = time.perf_counter()
     with tempfile.TemporaryDirectory() as tmp:
         (result,) = simulate_scenario(sc, Path(tmp) / "out", echo=lambda _: None, backend=engine, plots=False)

@@ -65,7 +65,7 @@ def main() -> None:
                 "sim_p99_s": percentile(sim, 99),
                 "emu_p99_s": percentile(emu, 99),
                 "p50_rel": e50 / s50 - 1,
-                "fidelity_ok": bool(emu_run.fidelity.get("ok", True)),
+                "fidelity_ok": bool(emu_run.fidelity_report.get("ok", True)),
             }
             row["agrees"] = row["answered"] == args.requests and abs(row["p50_rel"]) <= args.tolerance
             rows.append(row)

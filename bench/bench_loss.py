@@ -67,9 +67,9 @@ def main() -> None:
         for name, job in {"lossy": cases.lossy_job(), "clean": cases.chain()}.items():
             with Testbed(cases.CLUSTER, scale=k, tcp=tcps[name]) as tb:
                 res = run(job, make(SchedulerSpec("fifo")), tb)
-                loss = res.fidelity["loss"]
+                loss = res.fidelity_report["loss"]
                 flagged[name].append(loss["flagged"])
-                print(_row(name, i + 1, res.makespan, loss, res.fidelity["cpu_mean"]), flush=True)
+                print(_row(name, i + 1, res.makespan, loss, res.fidelity_report["cpu_mean"]), flush=True)
     for name, marks in flagged.items():
         print(f"{name}: flagged in {sum(marks)} of {len(marks)} runs")
 

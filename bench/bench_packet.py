@@ -90,11 +90,11 @@ def measure(name: str, servers: int, size: int) -> dict:
         "makespan_packet": pk.makespan,
         "makespan_fluid": fl.makespan,
         "wall_packet": pk.wall_seconds,
-        "build_packet": pk.counters["packet"]["build_seconds"],
+        "build_packet": pk.own["build_seconds"],
         "wall_fluid": fl.wall_seconds,
-        "ns3_events": pk.counters["packet"]["ns3_events"],
-        "drops": pk.counters["packet"]["drops"],
-        "retransmissions": pk.counters["packet"]["tcp"]["retransmissions"],
+        "ns3_events": pk.own["ns3_events"],
+        "drops": pk.own["drops"],
+        "retransmissions": pk.own["tcp"]["retransmissions"],
         "load_before": load,
     }
 

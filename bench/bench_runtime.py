@@ -117,7 +117,7 @@ def concurrency(counts: list[int], seconds: float, scale: float | None) -> None:
                 flows_on[int(fid[1:]) % len(nics)] * wire_bytes(size) * 8 / 100e9 / d
                 for fid, d in res.flow_completion_times().items()
             )
-            f = res.fidelity
+            f = res.fidelity_report
             offered = min(c, len(nics)) * real
             verdict = "ok" if f["ok"] else "BROKEN: " + "; ".join(f["problems"])
             print(

@@ -5,7 +5,7 @@ Reads every ``<run>/result.json`` and ``<run>/simulated.json`` under the directo
 groups the results by (scenario, scheduler) and backend (each file's own ``backend`` field),
 and prints, per scenario and scheduler, the makespan on each backend and, per pair of
 backends, the makespan difference and the per-flow completion time difference (median and
-worst of |a - b| / b over network flows, :func:`simulator.crosscheck.compare`). Nothing is typed::
+worst of |a - b| / b over network flows, :func:`scenarios.crosscheck.compare`). Nothing is typed::
 
     python bench/crosscheck_table.py bench/crosscheck/*
 """
@@ -23,7 +23,7 @@ sys.path.insert(0, str(ROOT))
 
 from railbed.backend import BACKENDS, backend  # noqa: E402
 from railbed.results import RunResult, fmt_time, percentile  # noqa: E402
-from simulator.crosscheck import compare  # noqa: E402
+from scenarios.crosscheck import compare  # noqa: E402
 
 NAMES = {"emulate": "emulated", "packet": "packet", "fluid": "fluid"}  # a backend's registered name -> its column
 PAIRS = (("packet", "emulated"), ("fluid", "emulated"), ("packet", "fluid"))
@@ -53,7 +53,7 @@ def cell(r: RunResult) -> str:
     """The makespan; an emulated run's k and its own fidelity verdict beside it."""
     if backend(r.backend).capabilities.exact:  # a model: no k, no fidelity report
         return fmt_time(r.makespan)
-    ok = (r.fidelity or {}).get("ok")
+    ok = r.fidelity_report.get("ok")
     return f"{fmt_time(r.makespan)} (k = {r.scale:g}, fidelity {'ok' if ok else 'BROKEN' if ok is False else 'n/a'})"
 
 

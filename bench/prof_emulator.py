@@ -295,7 +295,7 @@ def profile(tb: Testbed, flows: int, seconds: float, perf: bool, top: int) -> No
     ratios = sorted(
         per_nic * framing.wire_bytes(size) * 8 / NIC_RATE / d for d in res.flow_completion_times().values()
     )
-    f = res.fidelity
+    f = res.fidelity_report
     verdict = "ok" if f["ok"] else "BROKEN: " + "; ".join(f["problems"])
     offered = min(flows, 64) * real
     print(f"\n{flows} flows, k = {tb.scale.k:g}, MTU {framing.mtu}: offered {offered / 1e9:.2f} Gbit/s real; flows "

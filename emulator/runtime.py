@@ -46,7 +46,7 @@ from railbed.analysis import of_dispatcher
 from railbed.dispatch import HOLD_FRACTION, Action, Dispatcher, SetDscp, SetRate, StartFlow, StartWait
 from railbed.errors import RunFailed
 from railbed.job import Flow, Job
-from railbed.results import RunResult
+from railbed.results import CONGESTION, FIDELITY, RunResult
 from railbed.scheduler import Scheduler
 from railbed.topology import spine_mark
 
@@ -196,7 +196,7 @@ class _Run:
             if niced is not None:
                 restore_priority(niced)
         result = self.dispatcher.result("emulate", self.k)
-        result.tcp = self.tb.tcp
+        result.counters[result.backend] = {CONGESTION: self.tb.tcp}  # its own (railbed.results), with FIDELITY
         result.wall_seconds = time.monotonic() - wall0
         result.traces = self.traces
         if self.persistent:
@@ -224,8 +224,8 @@ class _Run:
         self._fidelity(result, sampler, fluid)
         if self.analysis:
             result.analysis = of_dispatcher(self.dispatcher, result)  # contention: estimated from tc counters
-        if strict and not result.fidelity.get("ok", True):
-            raise RunFailed("fidelity broken: " + "; ".join(result.fidelity["problems"]))
+        if strict and not result.fidelity_report.get("ok", True):
+            raise RunFailed("fidelity broken: " + "; ".join(result.fidelity_report["problems"]))
         return result
 
     def _tcp_counters(self) -> dict[str, int]:
@@ -251,7 +251,7 @@ class _Run:
             return
         latency = self.tb.spec.fabric.latency if self.tb.latency_mode != "none" else 0.0
         solo = nic_groups(result, topo, self.tb.scale, latency, self.rerated)
-        result.links, result.fidelity = fidelity_report(
+        result.links, result.counters[result.backend][FIDELITY] = fidelity_report(
             sampler.samples, real, model, classes, solo, self.tcp, RTO_MIN / self.k, SYN_TIMEOUT / self.k,
             makespan=result.makespan, fluid_makespan=fluid,
             start_lags=[(lag / self.k, flow) for lag, flow in self.start_lags],

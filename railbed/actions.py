@@ -73,6 +73,28 @@ class SetDscp:
 
 Action = StartWait | StartFlow | SetRate | SetDscp
 
+EVENT_ORDER = ("flows", "timers")
+"""Which of simultaneous events the fluid engines report first: defined here once, followed by the
+simulator's loop (:mod:`simulator.fluid.run`), the rules engine's kernel (:mod:`simulator.rules`),
+the network-free runs (:func:`railbed.analysis.network_free_makespan`,
+:func:`simulator.rules.network_free_run`); ``tests/test_event_order.py`` checks each on a job with
+ties. The clock advances to the earliest of the network's next finish and the next timer (a tie
+goes to the network); at that instant, batch by batch, each report settling the Dispatcher before
+the next:
+
+``flows``   the network flows that finish then (those within a factor ``1 + EPS`` of the
+            earliest finish together, :mod:`simulator.fluid.network`), reported one by one
+            (``flow_done``) in the network's order; again while flows finish at that instant
+            (zero bits, no latency: a network-free run's flows end at the step after their start);
+``timers``  then, once no flow finishes there, every timer due (:class:`StartWait`: a task, a
+            leg, a route's latency, a wake-up, a release), in (time, order set), those set during
+            the batch and due then included (``wait_done``); a flow a timer's report starts comes after.
+
+Within a report the Dispatcher settles in its own order (:mod:`railbed.dispatch`: newly ready items
+in item order, held items offered in the order they became ready, device queues FIFO).
+:mod:`schedulers.dgtp_eval` (ETP's cost, no hooks) differs on exact ties: it reports an instant's
+flows and tasks as one batch and readies their dependents in job order (the test shows where)."""
+
 
 def check_dscp(dscp, item_id: str, who: str) -> None:
     """``dscp`` (scheduler ``who``'s answer for ``item_id``) is a DSCP, 0..63, or :class:`SchedulerError`."""

@@ -212,8 +212,8 @@ def network_free_makespan(
     (DGTP's ETP) does not run twice. Its hooks decide as in the run: ``on_ready`` may hold
     a flow, which is offered again after the next event, and since flows end in the
     instant they start, a hold behind other flows resolves in that same instant; rate caps
-    mean nothing. The events follow the simulator's order (:mod:`simulator.fluid.run` with zero
-    latency and zero bits: flows started end together at the next step, in the order they
+    mean nothing. The events follow :data:`railbed.actions.EVENT_ORDER` (as :mod:`simulator.fluid.run`
+    with zero latency and zero bits: flows started end together at the next step, in the order they
     started, before any timer; timers in (time, order set)), so the compact engine's run of
     its job with zero bits (:func:`simulator.rules.network_free_run`) gives the same
     times."""

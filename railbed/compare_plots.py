@@ -7,7 +7,7 @@ each with its CSV, drawn from the rows of the CSV:
 ``sweep-<metric>.png``  a sweep's first metric against its first axis with several values, one
                         line per run and per value of the other varying axes (``railbed sweep``
                         writes it beside ``sweep.csv``)
-``packet-<run>.png``    a packet-level run's ports (``RunResult.counters["packet"]``, ``simulator/packet``):
+``packet-<run>.png``    a packet-level run's ports (its ``RunResult.own["ports"]``, ``simulator/packet``):
                         drops and queue peaks of the :data:`PORTS` ports with the most drops
                         (then the highest peaks); written when the result has them
 """
@@ -60,8 +60,9 @@ PACKET_HEADER = ["port", "packets", "drops", "marks", "queue_peak_packets", "que
 
 
 def packet_rows(result: RunResult, n: int = PORTS) -> Rows:
-    """The ``n`` ports of ``result.packet["ports"]`` with the most drops, then the highest queue peaks."""
-    ports = result.counters.get("packet", {}).get("ports") or {}
+    """The ``n`` ports of its backend's counters' ``ports`` (``RunResult.own``: the packet backend's) with
+    the most drops, then the highest queue peaks."""
+    ports = result.own.get("ports") or {}
     order = sorted(ports, key=lambda p: (-ports[p].get("drops", 0), -ports[p].get("queue_peak_bytes", 0), p))
     return [[p, *(ports[p].get(k, 0) for k in PACKET_HEADER[1:])] for p in order[:n]]
 
@@ -91,7 +92,7 @@ def packet_ports(result: RunResult, base: Path, name: str = "") -> Path | None:
     if not rows:
         return None
     write_csv(base.with_suffix(".csv"), PACKET_HEADER, rows)
-    total = result.counters.get("packet", {}).get("drops", sum(row[2] for row in rows))
+    total = result.own.get("drops", sum(row[2] for row in rows))
     title = f"ports: {name or result.scheduler}, {result.backend} ({total} drops in all; top {len(rows)} ports)"
     return draw_packet(rows, base.with_suffix(".png"), title)
 

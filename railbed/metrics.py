@@ -349,7 +349,7 @@ METRICS: dict[str, Callable[[RunResult], float]] = {
     "request_p50": lambda r: percentile(steady_latencies(r), 50),
     "request_p99": lambda r: percentile(steady_latencies(r), 99),
     "request_throughput": request_throughput,
-    "fidelity_ok": lambda r: 1.0 if r.fidelity.get("ok", True) else 0.0,
+    "fidelity_ok": lambda r: 1.0 if r.fidelity_report.get("ok", True) else 0.0,
     "wall_seconds": lambda r: r.wall_seconds,
     "jct_mean": lambda r: _mean(job_completion_times(r)),
     "jct_p99": lambda r: percentile(job_completion_times(r), 99),

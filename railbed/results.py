@@ -13,8 +13,6 @@ for the emulator and the simulator so the two can be compared line by line
                of the previous iteration (the first counts from 0).
 ``links``      per egress port: configured rate, bytes, achieved average and
                peak rate, drops (emulator: tc counters).
-``fidelity``   the emulator's report (per-link rates, priority leakage,
-               drops, CPU saturation) with ``ok`` and its ``problems``.
 ``traces``     optional per-flow ``[(time, bytes received)]``.
 ``link_series`` per egress port ``[(t_start, t_end, utilisation)]``: the
                share of the port's configured rate it carried in each
@@ -24,9 +22,15 @@ for the emulator and the simulator so the two can be compared line by line
                (``simulator/packet``): per port drops, ECN marks and queue peaks, TCP
                retransmissions and timeouts, its settings. A backend puts what only it
                measures here, under its registered name, never in a field of its own.
-               ``result.json`` also carries ``counters["packet"]`` as ``packet``, its key
-               before (docs/packet.md reads it; ``{}`` on the other backends), and reads
-               a result written before ``counters`` existed.
+               Two keys any backend's counters may hold, read by :meth:`RunResult.summary`
+               and the comparison: ``fidelity`` (:data:`FIDELITY`, the report of a backend
+               that checks its run against its model: the emulator's per-link rates,
+               priority leakage, drops, CPU saturation, with ``ok`` and its ``problems``;
+               ``emulator/fidelity.py``) and ``congestion`` (:data:`CONGESTION`, the TCP a
+               packet-level run used). ``result.json`` also carries ``counters["packet"]``
+               as ``packet``, its key before (docs/packet.md reads it; ``{}`` on the other
+               backends), and reads a result written before ``counters`` existed (also its
+               top-level ``fidelity`` and ``tcp``, moved into the backend's counters).
 ``analysis``   whether the network matters in this run: the network-free
                makespan and ``max_speedup``, the critical path and the
                share of it spent on communication, coflow overlap per
@@ -106,6 +110,9 @@ FLOW_SCOPES: dict[str, bool | None] = {"all": None, "network": True, "local": Fa
 
 
 _OLD_PACKET = "packet"  # result.json's key of the packet backend's counters before ``RunResult.counters``
+FIDELITY = "fidelity"  # the key of a backend's counters holding its fidelity report (the emulator's)
+CONGESTION = "congestion"  # the key of a backend's counters naming the TCP congestion control it ran
+_OLD_OWN = {"fidelity": FIDELITY, "tcp": CONGESTION}  # result.json's keys before they were counters
 
 
 def _old_keys(result: RunResult) -> dict[str, Any]:
@@ -126,17 +133,26 @@ class RunResult:
     events: list[tuple[float, str, str]] = field(default_factory=list)
     iterations: dict[int, float] = field(default_factory=dict)
     links: dict[str, dict[str, Any]] = field(default_factory=dict)
-    fidelity: dict[str, Any] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     traces: dict[str, list[tuple[float, int]]] = field(default_factory=dict)
     wall_seconds: float = 0.0
     link_series: dict[str, list[tuple[float, float, float]]] = field(default_factory=dict)
     analysis: dict[str, Any] = field(default_factory=dict)
     counters: dict[str, dict[str, Any]] = field(default_factory=dict)  # backend name -> its own counters
-    tcp: str = ""  # the TCP congestion control a packet-level run used ("": a fluid run, or an old result)
     jobs: dict[str, Any] = field(default_factory=dict)  # several jobs: per job and cluster (railbed.jobmetrics)
 
     # ----------------------------------------------------------- derived
+    @property
+    def own(self) -> dict[str, Any]:
+        """The counters of the backend that ran it, ``counters[self.backend]`` ({} when it kept none)."""
+        return self.counters.get(self.backend, {})
+
+    @property
+    def fidelity_report(self) -> dict[str, Any]:
+        """Its backend's fidelity report (``own["fidelity"]``, the emulator's: ``ok``, ``problems``,
+        ``warnings``, ...); {} from a backend that makes none (a model: nothing to check)."""
+        return self.own.get(FIDELITY, {})
+
     def flow_completion_times(self, scope: str = "all") -> dict[str, float]:
         """Flow id -> end - start (model seconds) of the finished flows in ``scope`` (:data:`FLOW_SCOPES`):
         ``all``, ``network`` (between two servers: :func:`crosses_network`) or ``local`` (inside one
@@ -181,6 +197,10 @@ class RunResult:
         old = d.pop(_OLD_PACKET, None)  # a result.json of before ``counters`` (or its copy beside them)
         if old and "packet" not in d.get("counters", {}):
             d["counters"] = {**d.get("counters", {}), "packet": old}
+        moved = {new: value for key, new in _OLD_OWN.items() if (value := d.pop(key, None))}
+        if moved:  # a result.json of before: fidelity and tcp beside counters ({} and "" from a model)
+            counters = d.get("counters", {})
+            d["counters"] = {**counters, d["backend"]: moved | counters.get(d["backend"], {})}
         d["items"] = {i: ItemRecord(**r) for i, r in d.get("items", {}).items()}
         d["events"] = [tuple(e) for e in d.get("events", [])]
         d["iterations"] = {int(k): v for k, v in d.get("iterations", {}).items()}
@@ -207,8 +227,9 @@ class RunResult:
 
     def summary(self) -> str:
         """A short human summary: makespan, iterations, flow completion times, fidelity."""
-        tcp = f", TCP {self.tcp}" if self.tcp else ""
-        scale = f"k = {self.scale:g}" if self.fidelity else "model time"  # only the emulator has k (and fidelity)
+        tcp = f", TCP {self.own[CONGESTION]}" if self.own.get(CONGESTION) else ""
+        fidelity = self.fidelity_report
+        scale = f"k = {self.scale:g}" if fidelity else "model time"  # only the emulator has k (and fidelity)
         lines = [
             f"{self.backend} run of {self.job!r} under {self.scheduler} on {self.cluster} ({scale}{tcp})",
             f"  makespan        {fmt_time(self.makespan)}",
@@ -232,10 +253,10 @@ class RunResult:
         lines += analysis_lines(self.analysis)
         if self.jobs:
             lines += job_lines(self.jobs)
-        if self.fidelity:
-            verdict = "ok" if self.fidelity.get("ok", True) else "BROKEN: " + "; ".join(self.fidelity["problems"])
+        if fidelity:
+            verdict = "ok" if fidelity.get("ok", True) else "BROKEN: " + "; ".join(fidelity["problems"])
             lines.append(f"  fidelity        {verdict}")
-            for warning in self.fidelity.get("warnings", []):
+            for warning in fidelity.get("warnings", []):
                 lines.append(f"  warning         {warning}")
         for note in self.notes:
             lines.append(f"  note            {note}")
@@ -335,10 +356,10 @@ def comparison_table(results: list[RunResult], exact: Callable[[RunResult], bool
     out = [head, "-" * len(head)]
     for r in results:
         its = list(r.iterations.values()) or [r.makespan]
-        if exact(r) if exact is not None else not r.fidelity:
+        if exact(r) if exact is not None else not r.fidelity_report:
             fid = "n/a (simulated)"
         else:
-            fid = "ok" if r.fidelity.get("ok", True) else "BROKEN"
+            fid = "ok" if r.fidelity_report.get("ok", True) else "BROKEN"
         net = r.flow_completion_times("network").values()
         p50, p99 = median_p99(net)
         fct = f"{fmt_time(p50):>12} {fmt_time(p99):>12}" if net else f"{'none':>12} {'none':>12}"

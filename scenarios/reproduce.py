@@ -151,6 +151,7 @@ from scenarios.claims import (
     paper_cell,
     verdict,
 )
+from scenarios.crosscheck import compare
 
 PAPERS = (
     "platform", "mechanisms", "dgtp", "hermod", "leo", "dgcl", "distdgl", "bytegnn", "sancus", "adagl", "dgs", "g3",
@@ -278,8 +279,6 @@ def _finished(sc, mode: str, out: Path) -> dict[str, Any] | None:
     runs = [RunResult.load(group[0]) for group in paths]
     if mode != "crosscheck":
         return {"runs": runs}
-    from simulator.crosscheck import compare
-
     return {"runs": runs, "checks": [compare(r, RunResult.load(g[1])) for r, g in zip(runs, paths)]}
 
 
@@ -310,7 +309,7 @@ def fidelity(runs: list[RunResult]) -> str:
     check: ``simulated``, with what their packets met where they carried packets."""
     inexact = [r for r in runs if not get_backend(r.backend, "backend").capabilities.exact]
     if not inexact:
-        counted = [r.counters["packet"] for r in runs if "packet" in r.counters]  # the packet backend's own
+        counted = [r.own for r in runs if get_backend(r.backend, "backend").capabilities.packets]  # its own
         if not counted or len(counted) < len(runs):
             return "simulated"
         drops = sum(c["drops"] for c in counted)
@@ -318,10 +317,11 @@ def fidelity(runs: list[RunResult]) -> str:
         return f"simulated (packets: {drops:,} drops, {timeouts:,} timeouts)"
     problems, missing = [], False
     for r in inexact:
-        if "ok" not in (r.fidelity or {}):
+        report = r.fidelity_report
+        if "ok" not in report:
             missing = True
-        elif not r.fidelity["ok"]:
-            problems += [f"{r.scheduler}: {p}" for p in r.fidelity.get("problems", [])] or [f"{r.scheduler}"]
+        elif not report["ok"]:
+            problems += [f"{r.scheduler}: {p}" for p in report.get("problems", [])] or [f"{r.scheduler}"]
     if problems:
         return "BROKEN: " + "; ".join(problems)
     return "n/a" if missing else "ok"
@@ -490,10 +490,10 @@ def _field(name: str, row: Row, rows: dict[str, Row]) -> str:
         return fmt_time(number) if key in ("makespan", "iteration_mean", "iteration_max") or key.startswith(
             ("fct_", "cct_", "request_p")) else f"{number:.4g}"  # fmt: skip
     if kind == "packet":  # the packet backend's counters: drops, marks, tcp.retransmissions, tcp.timeouts
-        own = run.counters["packet"]
+        own = run.own
         number = {**own, **own["tcp"]}[key]
     else:
-        number = (run.fidelity if kind == "fidelity" else getattr(run, "analysis", None) or {})[key]
+        number = (run.fidelity_report if kind == "fidelity" else getattr(run, "analysis", None) or {})[key]
     return f"{number:,}" if isinstance(number, int) else f"{number:.3g}"
 
 

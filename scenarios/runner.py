@@ -83,6 +83,7 @@ from railbed.job import Job
 from railbed.results import RESULT_LEVELS, RunResult, comparison_table, estimated_bytes
 from railbed.safeload import boolean, choice, describe, key_name, load_yaml_file, positive
 from railbed.spec import ClusterSpec
+from scenarios.crosscheck import compare
 from schedulers import SchedulerSpec, by_name, default_label, make, scheduler_spec
 from tc_policies.plan import POLICIES
 from workloads import check_fits, generate
@@ -673,9 +674,7 @@ def crosscheck_scenario(
 
     Writes everything :func:`run_on` writes for the first side, the second side's result as
     ``<label>/simulated.json``, ``crosscheck.txt`` and ``crosscheck.json``; returns the
-    :class:`simulator.crosscheck.Crosscheck` per scheduler."""
-    from simulator.crosscheck import compare
-
+    :class:`scenarios.crosscheck.Crosscheck` per scheduler."""
     first, second = sides or (get_backend("emulate"), get_backend("fluid"))
     results = run_on(first, sc, out_dir, echo, scale, schedulers, plots=False)
     checks = []

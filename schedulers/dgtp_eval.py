@@ -23,6 +23,11 @@ single-switch fabric without latency does in railbed's simulator:
   its twin runs the solver (:func:`railbed.maxmin.maxmin_reference` over
   :func:`schedulers.dgtp_alg.oes_rates`' caps), and the tests require the
   two to be equal;
+* simultaneous events: an instant's finished flows and tasks are one batch, their dependents
+  readied in job order; the simulator reports flows first, each settling before the next
+  (:data:`railbed.actions.EVENT_ORDER`). On an exact tie of a flow's and a task's end whose
+  dependents share a device the two may differ (``tests/test_event_order.py``); kept, as ETP's
+  placements (and the reproduction's rows) were chosen with it;
 * F_pend (eq. 11) is the job's dependencies: :func:`compile_job` refuses a
   job whose flows do not depend on their previous-iteration counterparts.
 

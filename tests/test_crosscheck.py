@@ -1,10 +1,10 @@
-"""simulator.crosscheck: the order check against brute force; compare() on two results."""
+"""scenarios.crosscheck: the order check against brute force; compare() on two results."""
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from railbed.results import ItemRecord, RunResult
-from simulator.crosscheck import compare, order_violations
+from scenarios.crosscheck import compare, order_violations
 
 
 def brute(ends, margin):

@@ -311,12 +311,15 @@ def test_speedup_and_packet_figures(tmp_path):
         speedup({"fifo": a, "mine": b}, tmp_path / "speedup").exists() and speedup({"fifo": a}, tmp_path / "x") is None
     )
     assert packet_ports(a, tmp_path / "p") is None  # a fluid run: no ports
+    a.backend = "packet"  # its backend's own counters (RunResult.own)
     a.counters["packet"] = {"drops": 7, "ports": {
         "rail0:rail0-eth1": {"packets": 10, "drops": 0, "marks": 0, "queue_peak_packets": 3, "queue_peak_bytes": 4500},
         "h0:h0-eth0": {"packets": 20, "drops": 7, "marks": 1, "queue_peak_packets": 9, "queue_peak_bytes": 13500},
     }}  # fmt: skip
     assert [row[0] for row in packet_rows(a)] == ["h0:h0-eth0", "rail0:rail0-eth1"]
     assert packet_ports(a, tmp_path / "p").exists()
+    a.backend = "fluid"  # another backend's counters are not this run's
+    assert packet_rows(a) == [] and packet_ports(a, tmp_path / "q") is None
 
 
 def test_a_cut_timeline_names_the_lanes_it_leaves_out(tmp_path):

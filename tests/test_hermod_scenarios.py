@@ -96,9 +96,14 @@ def test_hermod_rows_say_what_sets_the_price_of_a_lost_packet():
         "emulator (k = 1000, cubic, min RTO 5 ms real = 5 us model)"
     )
     assert _backend({"backend": "fluid"}) == "fluid"
-    now = {"backend": "packet", "tcp": "cubic", "counters": {"packet": {"settings": {"rto_min": 0.0002}}}}
-    assert _backend(now) == "packet (cubic, min RTO 200 us)"  # counters: where a result.json has them now
+    before = {"backend": "packet", "tcp": "cubic", "counters": {"packet": {"settings": {"rto_min": 0.0002}}}}
+    assert _backend(before) == "packet (cubic, min RTO 200 us)"  # counters, tcp beside them
     assert _backend({"backend": "emulate", "tcp": "cubic", "scale": 1000.0}).startswith("emulate (k = 1000, cubic")
+    # as a result.json has them now: the TCP in the backend's own counters (railbed.results.CONGESTION)
+    now = {"backend": "packet", "counters": {"packet": {"settings": {"rto_min": 0.0002}, "congestion": "dctcp"}}}
+    assert _backend(now) == "packet (dctcp, min RTO 200 us)"
+    emulated = {"backend": "emulate", "scale": 1000.0, "counters": {"emulate": {"congestion": "reno", "fidelity": {}}}}
+    assert _backend(emulated).startswith("emulate (k = 1000, reno, min RTO 5 ms real")
 
 
 def test_hermod_rows_compare_one_iteration_or_the_mean(tmp_path):

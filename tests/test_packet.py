@@ -189,8 +189,8 @@ def test_simulate_writes_results_with_drops_queue_peaks_and_retransmissions(tmp_
     path.write_text(INCAST)
     assert main(["simulate", str(path), "--out", str(tmp_path / "out")]) == 0  # backend: from the scenario
     result = json.loads((tmp_path / "out" / "fifo" / "result.json").read_text())
-    assert result["backend"] == "packet" and result["tcp"] == "cubic"
     pk = result["counters"]["packet"]
+    assert result["backend"] == "packet" and pk["congestion"] == "cubic" and "tcp" not in result
     assert result["packet"] == pk  # the key before counters, still written (docs/packet.md reads it)
     assert pk["drops"] > 0 and pk["tcp"]["retransmissions"] > 0  # 4 senders into each 16-packet band
     peaks = [p["queue_peak_packets"] for name, p in pk["ports"].items() if name.startswith("sw0")]
@@ -208,6 +208,6 @@ def test_ecn_marks_instead_of_dropping_under_dctcp():
     job = all_to_all(5, 2 << 20)
     tail = run(job, by_name("fifo"), cluster, buffer=16)
     dctcp = run(job, by_name("fifo"), cluster, buffer=16, ecn=4, tcp="dctcp")
-    assert dctcp.tcp == "dctcp" and tail.tcp == "cubic"
+    assert dctcp.own["congestion"] == "dctcp" and tail.own["congestion"] == "cubic"
     assert dctcp.counters["packet"]["marks"] > 0 and tail.counters["packet"]["marks"] == 0
     assert dctcp.counters["packet"]["drops"] < tail.counters["packet"]["drops"]

@@ -233,12 +233,26 @@ def test_up_to_takes_the_best_point_and_mean_the_average(tmp_path):
     assert mean.best([2.0, 4.0, 6.0]) == 4.0
 
 
+def test_fidelity_placeholders_read_the_emulated_runs_own_counters():
+    """``{fidelity:<label>.<key>}`` reads the run's fidelity report, in its backend's counters."""
+    from types import SimpleNamespace
+
+    from scenarios.reproduce import _field
+
+    run = RunResult("emulate", "j", "fifo", "c", counters={"emulate": {"fidelity": {"drops": 1234, "cpu_mean": 0.5}}})
+    row = SimpleNamespace(best=SimpleNamespace(runs={"fifo": run}))
+    assert _field("fidelity:fifo.drops", row, {}) == "1,234" and _field("fidelity:fifo.cpu_mean", row, {}) == "0.5"
+    run.counters = {"packet": run.counters["emulate"]}  # not its backend's: no report
+    with pytest.raises(KeyError):
+        _field("fidelity:fifo.drops", row, {})
+
+
 def test_missing_fidelity_reads_na_and_room_reads_the_analysis():
     emulated = RunResult("emulator", "j", "fifo", "c")
     assert fidelity([emulated]) == "n/a"  # no report: never "ok"
-    emulated.fidelity = {"ok": True}
+    emulated.counters["emulator"] = {"fidelity": {"ok": True}}  # its backend's counters (an old name's too)
     assert fidelity([emulated]) == "ok"
-    emulated.fidelity = {"ok": False, "problems": ["leak"]}
+    emulated.counters["emulator"]["fidelity"] = {"ok": False, "problems": ["leak"]}
     assert fidelity([emulated]) == "BROKEN: fifo: leak"
     assert fidelity([RunResult("simulator", "j", "fifo", "c")]) == "simulated"
     run = RunResult("simulator", "j", "megatron", "c")

@@ -11,7 +11,7 @@ def sample() -> RunResult:
         "g": ItemRecord("g", "flow", 2.0, 2.0, 3.0, size=50, received=50, attrs={"iteration": 1}),
     }
     r.events = [(0.0, "start", "t"), (1.0, "end", "t"), (2.0, "end", "f"), (3.0, "end", "g")]
-    r.fidelity = {"ok": False, "problems": ["x is slow"]}
+    r.counters["emulator"] = {"fidelity": {"ok": False, "problems": ["x is slow"]}, "congestion": "reno"}
     r.compute_iterations()
     return r
 
@@ -84,3 +84,51 @@ def test_to_dict_writes_what_asdict_wrote_on_real_runs(tmp_path):
     r.save(tmp_path / "left.json")
     assert (tmp_path / "left.json").read_text() == json.dumps(_asdict_twin(r), indent=1) + "\n"
     assert json.loads((tmp_path / "left.json").read_text())["analysis"] == {"left": {"x": 3}, "list": [{"x": 4}]}
+
+
+def test_fidelity_and_tcp_are_the_backends_own_counters_and_a_result_json_of_before_still_reads(tmp_path):
+    """Issue 43: the fidelity report and the TCP a run used live in ``counters[its backend]``
+    (``FIDELITY``, ``CONGESTION``), not in fields of the core's RunResult. A result.json written
+    before has them as top-level ``fidelity`` and ``tcp`` (``{}`` and ``""`` from a model's run):
+    they read into the backend's counters, and a file written now has no such keys."""
+    import json
+
+    from railbed.results import CONGESTION, FIDELITY
+
+    r = sample()
+    d = json.loads(json.dumps(r.to_dict()))
+    assert "fidelity" not in d and "tcp" not in d
+    assert d["counters"]["emulator"] == {FIDELITY: {"ok": False, "problems": ["x is slow"]}, CONGESTION: "reno"}
+    before = {k: v for k, v in d.items() if k != "counters"}
+    before |= {"fidelity": {"ok": False, "problems": ["x is slow"]}, "tcp": "reno"}
+    assert RunResult.from_dict(before) == r
+    (tmp_path / "before.json").write_text(json.dumps(before))
+    assert RunResult.load(tmp_path / "before.json").fidelity_report == {"ok": False, "problems": ["x is slow"]}
+    head = {"job": "j", "scheduler": "s", "cluster": "c"}
+    model = head | {"backend": "simulator", "fidelity": {}, "tcp": "", "packet": {}}
+    assert RunResult.from_dict(model).counters == {}
+    packet = head | {"backend": "packet", "tcp": "cubic", "packet": {"drops": 3}}
+    assert RunResult.from_dict(packet).own == {"drops": 3, CONGESTION: "cubic"}
+    both = packet | {"counters": {"packet": {"drops": 3, CONGESTION: "dctcp"}}}  # counters win over the old key
+    assert RunResult.from_dict(both).own[CONGESTION] == "dctcp"
+
+
+def test_summary_and_comparison_read_only_the_runs_own_backends_counters():
+    from railbed.metrics import metric
+
+    r = sample()
+    text = r.summary()
+    assert "(k = 10, TCP reno)" in text and "  fidelity        BROKEN: x is slow" in text
+    assert metric(r, "fidelity_ok") == 0.0
+    r.counters["emulator"]["fidelity"] = {"ok": True, "problems": [], "warnings": ["CPU busy"]}
+    text = r.summary()
+    assert "  fidelity        ok" in text and "  warning         CPU busy" in text
+    assert metric(r, "fidelity_ok") == 1.0 and comparison_table([r]).splitlines()[2].endswith("  ok")
+    other = sample()  # another backend's counters are not this run's
+    other.counters = {"packet": other.counters["emulator"]}
+    assert other.fidelity_report == {} and other.own == {}
+    text = other.summary()
+    assert "(model time)" in text and "TCP" not in text and "fidelity" not in text
+    assert comparison_table([other]).splitlines()[2].endswith("n/a (simulated)")
+    packet = RunResult("packet", "j", "fifo", "c", counters={"packet": {"congestion": "dctcp", "drops": 0}})
+    assert "(model time, TCP dctcp)" in packet.summary()

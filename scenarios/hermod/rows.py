@@ -24,9 +24,11 @@ import yaml
 
 from railbed.backend import BACKENDS, backend
 from railbed.jsonout import read_keys
+from railbed.results import CONGESTION
 from workloads.moe import PRESETS
 
-KEPT = ("iterations", "makespan", "analysis", "backend", "tcp", "packet", "scale")  # what a row reads
+KEPT = ("iterations", "makespan", "analysis", "backend", "counters", "scale", "tcp", "packet")  # what a row reads
+# (tcp, packet: a result.json written before the backends' counters held them)
 PAIRS = (("EP", "DP"), ("DP", "DP"), ("PP", "PP"), ("PP", "DP"), ("EP", "PP"))
 
 
@@ -61,9 +63,9 @@ def _backend(result: dict) -> str:
     packet backend's own settings, in its counters; the emulator's is 5 ms of real time,
     ``emulator.nodes.RTO_MIN``: 5 ms / k of model time)."""
     name = result.get("backend") or "?"
-    tcp = result.get("tcp")
-    own = (result.get("counters") or {}).get("packet") or result.get("packet")  # or as written before counters
-    if own is not None and "settings" in own:
+    own = (result.get("counters") or {}).get(name) or result.get("packet") or {}  # or as written before counters
+    tcp = own.get(CONGESTION) or result.get("tcp")
+    if "settings" in own:
         rto = own["settings"].get("rto_min")
         return f"{name} ({tcp}, min RTO {rto * 1e6:g} us)" if rto is not None else f"{name} ({tcp})"
     if name in BACKENDS.spellings() and backend(name).capabilities.needs_root and result.get("scale"):

@@ -16,8 +16,8 @@ intra-host legs); the simulator only replaces the agents and the wires:
 
 The discrete-event loop: advance the network to the earliest of its next
 flow finish and the next timer; report what finished to the dispatcher;
-carry out its answer. Events at one instant are handled flows first, then
-timers in the order they were set. The network's rate computation and time
+carry out its answer. Events at one instant follow :data:`railbed.actions.EVENT_ORDER`
+(flows first, then timers in the order they were set). The network's rate computation and time
 advance run in numba (``network=NumbaNetwork``, the ``fluid`` backend) or in
 plain Python (``network=ReferenceNetwork``, the oracle: ``fluid-reference``).
 The loop itself stays in Python: every event calls the dispatcher and the

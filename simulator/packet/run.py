@@ -28,7 +28,7 @@ from itertools import count
 from railbed.analysis import of_dispatcher
 from railbed.dispatch import HOLD_FRACTION, Dispatcher, SetDscp, SetRate, StartFlow, StartWait
 from railbed.job import Job
-from railbed.results import RunResult
+from railbed.results import CONGESTION, RunResult
 from railbed.scheduler import Scheduler
 from railbed.spec import ClusterSpec
 from railbed.topology import Topology, default_scale
@@ -176,7 +176,6 @@ class PacketSimulation:
     def _result(self, built: float) -> RunResult:
         disp, glue = self.dispatcher, self.glue
         result = disp.result("packet")
-        result.tcp = self.options.tcp
         result.links, ports = port_stats(glue, self.plan, result.makespan)
         result.counters["packet"] = counters = {
             "ports": ports,
@@ -186,6 +185,7 @@ class PacketSimulation:
             "settings": {**self.options.__dict__, "buffers": _buffers(self.plan)},
             "ns3_events": int(self.ns.Simulator.GetEventCount()),
             "build_seconds": built,
+            CONGESTION: self.options.tcp,
         }
         problems = int(glue.Unroutable()) + int(glue.Stray())
         result.notes.append(MODEL_NOTE)

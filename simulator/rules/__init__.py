@@ -14,7 +14,7 @@ the dependency graph as CSR), and :func:`run_compact` runs it in
 :func:`~simulator.rules.kernel.run_kernel`, which reproduces :class:`simulator.fluid.run.Simulation` over
 the Dispatcher step by step:
 
-* events in the same order: the network advances to the earliest of its
+* events in :data:`railbed.actions.EVENT_ORDER`: the network advances to the earliest of its
   next finish and the next timer (:func:`simulator.fluid.network.advance_kernel`, the
   same kernel); finished flows are reported one by one in the network's
   order, then timers in (time, order set);

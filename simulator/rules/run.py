@@ -108,8 +108,8 @@ def network_free_run(cj: CompactJob) -> CompactResult:
     """The run of ``cj`` with communication taking 0 s: every flow zero bits and every route
     zero latency (same-server flows already take 0 s here). The scheduler's rules still decide
     (a flow holds while a better one is active on its NIC: that one ends in the same
-    instant), in the event order of :func:`railbed.analysis.network_free_makespan`, which
-    gives the same times for the same job (``tests/test_analysis.py``)."""
+    instant), in :data:`railbed.actions.EVENT_ORDER` as :func:`railbed.analysis.network_free_makespan`,
+    which gives the same times for the same job (``tests/test_analysis.py``, ``tests/test_event_order.py``)."""
     return run_compact(replace(cj, bits=np.zeros_like(cj.bits), route_latency=np.zeros_like(cj.route_latency)))
 
 

@@ -13,7 +13,7 @@ LOADED_SHARE = 0.5
 
 def loaded(*results) -> str | None:
     """Why these runs' machine was loaded (the fidelity report's CPU figure), or None."""
-    shares = [r.fidelity.get("cpu_saturated_share", 0.0) for r in results if getattr(r, "fidelity", None)]
+    shares = [r.fidelity_report.get("cpu_saturated_share", 0.0) for r in results if r.fidelity_report]
     worst = max(shares, default=0.0)
     if worst >= LOADED_SHARE:
         return f"host CPU >= 95 % busy in {100 * worst:.0f} % of the fidelity samples"

@@ -7,9 +7,7 @@ the all-reduce are faster on both. A flow between rails must cross
 the spine both backends chose (ECMP by flow id).
 """
 
-import json
 from pathlib import Path
-from types import SimpleNamespace
 
 import pytest
 from loadcheck import tolerance_or_load
@@ -17,6 +15,7 @@ from loadcheck import tolerance_or_load
 from emulator.runtime import run
 from emulator.testbed import Testbed
 from railbed.job import Job, Location
+from railbed.results import RunResult
 from railbed.spec import ClusterSpec
 from railbed.topology import Topology
 from railbed.units import wire_bytes
@@ -37,7 +36,7 @@ def test_both_backends_agree_on_makespan_and_completion_order(tmp_path):
 
     def emulated():
         files = [tmp_path / s.run_label / "result.json" for s in sc.schedulers]
-        return [SimpleNamespace(fidelity=json.loads(f.read_text())["fidelity"]) for f in files]
+        return [RunResult.load(f) for f in files]
 
     for c in checks:
         assert c.order_pairs >= 10, c.report()  # the order check had pairs to check

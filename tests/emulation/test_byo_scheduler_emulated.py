@@ -36,6 +36,6 @@ def test_a_scheduler_file_outside_the_repo_runs_on_the_emulator(tmp_path):
     assert emu.scheduler == "mysched:Mine"
     assert dscps(emu) == dscps(fluid) and set(dscps(emu).values()) == {0, 40}
     with tolerance_or_load(emu):  # timing checks: a loaded machine's run skips, naming the load
-        assert emu.fidelity.get("ok"), emu.fidelity.get("problems")
+        assert emu.fidelity_report.get("ok"), emu.fidelity_report.get("problems")
         assert abs(emu.makespan - fluid.makespan) <= 0.25 * fluid.makespan, (emu.makespan, fluid.makespan)
     assert Path(out / "fifo" / "result.json").exists()

@@ -36,5 +36,5 @@ def test_a_chakra_trace_runs_on_the_emulator(tmp_path):
     flows = [r for r in res.items.values() if r.kind == "flow"]
     assert flows and all(r.received == r.size for r in flows)
     with tolerance_or_load(res):  # timing checks: a loaded machine's run skips, naming the load
-        assert res.fidelity.get("ok"), res.fidelity.get("problems")
+        assert res.fidelity_report.get("ok"), res.fidelity_report.get("problems")
         assert abs(res.makespan - hand_closed_form()) <= 0.25 * hand_closed_form(), res.makespan

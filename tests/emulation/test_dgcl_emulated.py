@@ -60,8 +60,8 @@ def test_two_server_dgcl_run_completes_with_the_plans_cross_server_bytes():
     plan_cross = sum(h.size for h in plan if (h.src < 4) != (h.dst < 4))
     assert sum(emu.items[i].received for i in cross) == 2 * plan_cross  # forward + backward exchange
     with tolerance_or_load(emu):
-        assert emu.fidelity.get("ok", True), emu.fidelity.get("problems")
-        assert emu.makespan == pytest.approx(sim.makespan, rel=0.3), (_late(emu, sim), emu.fidelity)
+        assert emu.fidelity_report.get("ok", True), emu.fidelity_report.get("problems")
+        assert emu.makespan == pytest.approx(sim.makespan, rel=0.3), (_late(emu, sim), emu.fidelity_report)
 
 
 COLD_RUN = """
@@ -70,7 +70,7 @@ sys.path.insert(0, {here!r})
 from test_dgcl_emulated import ARGS, K, TWO_DGX1, Testbed, by_name, gnn_fullgraph, run
 with Testbed(TWO_DGX1, scale=K) as tb:
     emu = run(gnn_fullgraph(**ARGS), by_name("dgcl"), tb)
-print(json.dumps({{"makespan": emu.makespan, "fidelity": emu.fidelity}}, default=str))
+print(json.dumps({{"makespan": emu.makespan, "fidelity": emu.fidelity_report}}, default=str))
 """
 
 
@@ -89,7 +89,7 @@ def test_a_fresh_clones_run_compiles_its_kernels_before_the_clock_starts(tmp_pat
     assert list(tmp_path.rglob("*.nbi")), "the child found its kernels compiled: the cache was not cold"
     got = json.loads(out.stdout.strip().splitlines()[-1])
     fid = got["fidelity"]
-    with tolerance_or_load(SimpleNamespace(fidelity=fid)):  # timing checks: a loaded machine skips, naming it
+    with tolerance_or_load(SimpleNamespace(fidelity_report=fid)):  # timing checks: a loaded machine skips, naming it
         # the fidelity report's own bar (LAG_SHARE, 5 %): a kernel compiled mid-run held the controller
         # 31-75 % of the makespan; OS scheduling on 2 busy cores costs about 1 % (1.1 % in CI, stop 48:
         # 67 ms real at k = 500), which a 1 % bar here failed on

@@ -30,13 +30,13 @@ def test_tiny_gnn_job_runs_on_the_emulated_testbed(name, args):
     sim = simulate(job, make(SchedulerSpec(name, args)), TESTBED)
     assert all(r.end is not None for r in emu.items.values())
     assert all(r.received == r.size for r in emu.items.values() if r.kind == "flow")
-    problems = emu.fidelity.get("problems", [])
+    problems = emu.fidelity_report.get("problems", [])
     assert not [p for p in problems if not p.startswith("packet loss")], problems
-    if name == "distdgl" and emu.fidelity["loss"]["flagged"]:
+    if name == "distdgl" and emu.fidelity_report["loss"]["flagged"]:
         # fair TCP into one receiver: the incast loss DGTP's OES exists to avoid (§III), which the
         # fluid model leaves out; the loss verdict says so and the emulated makespan is the longer
         assert emu.makespan > sim.makespan
     else:  # paced (OES caps, MRTF): no loss worth a verdict, and the two backends agree
-        assert not emu.fidelity["loss"]["flagged"], problems
+        assert not emu.fidelity_report["loss"]["flagged"], problems
         assert emu.makespan == pytest.approx(sim.makespan, rel=0.25)
     assert any("home-store share" in n for n in emu.notes) and any("home-store share" in n for n in sim.notes)

@@ -26,7 +26,7 @@ def test_allocations_as_variants_run_emulated_with_fidelity(tmp_path: Path):
     sim = {r.scheduler: r for r in simulate_scenario(sc, tmp_path / "sim", echo=lambda _m: None, plots=False)}
     for label in ("hash", "metis"):
         run = emu[label]
-        problems = run.fidelity.get("problems", [])
+        problems = run.fidelity_report.get("problems", [])
         assert all(r.received == r.size for r in run.items.values() if r.kind == "flow")
         assert metric(run, "remote_bytes") == metric(sim[label], "remote_bytes")  # the variant's own job
         with tolerance_or_load(run):
@@ -57,7 +57,7 @@ def test_sancus_ring_broadcasts_cross_servers_on_the_emulator(tmp_path: Path):
     sc = Scenario.from_dict(data, tmp_path)
     emu = {r.scheduler: r for r in run_scenario(sc, tmp_path / "emu", echo=lambda _m: None, plots=False)}
     for run in emu.values():
-        problems = run.fidelity.get("problems", [])
+        problems = run.fidelity_report.get("problems", [])
         cross = [r for r in run.items.values() if r.parent is not None and r.server != r.dst_server]
         assert cross and all(r.received == r.size for r in cross)
         with tolerance_or_load(run):

@@ -61,16 +61,16 @@ def test_the_loss_verdict_flags_the_lossy_all_to_all_and_not_the_clean_chain():
     with Testbed(CLUSTER, scale=K) as tb:
         clean = run(chain(), make(SchedulerSpec("fifo")), tb)
 
-    fid, loss = lossy.fidelity, lossy.fidelity["loss"]
+    fid, loss = lossy.fidelity_report, lossy.fidelity_report["loss"]
     assert loss["drops"] > 100 and loss["resent_share"] > 0.01, loss  # the case loses packets
     assert loss["fluid_makespan"] and lossy.makespan > loss["fluid_makespan"]
     assert loss["flagged"] and not fid["ok"], loss
     (text,) = [p for p in fid["problems"] if p.startswith("packet loss cost a measurable share of the makespan")]
     assert f"{loss['drops']} packets dropped" in text and "above the fluid model's" in text and "larger k" in text
 
-    loss = clean.fidelity["loss"]
+    loss = clean.fidelity_report["loss"]
     assert loss["fluid_makespan"]
     with tolerance_or_load(clean):
-        assert not loss["flagged"], (loss, clean.fidelity["problems"])
-        assert not any(p.startswith("packet loss") for p in clean.fidelity["problems"])
+        assert not loss["flagged"], (loss, clean.fidelity_report["problems"])
+        assert not any(p.startswith("packet loss") for p in clean.fidelity_report["problems"])
         assert loss["excess_over_fluid"] < 0.03 and loss["stall_floor_share"] < 0.01

@@ -63,7 +63,7 @@ def test_a_jumbo_fabric_sends_a_sixth_of_the_packets_for_the_same_bytes():
         # handshake, the FIN, ARP (measured: +9 at MTU 1500 on a quiet machine), what TCP resent,
         # and short segments where the sender ran dry (a loaded machine: +27 of 1449 at MTU 9000)
         least = framing.packets(SIZE + 16)
-        resent = res.fidelity.get("tcp_retransmits", 0)
+        resent = res.fidelity_report.get("tcp_retransmits", 0)
         assert least <= packets[mtu] <= 1.03 * least + 16 + resent, (mtu, packets[mtu], least, resent)
         ideal = framing.wire_bytes(SIZE + 16) * 8 / RATE
         assert ideal <= res.makespan <= 1.08 * ideal, f"MTU {mtu}: {res.makespan / ideal:.3f} of its wire time"

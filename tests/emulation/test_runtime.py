@@ -42,7 +42,7 @@ def test_every_flow_runs_the_testbeds_congestion_control(tcp):
     """A namespace inherits the host's default congestion control (bbr on some machines, cubic on
     Debian) and may not change it: the agents set the testbed's on each socket. With both names
     one of them differs from the host's, whichever it is. Read from the sender's sockets (``ss``)
-    while the flow runs, and from the agents' own report (``result.tcp``)."""
+    while the flow runs, and from the agents' own report (``result.own["congestion"]``)."""
     job = Job("cc")
     endpoints(job, 2)
     job.flow("f", "w0", "w1", 3_000_000)
@@ -65,7 +65,7 @@ def test_every_flow_runs_the_testbeds_congestion_control(tcp):
         finally:
             done.set()
             watcher.join()
-    assert res.tcp == tcp
+    assert res.own["congestion"] == tcp  # its backend's counters (railbed.results.CONGESTION)
     assert seen == {tcp}, seen
 
 
@@ -320,7 +320,7 @@ def test_cli_run_writes_a_results_directory(tmp_path):
     for sched in ("fifo", "tag-priority"):
         res = RunResult.load(out / sched / "result.json")
         assert res.scheduler == sched and len(res.flow_completion_times()) == 12
-        assert res.fidelity["samples"] >= 2 and res.links
+        assert res.fidelity_report["samples"] >= 2 and res.links
         check_analysis(res, out / sched / "summary.txt")
     assert len(Job.load(out / "job.json")) == 18
 

@@ -149,7 +149,7 @@ def compare(emulated: RunResult, simulated: RunResult, margin: float = ORDER_MAR
         emulated.makespan,
         simulated.makespan,
         margin=margin,
-        fidelity=emulated.fidelity or {},
+        fidelity=emulated.fidelity_report,
         sides=(emulated.backend, simulated.backend),
     )
     ends = []
