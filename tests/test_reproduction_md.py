@@ -16,7 +16,7 @@ digest of its claims, scenario and cluster files and of the code its runs can
 execute, read statically) was made by this code from these inputs, and the
 runs are deterministic: it is not run again here unless
 ``RAILBED_REGENERATE_SECTIONS=1`` (say, to check another platform's floats).
-Hermod's and LEO's quick sections alone took 25 and 14 minutes of CPU here, and
+Hermod's and LEO's quick sections alone took 21 and 14 minutes of CPU here, and
 CI has 40 minutes for everything. A change that moves a section's inputs makes
 it stale, and the test then regenerates it: commit sections regenerated with
 the code they depend on (``railbed reproduce --check REPRODUCTION.md``).
