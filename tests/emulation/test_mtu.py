@@ -14,6 +14,7 @@ from emulator.testbed import Testbed
 from railbed.job import Job, Location
 from railbed.spec import ClusterSpec
 from schedulers import by_name
+from tc_policies.plan import shaping_params
 
 SIZE = 8948 * 1448  # 12.96 MB: whole segments at both MTUs
 RATE = 1e9  # model; k = 10: 100 Mbit/s real
@@ -66,7 +67,10 @@ def test_a_jumbo_fabric_sends_a_sixth_of_the_packets_for_the_same_bytes():
         resent = res.fidelity_report.get("tcp_retransmits", 0)
         assert least <= packets[mtu] <= 1.03 * least + 16 + resent, (mtu, packets[mtu], least, resent)
         ideal = framing.wire_bytes(SIZE + 16) * 8 / RATE
-        assert ideal <= res.makespan <= 1.08 * ideal, f"MTU {mtu}: {res.makespan / ideal:.3f} of its wire time"
+        # HTB lets a burst through unshaped (1 ms of bytes) at each of the two shaped ports on the
+        # way: the run may end that much before the wire time (measured under 2 CPU hogs: 0.9996)
+        early = 2 * shaping_params(RATE / 10, framing.frame)[1] * 8 / RATE
+        assert ideal - early <= res.makespan <= 1.08 * ideal, f"MTU {mtu}: {res.makespan / ideal:.4f} of its wire time"
     assert packets[1500] / packets[9000] == pytest.approx(8948 / 1448, rel=0.05)  # 6.18: 5.87..6.49
 
 
