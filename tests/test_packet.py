@@ -211,3 +211,38 @@ def test_ecn_marks_instead_of_dropping_under_dctcp():
     assert dctcp.own["congestion"] == "dctcp" and tail.own["congestion"] == "cubic"
     assert dctcp.counters["packet"]["marks"] > 0 and tail.counters["packet"]["marks"] == 0
     assert dctcp.counters["packet"]["drops"] < tail.counters["packet"]["drops"]
+
+
+class Spines(Scheduler):
+    """Pins flow ``x`` to spine ``sx`` and ``y`` to ``sy``."""
+
+    name = "spines"
+
+    def __init__(self, sx, sy):
+        self.pick = {"x": sx, "y": sy}
+
+    def choose_spine(self, flow, src, dst, view):
+        return self.pick[flow.id]
+
+
+@needs_ns3
+@pytest.mark.packet
+def test_choose_spine_pins_flows_between_leaves_on_ns3():
+    """tests/test_interface.py's leaf-spine case on packets: servers 0-1 on leaf 0, 2-3 on leaf 1,
+    two spines, every link 1 Gbit/s; x (0 -> 2) and y (1 -> 3) each alone take T. On one spine they
+    share leaf 0's uplink to it and end near 2T (TCP: not exactly); on two spines each near T."""
+    spec = ClusterSpec.from_dict(
+        {
+            "servers": [{"count": 4, "gpus": 1, "nic_rate": GBIT}],
+            "fabric": {"type": "leaf_spine", "servers_per_leaf": 2, "spines": 2, "uplink_rate": GBIT},
+        }
+    )
+    job = flows_job(("x", 0, 2, S), ("y", 1, 3, S))
+    alone = fct(run(flows_job(("x", 0, 2, S)), Spines(0, 0), spec), "x")
+    for (sx, sy), share in (((0, 0), 2), ((1, 1), 2), ((0, 1), 1), ((1, 0), 1)):
+        res = run(job, Spines(sx, sy), spec)
+        assert (res.items["x"].spine, res.items["y"].spine) == (sx, sy)
+        last = max(fct(res, "x"), fct(res, "y"))
+        assert last == pytest.approx(share * alone, rel=0.08), ((sx, sy), last / alone)
+        if (sx, sy) == (0, 0):
+            assert res.links["leaf0:leaf0-sp0"]["bytes"] >= 2 * wire_bytes(S)
