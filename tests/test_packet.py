@@ -8,6 +8,7 @@ import json
 
 import pytest
 import yaml
+from test_interface import Spines  # the fluid test's scheduler: pins x and y to the spines given
 
 from railbed.backend import TCP_CONGESTION, RunOptions, backend
 from railbed.errors import SpecError
@@ -211,18 +212,6 @@ def test_ecn_marks_instead_of_dropping_under_dctcp():
     assert dctcp.own["congestion"] == "dctcp" and tail.own["congestion"] == "cubic"
     assert dctcp.counters["packet"]["marks"] > 0 and tail.counters["packet"]["marks"] == 0
     assert dctcp.counters["packet"]["drops"] < tail.counters["packet"]["drops"]
-
-
-class Spines(Scheduler):
-    """Pins flow ``x`` to spine ``sx`` and ``y`` to ``sy``."""
-
-    name = "spines"
-
-    def __init__(self, sx, sy):
-        self.pick = {"x": sx, "y": sy}
-
-    def choose_spine(self, flow, src, dst, view):
-        return self.pick[flow.id]
 
 
 @needs_ns3
