@@ -10,47 +10,9 @@ from numba import njit
 from simulator.contention import meter_step
 from simulator.fluid.network import advance_kernel
 from simulator.rules.model import LOCAL, NET, TASK
+from simulator.rules.network import finish_room, heap_pop, heap_push, net_join, net_step, settle_all
 
 # ---------------------------------------------------------------- kernel helpers
-# Timers: a binary heap on arrays ordered by (time, sequence number), as simulator.fluid.run's heapq.
-
-
-@njit(cache=True)
-def _heap_push(ht, hs, hi, size, t, seq, item):  # pragma: no cover - numba
-    k = size
-    ht[k], hs[k], hi[k] = t, seq, item
-    while k > 0:
-        p = (k - 1) >> 1
-        if ht[p] < ht[k] or (ht[p] == ht[k] and hs[p] < hs[k]):
-            break
-        ht[p], ht[k] = ht[k], ht[p]
-        hs[p], hs[k] = hs[k], hs[p]
-        hi[p], hi[k] = hi[k], hi[p]
-        k = p
-    return size + 1
-
-
-@njit(cache=True)
-def _heap_pop(ht, hs, hi, size):  # pragma: no cover - numba
-    """Remove the top (the caller read it at index 0); returns the new size."""
-    size -= 1
-    ht[0], hs[0], hi[0] = ht[size], hs[size], hi[size]
-    k = 0
-    while True:
-        a = 2 * k + 1
-        if a >= size:
-            break
-        b = a + 1
-        c = a
-        if b < size and (ht[b] < ht[a] or (ht[b] == ht[a] and hs[b] < hs[a])):
-            c = b
-        if ht[k] < ht[c] or (ht[k] == ht[c] and hs[k] < hs[c]):
-            break
-        ht[c], ht[k] = ht[k], ht[c]
-        hs[c], hs[k] = hs[k], hs[c]
-        hi[c], hi[k] = hi[k], hi[c]
-        k = c
-    return size
 
 
 @njit(cache=True)
@@ -89,6 +51,15 @@ def _grow_net(flow_links, nhops, sprio, scap, rem, rates, act, state, finished, 
     for k in range(old):
         out[10][k] = 2 * old - 1 - k
     return out
+
+
+@njit(cache=True)
+def _grow_lazy(tset, rset, ver, aseq, fmark, comp, lnext, lprev, seeds):  # pragma: no cover - numba
+    """The lazy network's per-slot arrays (simulator.rules.network) for twice the slots."""
+    return (
+        _grow1(tset, 0.0), _grow1(rset, 0.0), _grow1(ver, 0), _grow1(aseq, 0), _grow1(fmark, 0), _grow1(comp, 0),
+        _grow1(lnext, -1), _grow1(lprev, -1), _grow1(seeds, 0),
+    )  # fmt: skip
 
 
 @njit(cache=True)
@@ -201,6 +172,23 @@ def run_kernel(
     for k in range(slots):
         free[k] = slots - 1 - k
     nfree = slots
+    # unmetered, the lazy network (simulator.rules.network) instead of advance_kernel's act list
+    tset = np.zeros(slots)
+    rset = np.zeros(slots)
+    ver = np.zeros(slots, np.int64)
+    aseq = np.zeros(slots, np.int64)
+    fmark = np.zeros(slots, np.int64)
+    comp = np.zeros(slots, np.int64)
+    lnext = np.full(slots * route_links.shape[1], -1, np.int64)
+    lprev = np.full(slots * route_links.shape[1], -1, np.int64)
+    lhead = np.full(nlinks, -1, np.int64)
+    seeds = np.zeros(nlinks + slots, np.int64)
+    seeded = np.zeros(nlinks, np.bool_)
+    lmark = np.zeros(nlinks, np.int64)
+    queue = np.zeros(nlinks, np.int64)
+    nseed = 0
+    joined = 0
+    fh_t, fh_v, fh_s, fh_n = np.zeros(slots), np.zeros(slots, np.int64), np.zeros(slots, np.int32), 0
     nact = 0
     dirty = False
     left = np.zeros(nlinks)
@@ -232,6 +220,8 @@ def run_kernel(
     while True:
         if ctl[0] != 0.0:  # asked to stop (Ctrl-C in the calling thread)
             ctl[1] = now
+            if not metered:
+                settle_all(now, slot_item, flow_links, nhops, rem, rset, tset, link_bits)
             stats[0], stats[1], stats[2] = events, steps, done
             return 4
         # ------------------------------------------------ the next report (Simulation._run)
@@ -242,7 +232,7 @@ def run_kernel(
             fin_pos += 1
         elif timers and hsize > 0 and ht[0] <= now:
             i = hi[0]
-            hsize = _heap_pop(ht, hs, hi, hsize)
+            hsize = heap_pop(ht, hs, hi, hsize)
             events += 1
             if release.shape[0] > 0 and np.isnan(ready_t[i]):  # its release time came
                 now = max(now, release[i])
@@ -263,15 +253,22 @@ def run_kernel(
                     )  # fmt: skip
                     nfree = slots // 2
                     sftype, scont = _grow1(sftype, 0), _grow1(scont, False)
+                    tset, rset, ver, aseq, fmark, comp, lnext, lprev, seeds = _grow_lazy(
+                        tset, rset, ver, aseq, fmark, comp, lnext, lprev, seeds
+                    )
                 nfree -= 1
                 sl = free[nfree]
                 _fill_slot(sl, i, route[i], flow_links, nhops, sprio, scap, rem, slot_item, route_links, route_hops,
                            prio, cap, bits)  # fmt: skip
                 if metered:
                     sftype[sl] = ftype[i]
-                act[nact] = sl
+                    act[nact] = sl
+                    dirty = True
+                else:
+                    nseed = net_join(sl, joined, now, flow_links, nhops, lhead, lnext, lprev, tset, aseq, rset,
+                                     seeds, nseed, seeded)  # fmt: skip
+                joined += 1
                 nact += 1
-                dirty = True
                 continue
         else:
             timers = False
@@ -283,10 +280,26 @@ def run_kernel(
                 return 1
             nfin = 0
             t = t_limit
-            if nact > 0:
+            if nact > 0 and not metered:
+                stats[3] += nact
+                fh_t, fh_v, fh_s, fh_n = finish_room(fh_t, fh_v, fh_s, fh_n, nact, ver)
+                t, nfin, ncomp, nseed, fh_n = net_step(
+                    now, t_limit, link_cap, flow_links, nhops, sprio, scap, rem, rates, rset, tset, ver, aseq, state,
+                    lhead, lnext, lprev, seeds, nseed, seeded, lmark, fmark, steps + 1, queue, comp, left, lcount,
+                    link_load, link_bits, peak_load, fh_t, fh_v, fh_s, fh_n, finished,
+                )  # fmt: skip
+                if ncomp > 0:
+                    stats[4] += 1
+                    stats[5] += ncomp
+                if t == np.inf:
+                    stats[0], stats[1], stats[2] = events, steps, done
+                    return 2
+                nact -= nfin
+            elif nact > 0:
                 stats[3] += nact
                 if dirty:
                     stats[4] += 1
+                    stats[5] += nact
                 t, nfin, nact = advance_kernel(
                     now, t_limit, dirty, link_cap, flow_links, nhops, sprio, scap, rem, rates, act, nact,
                     left, lcount, state, link_load, link_bits, peak_load, finished,
@@ -366,7 +379,7 @@ def run_kernel(
         for x in range(nready):
             i = readyl[x]
             if release.shape[0] > 0 and release[i] > now:  # not ready before its release time
-                hsize = _heap_push(ht, hs, hi, hsize, now + (release[i] - now), seq, i)
+                hsize = heap_push(ht, hs, hi, hsize, now + (release[i] - now), seq, i)
                 seq += 1
                 continue
             ready_t[i] = now
@@ -492,7 +505,7 @@ def run_kernel(
             i = started[x]
             r = route[i]
             if route_latency[r] > 0:
-                hsize = _heap_push(ht, hs, hi, hsize, now + route_latency[r], seq, i)
+                hsize = heap_push(ht, hs, hi, hsize, now + route_latency[r], seq, i)
                 seq += 1
                 continue
             if nfree == 0:
@@ -504,21 +517,28 @@ def run_kernel(
                 )  # fmt: skip
                 nfree = slots // 2
                 sftype, scont = _grow1(sftype, 0), _grow1(scont, False)
+                tset, rset, ver, aseq, fmark, comp, lnext, lprev, seeds = _grow_lazy(
+                    tset, rset, ver, aseq, fmark, comp, lnext, lprev, seeds
+                )
             nfree -= 1
             sl = free[nfree]
             _fill_slot(sl, i, r, flow_links, nhops, sprio, scap, rem, slot_item, route_links, route_hops,
                        prio, cap, bits)  # fmt: skip
             if metered:
                 sftype[sl] = ftype[i]
-            act[nact] = sl
+                act[nact] = sl
+                dirty = True
+            else:
+                nseed = net_join(sl, joined, now, flow_links, nhops, lhead, lnext, lprev, tset, aseq, rset, seeds,
+                                 nseed, seeded)  # fmt: skip
+            joined += 1
             nact += 1
-            dirty = True
         for x in range(nwaits):
             i = waits[x]
-            hsize = _heap_push(ht, hs, hi, hsize, now + duration[i], seq, i)
+            hsize = heap_push(ht, hs, hi, hsize, now + duration[i], seq, i)
             seq += 1
         for x in range(nlocal):
-            hsize = _heap_push(ht, hs, hi, hsize, now, seq, local[x])
+            hsize = heap_push(ht, hs, hi, hsize, now, seq, local[x])
             seq += 1
     stats[0], stats[1], stats[2] = events, steps, done
     return 0
