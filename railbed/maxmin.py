@@ -231,10 +231,12 @@ def component_reference(paths: Sequence[Sequence[int]], active: Sequence[int], s
 
 @njit(cache=True)
 def component_kernel(
-    seeds, nseed, lhead, lnext, flow_links, nhops, lmark, fmark, epoch, queue, comp
+    seeds, nseed, lhead, lnext, flow_links, nhops, lmark, fmark, epoch, queue, comp, limit
 ):  # pragma: no cover - numba
     """The active flows connected to ``seeds[:nseed]`` (links; a flow ``f`` written ``-1 - f``,
-    as a flow without links must be) into ``comp``; returns their number.
+    as a flow without links must be) into ``comp``; returns their number, or -1 as soon as
+    they are more than ``limit`` (the caller then re-rates every active flow: a search that
+    would reach most of them costs more than it saves).
 
     Why it is enough: max-min with strict priority couples two flows only through a link they
     share (a class sees what the classes above left on *its* links), so the flows connected to
@@ -256,6 +258,8 @@ def component_kernel(
         s = seeds[k]
         if s < 0 and fmark[-1 - s] != epoch:
             f = -1 - s
+            if ncomp == limit:
+                return -1
             fmark[f] = epoch
             comp[ncomp] = f
             ncomp += 1
@@ -276,6 +280,8 @@ def component_kernel(
         while e >= 0:
             f = e // width
             if fmark[f] != epoch:
+                if ncomp == limit:
+                    return -1
                 fmark[f] = epoch
                 comp[ncomp] = f
                 ncomp += 1

@@ -179,15 +179,15 @@ def link_lists(flow_links, nhops, active, nlinks):
     return lhead, lnext
 
 
-def kernel_component(paths, nlinks, active, seeds, epoch=1):
+def kernel_component(paths, nlinks, active, seeds, epoch=1, limit=None):
     flow_links, nhops = pack_paths(paths)
     lhead, lnext = link_lists(flow_links, nhops, active, nlinks)
     comp = np.zeros(len(paths), np.int64)
     lmark, fmark = np.zeros(nlinks, np.int64), np.zeros(len(paths), np.int64)
     seeds = np.array(seeds, np.int64)
     n = component_kernel(seeds, len(seeds), lhead, lnext, flow_links, nhops, lmark, fmark, epoch, np.zeros(nlinks,
-                         np.int64), comp)  # fmt: skip
-    return sorted(comp[:n].tolist())
+                         np.int64), comp, len(paths) if limit is None else limit)  # fmt: skip
+    return None if n < 0 else sorted(comp[:n].tolist())
 
 
 def test_the_component_is_transitive_and_stops_at_unshared_links():
@@ -201,6 +201,9 @@ def test_the_component_is_transitive_and_stops_at_unshared_links():
         assert fn(paths, 6, [0, 1, 2, 3], [5]) == []
         assert fn(paths + [[]], 6, [0, 1, 2, 3, 4], [5, -1 - 4]) == [4]  # a flow without links, as a seed
         assert fn(paths, 6, [0, 1, 2, 3], [-1 - 2]) == [0, 1, 2]
+    assert kernel_component(paths, 6, [0, 1, 2, 3], [0], limit=2) is None  # more than 2: the search gives up
+    assert kernel_component(paths, 6, [0, 1, 2, 3], [0], limit=3) == [0, 1, 2]
+    assert kernel_component(paths + [[]], 6, [0, 1, 2, 3, 4], [-1 - 4], limit=0) is None
 
 
 changes = st.tuples(instances, st.integers(0, 2**32 - 1))
@@ -227,6 +230,8 @@ def test_rates_recomputed_over_the_changed_component_equal_the_full_recomputatio
         rates[f] = r
     comp = kernel_component(paths, nlinks, new, seeds, epoch=rng.randint(1, 9))
     assert comp == component_reference(paths, new, seeds)
+    limit = rng.randint(0, len(comp) + 1)  # the search gives up (-1) exactly when the component is larger
+    assert kernel_component(paths, nlinks, new, seeds, limit=limit) == (None if len(comp) > limit else comp)
     flow_links, nhops = pack_paths(paths)
     maxmin_kernel(
         np.array(capacity, float), flow_links, nhops, np.array(prio), np.array(cap, float), np.array(comp, np.int64),

@@ -54,18 +54,20 @@ def _grow_net(flow_links, nhops, sprio, scap, rem, rates, act, state, finished, 
 
 
 @njit(cache=True)
-def _grow_lazy(tset, rset, ver, aseq, fmark, comp, lnext, lprev, seeds):  # pragma: no cover - numba
+def _grow_lazy(tset, rset, ver, aseq, apos, fmark, comp, lnext, lprev, seeds):  # pragma: no cover - numba
     """The lazy network's per-slot arrays (simulator.rules.network) for twice the slots."""
     return (
-        _grow1(tset, 0.0), _grow1(rset, 0.0), _grow1(ver, 0), _grow1(aseq, 0), _grow1(fmark, 0), _grow1(comp, 0),
+        _grow1(tset, 0.0), _grow1(rset, 0.0), _grow1(ver, 0), _grow1(aseq, 0), _grow1(apos, 0), _grow1(fmark, 0),
+        _grow1(comp, 0),
         _grow1(lnext, -1), _grow1(lprev, -1), _grow1(seeds, 0),
     )  # fmt: skip
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _fill_slot(sl, i, r, flow_links, nhops, sprio, scap, rem, slot_item, route_links, route_hops, prio, cap, bits):
     """Network slot ``sl`` takes flow item ``i`` on route ``r`` (its links, class, cap and bits)."""
-    flow_links[sl, :] = route_links[r]
+    for h in range(flow_links.shape[1]):
+        flow_links[sl, h] = route_links[r, h]
     nhops[sl] = route_hops[r]
     sprio[sl] = prio[i]
     scap[sl] = cap[i]
@@ -73,7 +75,7 @@ def _fill_slot(sl, i, r, flow_links, nhops, sprio, scap, rem, slot_item, route_l
     slot_item[sl] = i
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _start_flow(i, now, kind, start_t, local, nlocal, started, nstarted, any_rule, nic, a_head, a_next, a_prev):
     """Start flow ``i`` (Dispatcher._start_flow): a same-server one joins this batch's 0 s waits,
     a network one the flows started (and, when rules hold flows, its NIC's active list).
@@ -177,6 +179,7 @@ def run_kernel(
     rset = np.zeros(slots)
     ver = np.zeros(slots, np.int64)
     aseq = np.zeros(slots, np.int64)
+    apos = np.zeros(slots, np.int64)  # a slot's index in act (the lazy network keeps act unordered)
     fmark = np.zeros(slots, np.int64)
     comp = np.zeros(slots, np.int64)
     lnext = np.full(slots * route_links.shape[1], -1, np.int64)
@@ -187,6 +190,7 @@ def run_kernel(
     lmark = np.zeros(nlinks, np.int64)
     queue = np.zeros(nlinks, np.int64)
     nseed = 0
+    dense = False  # the last search for a component gave up (simulator.rules.network.net_step)
     joined = 0
     fh_t, fh_v, fh_s, fh_n = np.zeros(slots), np.zeros(slots, np.int64), np.zeros(slots, np.int32), 0
     nact = 0
@@ -236,7 +240,8 @@ def run_kernel(
             events += 1
             if release.shape[0] > 0 and np.isnan(ready_t[i]):  # its release time came
                 now = max(now, release[i])
-                readyl = _room(readyl, nready + 1)
+                if nready + 1 > readyl.shape[0]:
+                    readyl = _room(readyl, nready + 1)
                 readyl[nready] = i
                 nready += 1
                 report = -1
@@ -253,18 +258,19 @@ def run_kernel(
                     )  # fmt: skip
                     nfree = slots // 2
                     sftype, scont = _grow1(sftype, 0), _grow1(scont, False)
-                    tset, rset, ver, aseq, fmark, comp, lnext, lprev, seeds = _grow_lazy(
-                        tset, rset, ver, aseq, fmark, comp, lnext, lprev, seeds
+                    tset, rset, ver, aseq, apos, fmark, comp, lnext, lprev, seeds = _grow_lazy(
+                        tset, rset, ver, aseq, apos, fmark, comp, lnext, lprev, seeds
                     )
                 nfree -= 1
                 sl = free[nfree]
                 _fill_slot(sl, i, route[i], flow_links, nhops, sprio, scap, rem, slot_item, route_links, route_hops,
                            prio, cap, bits)  # fmt: skip
+                act[nact] = sl
                 if metered:
                     sftype[sl] = ftype[i]
-                    act[nact] = sl
                     dirty = True
                 else:
+                    apos[sl] = nact
                     nseed = net_join(sl, joined, now, flow_links, nhops, lhead, lnext, lprev, tset, aseq, rset,
                                      seeds, nseed, seeded)  # fmt: skip
                 joined += 1
@@ -283,10 +289,11 @@ def run_kernel(
             if nact > 0 and not metered:
                 stats[3] += nact
                 fh_t, fh_v, fh_s, fh_n = finish_room(fh_t, fh_v, fh_s, fh_n, nact, ver)
-                t, nfin, ncomp, nseed, fh_n = net_step(
-                    now, t_limit, link_cap, flow_links, nhops, sprio, scap, rem, rates, rset, tset, ver, aseq, state,
+                t, nfin, ncomp, nseed, fh_n, dense = net_step(
+                    now, t_limit, link_cap, flow_links, nhops, sprio, scap, rem, rates, rset, tset, ver, aseq, act,
+                    apos, nact, state,
                     lhead, lnext, lprev, seeds, nseed, seeded, lmark, fmark, steps + 1, queue, comp, left, lcount,
-                    link_load, link_bits, peak_load, fh_t, fh_v, fh_s, fh_n, finished,
+                    link_load, link_bits, peak_load, fh_t, fh_v, fh_s, fh_n, finished, dense,
                 )  # fmt: skip
                 if ncomp > 0:
                     stats[4] += 1
@@ -347,7 +354,8 @@ def run_kernel(
             end_t[i] = now
             done += 1
             while True:  # i's dependents; then, if i was its original's last sub-flow, the original's
-                readyl = _room(readyl, nready + dep_ptr[i + 1] - dep_ptr[i])
+                if nready + dep_ptr[i + 1] - dep_ptr[i] > readyl.shape[0]:
+                    readyl = _room(readyl, nready + dep_ptr[i + 1] - dep_ptr[i])
                 for e in range(dep_ptr[i], dep_ptr[i + 1]):
                     j = dep_idx[e]
                     missing[j] -= 1
@@ -369,11 +377,13 @@ def run_kernel(
         # ------------------------------------------------ Dispatcher._settle(now, ready, freed)
         if nready > 1:
             readyl[:nready] = np.sort(readyl[:nready])
-        held = _room(held, nheld + nready)
-        held2 = _room(held2, nheld + nready)
+        if nheld + nready > held.shape[0]:  # (a call passing an array costs reference counting: not at every event)
+            held = _room(held, nheld + nready)
+            held2 = _room(held2, nheld + nready)
         # flows started in this settling: the held ones, the sub-flows ready, those of gates split
-        started = _room(started, nheld + nready + nsub + nsubs)
-        local = _room(local, nheld + nready + nsub + nsubs)
+        if nheld + nready + nsub + nsubs > started.shape[0]:
+            started = _room(started, nheld + nready + nsub + nsubs)
+            local = _room(local, nheld + nready + nsub + nsubs)
         if release.shape[0] > 0 and hsize + nready > ht.shape[0]:
             ht, hs, hi = _room(ht, hsize + nready), _room(hs, hsize + nready), _room(hi, hsize + nready)
         for x in range(nready):
@@ -517,18 +527,19 @@ def run_kernel(
                 )  # fmt: skip
                 nfree = slots // 2
                 sftype, scont = _grow1(sftype, 0), _grow1(scont, False)
-                tset, rset, ver, aseq, fmark, comp, lnext, lprev, seeds = _grow_lazy(
-                    tset, rset, ver, aseq, fmark, comp, lnext, lprev, seeds
+                tset, rset, ver, aseq, apos, fmark, comp, lnext, lprev, seeds = _grow_lazy(
+                    tset, rset, ver, aseq, apos, fmark, comp, lnext, lprev, seeds
                 )
             nfree -= 1
             sl = free[nfree]
             _fill_slot(sl, i, r, flow_links, nhops, sprio, scap, rem, slot_item, route_links, route_hops,
                        prio, cap, bits)  # fmt: skip
+            act[nact] = sl
             if metered:
                 sftype[sl] = ftype[i]
-                act[nact] = sl
                 dirty = True
             else:
+                apos[sl] = nact
                 nseed = net_join(sl, joined, now, flow_links, nhops, lhead, lnext, lprev, tset, aseq, rset, seeds,
                                  nseed, seeded)  # fmt: skip
             joined += 1

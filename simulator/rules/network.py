@@ -8,7 +8,11 @@ flow-steps at 8192 GPUs). Here:
 * **Rates over the changed component.** A flow that joins or ends marks its links (``seeds``);
   the next step finds the flows connected to them (:func:`railbed.maxmin.component_kernel`)
   and runs :func:`railbed.maxmin.maxmin_kernel` over those only; the others keep their rates
-  (max-min couples flows only through shared links; see ``component_kernel``).
+  (max-min couples flows only through shared links; see ``component_kernel``). A search that
+  reaches more than ``1/DENSE`` of the active flows gives up and every active flow (``act``,
+  unordered: a flow that ends takes the last one's place, ``apos``) is re-rated, as
+  ``advance_kernel`` would: where every flow shares links with every other (the DP rings
+  alone, one component), the search was pure extra (issue 42's 1.6-2.4x).
 * **Bits settled lazily.** A flow keeps ``rem`` (bits left at ``tset``) and its rate since then
   (``rset``; ``rates`` is max-min's output); its bits are settled (``rem`` and the links'
   ``link_bits`` brought to ``now``) only when a recomputation changes its rate (an unchanged
@@ -17,7 +21,14 @@ flow-steps at 8192 GPUs). Here:
 * **Finishes from a heap.** Whenever a flow's rate changes, its finish time
   ``tset + rem / rate`` is pushed with the flow's version (``ver``, bumped at each push and at
   its end); entries of an older version are skipped when they reach the top, and dropped all
-  at once when the heap is full (:func:`finish_room`).
+  at once when the heap is full (:func:`finish_room`). When a step changes many rates, or
+  many flows end together, the heap is rebuilt in one pass (:func:`heapify`) rather than
+  pushed or popped entry by entry (``_new_finishes``, ``_take_finishes``): the same entries,
+  so the same finishes.
+
+The helpers called per flow are compiled without numba's reference counting (``_nrt=False``:
+they allocate nothing): a call that passes arrays otherwise pays an atomic increment and
+decrement per array, which was half the time of the DP rings' run (``perf`` on the kernel).
 
 The step's semantics are ``advance_kernel``'s: the earliest finish ``t_min``, or ``t_limit``
 (the next timer) if it is earlier; the flows finishing within ``t_min * (1 + EPS)`` end
@@ -41,12 +52,14 @@ from numba import njit
 from railbed.maxmin import EPS, component_kernel, maxmin_kernel
 from simulator.fluid.network import finish_time
 
+DENSE = 4  # a change reaching more than 1/DENSE of the active flows re-rates them all (no search further)
+
 # ---------------------------------------------------------------- a binary heap on arrays
 # ordered by (time, sequence number), as simulator.fluid.run's heapq; the kernel's timers and the
 # finish heap below (where the "sequence number" is the flow's version and the item its slot).
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def heap_push(ht, hs, hi, size, t, seq, item):  # pragma: no cover - numba
     k = size
     ht[k], hs[k], hi[k] = t, seq, item
@@ -61,12 +74,18 @@ def heap_push(ht, hs, hi, size, t, seq, item):  # pragma: no cover - numba
     return size + 1
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def heap_pop(ht, hs, hi, size):  # pragma: no cover - numba
     """Remove the top (the caller read it at index 0); returns the new size."""
     size -= 1
     ht[0], hs[0], hi[0] = ht[size], hs[size], hi[size]
-    k = 0
+    _sift_down(ht, hs, hi, size, 0)
+    return size
+
+
+@njit(cache=True, _nrt=False)
+def _sift_down(ht, hs, hi, size, k):  # pragma: no cover - numba
+    """Entry ``k`` moved down below its children until the heap order holds under it."""
     while True:
         a = 2 * k + 1
         if a >= size:
@@ -81,13 +100,20 @@ def heap_pop(ht, hs, hi, size):  # pragma: no cover - numba
         hs[c], hs[k] = hs[k], hs[c]
         hi[c], hi[k] = hi[k], hi[c]
         k = c
-    return size
+
+
+@njit(cache=True, _nrt=False)
+def heapify(ht, hs, hi, size):  # pragma: no cover - numba
+    """The first ``size`` entries put in heap order (bottom up: O(size), against O(size log size)
+    for as many pushes)."""
+    for k in range(size // 2 - 1, -1, -1):
+        _sift_down(ht, hs, hi, size, k)
 
 
 # ---------------------------------------------------------------- flows joining and leaving
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def net_join(sl, order, now, flow_links, nhops, lhead, lnext, lprev, tset, aseq, rset, seeds, nseed, seeded):
     """Slot ``sl`` (filled) joins the network at ``now``, the ``order``-th to join: it enters its
     links' lists and its links become seeds. Returns the new ``nseed``."""  # pragma: no cover
@@ -113,7 +139,7 @@ def net_join(sl, order, now, flow_links, nhops, lhead, lnext, lprev, tset, aseq,
     return nseed
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, _nrt=False)
 def _leave(sl, flow_links, nhops, lhead, lnext, lprev, seeds, nseed, seeded):  # pragma: no cover - numba
     """Slot ``sl`` leaves its links' lists; its links become seeds. Returns the new ``nseed``."""
     width = flow_links.shape[1]
@@ -133,7 +159,7 @@ def _leave(sl, flow_links, nhops, lhead, lnext, lprev, seeds, nseed, seeded):  #
     return nseed
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, _nrt=False)
 def _settle(f, now, flow_links, nhops, rem, rset, tset, link_bits):  # pragma: no cover - numba
     """Flow ``f``'s bits brought from ``tset[f]`` to ``now`` at its rate since then, ``rset[f]``."""
     dt = now - tset[f]
@@ -158,17 +184,25 @@ def settle_all(now, slot_item, flow_links, nhops, rem, rset, tset, link_bits):  
 
 @njit(cache=True)
 def net_step(
-    now, t_limit, link_cap, flow_links, nhops, prio, cap, rem, rates, rset, tset, ver, aseq, state, lhead, lnext, lprev,
-    seeds, nseed, seeded, lmark, fmark, epoch, queue, comp, left, count, link_load, link_bits, peak_load, fh_t, fh_v,
-    fh_s, fh_n, finished,
+    now, t_limit, link_cap, flow_links, nhops, prio, cap, rem, rates, rset, tset, ver, aseq, act, apos, nact, state,
+    lhead, lnext, lprev, seeds, nseed, seeded, lmark, fmark, epoch, queue, comp, left, count, link_load, link_bits,
+    peak_load, fh_t, fh_v, fh_s, fh_n, finished, dense,
 ):  # fmt: skip  # pragma: no cover - numba
     """Advance from ``now`` to the earliest finish or ``t_limit`` (module docstring). ``epoch``: new
-    at each call. Returns (time reached, finished flows written to ``finished``, flows whose rates
-    were recomputed, new ``nseed``, new ``fh_n``); the finish heap needs room for one entry per
-    active flow (:func:`finish_room`)."""
+    at each call; ``act[:nact]`` the active flows. Returns (time reached, finished flows written to
+    ``finished``, flows whose rates were recomputed, new ``nseed``, new ``fh_n``, ``dense``: this
+    step's search gave up, so the next one gives up at an 8th of the flows it would otherwise); the
+    finish heap needs room for one entry per active flow (:func:`finish_room`)."""
     ncomp = 0
+    nchg = 0
     if nseed > 0:
-        ncomp = component_kernel(seeds, nseed, lhead, lnext, flow_links, nhops, lmark, fmark, epoch, queue, comp)
+        limit = nact // (8 * DENSE) if dense else nact // DENSE  # after a search gave up, give up sooner
+        ncomp = component_kernel(seeds, nseed, lhead, lnext, flow_links, nhops, lmark, fmark, epoch, queue, comp, limit)
+        dense = ncomp < 0
+        if dense:  # most active flows: all of them re-rated, no search further
+            for x in range(nact):
+                comp[x] = act[x]
+            ncomp = nact
         for k in range(nseed):
             if seeds[k] >= 0:
                 seeded[seeds[k]] = False
@@ -188,24 +222,19 @@ def net_step(
                 _settle(f, now, flow_links, nhops, rem, rset, tset, link_bits)
                 rset[f] = rates[f]
                 ver[f] += 1
-                t = finish_time(now, rem[f], rates[f])
-                if t < np.inf:
-                    fh_n = heap_push(fh_t, fh_v, fh_s, fh_n, t, ver[f], f)
+                if finish_time(now, rem[f], rates[f]) < np.inf:
+                    comp[nchg] = f  # comp[x] is read: comp[:nchg] now holds the new finishes
+                    nchg += 1
+        fh_n = _new_finishes(fh_t, fh_v, fh_s, fh_n, comp, nchg, now, rem, rates, ver)
     while fh_n > 0 and fh_v[0] != ver[fh_s[0]]:  # finishes of an older rate
         fh_n = heap_pop(fh_t, fh_v, fh_s, fh_n)
     t_min = fh_t[0] if fh_n > 0 else np.inf
     if t_min == np.inf and t_limit == np.inf:
-        return np.inf, 0, ncomp, nseed, fh_n
+        return np.inf, 0, ncomp, nseed, fh_n, dense
     if t_min > t_limit:
-        return t_limit, 0, ncomp, nseed, fh_n
+        return t_limit, 0, ncomp, nseed, fh_n, dense
     limit = t_min * (1.0 + EPS)
-    nfin = 0
-    while fh_n > 0 and fh_t[0] <= limit:
-        f = fh_s[0]
-        if fh_v[0] == ver[f]:
-            finished[nfin] = f
-            nfin += 1
-        fh_n = heap_pop(fh_t, fh_v, fh_s, fh_n)
+    nfin, fh_n = _take_finishes(fh_t, fh_v, fh_s, fh_n, limit, ver, finished)
     if nfin > 1:
         finished[:nfin] = finished[:nfin][np.argsort(aseq[finished[:nfin]])]
     for x in range(nfin):
@@ -217,7 +246,66 @@ def net_step(
         tset[f] = t_min
         ver[f] += 1
         nseed = _leave(f, flow_links, nhops, lhead, lnext, lprev, seeds, nseed, seeded)
-    return t_min, nfin, ncomp, nseed, fh_n
+        nact -= 1  # act[apos[f]] takes the last active flow's place
+        act[apos[f]] = act[nact]
+        apos[act[nact]] = apos[f]
+    return t_min, nfin, ncomp, nseed, fh_n, dense
+
+
+@njit(cache=True, _nrt=False)
+def _new_finishes(fh_t, fh_v, fh_s, fh_n, chg, nchg, now, rem, rates, ver):  # pragma: no cover - numba
+    """The finish heap with the new finishes of the flows ``chg[:nchg]`` (whose versions were
+    bumped): pushed one by one, or, when they are many against the heap (a step that re-rated
+    most flows), the heap rebuilt of its entries still current and the new ones (``heapify``).
+    Either way the heap holds the same current entries. Returns the new size."""
+    if 4 * nchg < fh_n:
+        for x in range(nchg):
+            f = chg[x]
+            fh_n = heap_push(fh_t, fh_v, fh_s, fh_n, finish_time(now, rem[f], rates[f]), ver[f], f)
+        return fh_n
+    keep = 0
+    for k in range(fh_n):
+        if fh_v[k] == ver[fh_s[k]]:
+            fh_t[keep], fh_v[keep], fh_s[keep] = fh_t[k], fh_v[k], fh_s[k]
+            keep += 1
+    for x in range(nchg):
+        f = chg[x]
+        fh_t[keep], fh_v[keep], fh_s[keep] = finish_time(now, rem[f], rates[f]), ver[f], f
+        keep += 1
+    heapify(fh_t, fh_v, fh_s, keep)
+    return keep
+
+
+@njit(cache=True, _nrt=False)
+def _take_finishes(fh_t, fh_v, fh_s, fh_n, limit, ver, finished):  # pragma: no cover - numba
+    """The flows whose current finish is at most ``limit`` out of the heap into ``finished``
+    (in no particular order): popped one by one, or, once they are more than a 16th of the heap
+    (half the flows of a ring ending together), the rest in one pass over the heap, which is then
+    rebuilt (``heapify``) of the entries left. Returns (their number, the new heap size)."""
+    nfin = 0
+    budget = fh_n // 16 + 1
+    while fh_n > 0 and fh_t[0] <= limit and budget > 0:
+        f = fh_s[0]
+        if fh_v[0] == ver[f]:
+            finished[nfin] = f
+            nfin += 1
+        fh_n = heap_pop(fh_t, fh_v, fh_s, fh_n)
+        budget -= 1
+    if fh_n == 0 or fh_t[0] > limit:
+        return nfin, fh_n
+    keep = 0
+    for k in range(fh_n):
+        f = fh_s[k]
+        if fh_v[k] != ver[f]:  # of an older rate: dropped
+            continue
+        if fh_t[k] <= limit:
+            finished[nfin] = f
+            nfin += 1
+        else:
+            fh_t[keep], fh_v[keep], fh_s[keep] = fh_t[k], fh_v[k], f
+            keep += 1
+    heapify(fh_t, fh_v, fh_s, keep)
+    return nfin, keep
 
 
 @njit(cache=True)
