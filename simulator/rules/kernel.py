@@ -7,10 +7,9 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from simulator.contention import meter_step
-from simulator.fluid.network import advance_kernel
+from simulator.contention import meter_component, meter_leave, meter_step
 from simulator.rules.model import LOCAL, NET, TASK
-from simulator.rules.network import finish_room, heap_pop, heap_push, net_join, net_step, settle_all
+from simulator.rules.network import finish_room, heap_pop, heap_push, net_advance, net_join, net_rerate, settle_all
 
 # ---------------------------------------------------------------- kernel helpers
 
@@ -104,9 +103,10 @@ def run_kernel(
 ):  # fmt: skip  # pragma: no cover - numba
     """The whole run (module docstring). Returns 0, or 1 (nothing pending), 2 (no progress), 3 (stalled),
     4 (stopped: ``ctl[0]`` was set by another thread, :func:`_interruptible`; ``ctl[1]`` is the model
-    time reached). ``metered``: measure contention (simulator.contention.meter_step) by the items'
-    type ids ``ftype``. ``release``: items' release times (empty: none); an item whose deps are done
-    before its release gets a timer then (Dispatcher's ``/release/`` wait), and is ready when it pops.
+    time reached). ``metered``: measure contention (simulator.contention: ``meter_component`` over the
+    flows each step re-rates, ``meter_step`` for the time) by the items' type ids ``ftype``.
+    ``release``: items' release times (empty: none); an item whose deps are done before its release
+    gets a timer then (Dispatcher's ``/release/`` wait), and is ready when it pops.
     Runs without the GIL."""
     n = kind.shape[0]
     ndev = device_cap.shape[0]
@@ -171,10 +171,11 @@ def run_kernel(
     fin_items = np.zeros(slots, np.int64)
     sftype = np.zeros(slots, np.int64)  # the contention meter: a slot's type id and whether it is contended
     scont = np.zeros(slots, np.bool_)
+    scount = np.zeros(slots, np.bool_)  # ... and whether it is in the meter's counts (meter_component)
     for k in range(slots):
         free[k] = slots - 1 - k
     nfree = slots
-    # unmetered, the lazy network (simulator.rules.network) instead of advance_kernel's act list
+    # the lazy network (simulator.rules.network): a step re-rates the flows an event reaches
     tset = np.zeros(slots)
     rset = np.zeros(slots)
     ver = np.zeros(slots, np.int64)
@@ -190,11 +191,10 @@ def run_kernel(
     lmark = np.zeros(nlinks, np.int64)
     queue = np.zeros(nlinks, np.int64)
     nseed = 0
-    dense = False  # the last search for a component gave up (simulator.rules.network.net_step)
+    dense = False  # the last search for a component gave up (simulator.rules.network.net_rerate)
     joined = 0
     fh_t, fh_v, fh_s, fh_n = np.zeros(slots), np.zeros(slots, np.int64), np.zeros(slots, np.int32), 0
     nact = 0
-    dirty = False
     left = np.zeros(nlinks)
     lcount = np.zeros(nlinks, np.int64)
     link_load = np.zeros(nlinks)
@@ -224,8 +224,7 @@ def run_kernel(
     while True:
         if ctl[0] != 0.0:  # asked to stop (Ctrl-C in the calling thread)
             ctl[1] = now
-            if not metered:
-                settle_all(now, slot_item, flow_links, nhops, rem, rset, tset, link_bits)
+            settle_all(now, slot_item, flow_links, nhops, rem, rset, tset, link_bits)
             stats[0], stats[1], stats[2] = events, steps, done
             return 4
         # ------------------------------------------------ the next report (Simulation._run)
@@ -257,7 +256,7 @@ def run_kernel(
                         )
                     )  # fmt: skip
                     nfree = slots // 2
-                    sftype, scont = _grow1(sftype, 0), _grow1(scont, False)
+                    sftype, scont, scount = _grow1(sftype, 0), _grow1(scont, False), _grow1(scount, False)
                     tset, rset, ver, aseq, apos, fmark, comp, lnext, lprev, seeds = _grow_lazy(
                         tset, rset, ver, aseq, apos, fmark, comp, lnext, lprev, seeds
                     )
@@ -266,13 +265,11 @@ def run_kernel(
                 _fill_slot(sl, i, route[i], flow_links, nhops, sprio, scap, rem, slot_item, route_links, route_hops,
                            prio, cap, bits)  # fmt: skip
                 act[nact] = sl
+                apos[sl] = nact
                 if metered:
                     sftype[sl] = ftype[i]
-                    dirty = True
-                else:
-                    apos[sl] = nact
-                    nseed = net_join(sl, joined, now, flow_links, nhops, lhead, lnext, lprev, tset, aseq, rset,
-                                     seeds, nseed, seeded)  # fmt: skip
+                nseed = net_join(sl, joined, now, flow_links, nhops, lhead, lnext, lprev, tset, aseq, rset, seeds,
+                                 nseed, seeded)  # fmt: skip
                 joined += 1
                 nact += 1
                 continue
@@ -286,41 +283,37 @@ def run_kernel(
                 return 1
             nfin = 0
             t = t_limit
-            if nact > 0 and not metered:
+            if nact > 0:
                 stats[3] += nact
                 fh_t, fh_v, fh_s, fh_n = finish_room(fh_t, fh_v, fh_s, fh_n, nact, ver)
-                t, nfin, ncomp, nseed, fh_n, dense = net_step(
-                    now, t_limit, link_cap, flow_links, nhops, sprio, scap, rem, rates, rset, tset, ver, aseq, act,
-                    apos, nact, state,
-                    lhead, lnext, lprev, seeds, nseed, seeded, lmark, fmark, steps + 1, queue, comp, left, lcount,
-                    link_load, link_bits, peak_load, fh_t, fh_v, fh_s, fh_n, finished, dense,
+                ncomp, dense = net_rerate(
+                    link_cap, flow_links, nhops, sprio, scap, rates, act, nact, state, lhead, lnext, seeds, nseed,
+                    seeded, lmark, fmark, steps + 1, queue, comp, left, lcount, link_load, peak_load, dense,
                 )  # fmt: skip
+                nseed = 0
                 if ncomp > 0:
                     stats[4] += 1
                     stats[5] += ncomp
+                    if metered:
+                        meter_component(
+                            link_cap, flow_links, nhops, sprio, scap, rates, comp, ncomp, sftype, scont, scount, m_load,
+                            m_mask, m_top, m_classes, m_nhit, m_ntot,
+                        )  # fmt: skip
+                t, nfin, nseed, fh_n = net_advance(
+                    now, t_limit, flow_links, nhops, rem, rates, rset, tset, ver, aseq, act, apos, nact, lhead, lnext,
+                    lprev, seeds, seeded, comp, ncomp, link_bits, fh_t, fh_v, fh_s, fh_n, finished,
+                )  # fmt: skip
                 if t == np.inf:
                     stats[0], stats[1], stats[2] = events, steps, done
                     return 2
                 nact -= nfin
-            elif nact > 0:
-                stats[3] += nact
-                if dirty:
-                    stats[4] += 1
-                    stats[5] += nact
-                t, nfin, nact = advance_kernel(
-                    now, t_limit, dirty, link_cap, flow_links, nhops, sprio, scap, rem, rates, act, nact,
-                    left, lcount, state, link_load, link_bits, peak_load, finished,
-                )  # fmt: skip
-                if t == np.inf:
-                    stats[0], stats[1], stats[2] = events, steps, done
-                    return 2
-                if metered:
+                if metered:  # the step's time at the counts, then the flows that ended leave them
                     meter_step(
-                        link_cap, flow_links, nhops, sprio, scap, rates, act, nact, finished, nfin, sftype, dirty,
-                        scont, t - now, m_hit, m_total, m_load, m_mask, m_top, m_nhit, m_ntot,
-                        m_classes,
+                        link_cap, flow_links, nhops, sprio, scap, rates, act, 0, finished, 0, sftype, False, scont,
+                        t - now, m_hit, m_total, m_load, m_mask, m_top, m_nhit, m_ntot, m_classes,
                     )  # fmt: skip
-                dirty = nfin > 0
+                    for k in range(nfin):
+                        meter_leave(finished[k], sftype, scont, scount, m_nhit, m_ntot)
             steps += 1
             now = t
             if nfin > 0:
@@ -526,7 +519,7 @@ def run_kernel(
                     )
                 )  # fmt: skip
                 nfree = slots // 2
-                sftype, scont = _grow1(sftype, 0), _grow1(scont, False)
+                sftype, scont, scount = _grow1(sftype, 0), _grow1(scont, False), _grow1(scount, False)
                 tset, rset, ver, aseq, apos, fmark, comp, lnext, lprev, seeds = _grow_lazy(
                     tset, rset, ver, aseq, apos, fmark, comp, lnext, lprev, seeds
                 )
@@ -535,13 +528,11 @@ def run_kernel(
             _fill_slot(sl, i, r, flow_links, nhops, sprio, scap, rem, slot_item, route_links, route_hops,
                        prio, cap, bits)  # fmt: skip
             act[nact] = sl
+            apos[sl] = nact
             if metered:
                 sftype[sl] = ftype[i]
-                dirty = True
-            else:
-                apos[sl] = nact
-                nseed = net_join(sl, joined, now, flow_links, nhops, lhead, lnext, lprev, tset, aseq, rset, seeds,
-                                 nseed, seeded)  # fmt: skip
+            nseed = net_join(sl, joined, now, flow_links, nhops, lhead, lnext, lprev, tset, aseq, rset, seeds, nseed,
+                             seeded)  # fmt: skip
             joined += 1
             nact += 1
         for x in range(nwaits):

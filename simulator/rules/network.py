@@ -183,60 +183,73 @@ def settle_all(now, slot_item, flow_links, nhops, rem, rset, tset, link_bits):  
 
 
 @njit(cache=True)
-def net_step(
-    now, t_limit, link_cap, flow_links, nhops, prio, cap, rem, rates, rset, tset, ver, aseq, act, apos, nact, state,
-    lhead, lnext, lprev, seeds, nseed, seeded, lmark, fmark, epoch, queue, comp, left, count, link_load, link_bits,
-    peak_load, fh_t, fh_v, fh_s, fh_n, finished, dense,
+def net_rerate(
+    link_cap, flow_links, nhops, prio, cap, rates, act, nact, state, lhead, lnext, seeds, nseed, seeded, lmark, fmark,
+    epoch, queue, comp, left, count, link_load, peak_load, dense,
 ):  # fmt: skip  # pragma: no cover - numba
-    """Advance from ``now`` to the earliest finish or ``t_limit`` (module docstring). ``epoch``: new
-    at each call; ``act[:nact]`` the active flows. Returns (time reached, finished flows written to
-    ``finished``, flows whose rates were recomputed, new ``nseed``, new ``fh_n``, ``dense``: this
-    step's search gave up, so the next one gives up at an 8th of the flows it would otherwise); the
-    finish heap needs room for one entry per active flow (:func:`finish_room`)."""
-    ncomp = 0
+    """A step's first half: the flows the seeds reach (``comp``) re-rated, their links' loads into
+    ``peak_load``. ``epoch``: new at each call; ``act[:nact]`` the active flows. Returns (the
+    flows re-rated, in ``comp``; ``dense``: this search gave up, so the next one gives up at an 8th
+    of the flows it would otherwise); the seeds are used up."""
+    if nseed == 0:
+        return 0, dense
+    limit = nact // (8 * DENSE) if dense else nact // DENSE  # after a search gave up, give up sooner
+    ncomp = component_kernel(seeds, nseed, lhead, lnext, flow_links, nhops, lmark, fmark, epoch, queue, comp, limit)
+    dense = ncomp < 0
+    if dense:  # most active flows: all of them re-rated, no search further
+        for x in range(nact):
+            comp[x] = act[x]
+        ncomp = nact
+    for k in range(nseed):
+        if seeds[k] >= 0:
+            seeded[seeds[k]] = False
+    maxmin_kernel(link_cap, flow_links, nhops, prio, cap, comp, ncomp, rates, left, count, state)
+    for x in range(ncomp):  # every flow on these links is in comp: their loads are whole
+        f = comp[x]
+        for h in range(nhops[f]):
+            link_load[flow_links[f, h]] += rates[f]
+    for x in range(ncomp):
+        f = comp[x]
+        for h in range(nhops[f]):
+            lk = flow_links[f, h]
+            peak_load[lk] = max(peak_load[lk], link_load[lk])
+            link_load[lk] = 0.0
+    return ncomp, dense
+
+
+@njit(cache=True)
+def net_advance(
+    now, t_limit, flow_links, nhops, rem, rates, rset, tset, ver, aseq, act, apos, nact, lhead, lnext, lprev, seeds,
+    seeded, comp, ncomp, link_bits, fh_t, fh_v, fh_s, fh_n, finished,
+):  # fmt: skip  # pragma: no cover - numba
+    """A step's second half, after :func:`net_rerate` re-rated ``comp[:ncomp]``: advance from ``now``
+    to the earliest finish or ``t_limit`` (module docstring). Returns (time reached, finished flows
+    written to ``finished``, the seeds their links made, new ``fh_n``); the finish heap needs room for
+    one entry per active flow (:func:`finish_room`)."""
     nchg = 0
-    if nseed > 0:
-        limit = nact // (8 * DENSE) if dense else nact // DENSE  # after a search gave up, give up sooner
-        ncomp = component_kernel(seeds, nseed, lhead, lnext, flow_links, nhops, lmark, fmark, epoch, queue, comp, limit)
-        dense = ncomp < 0
-        if dense:  # most active flows: all of them re-rated, no search further
-            for x in range(nact):
-                comp[x] = act[x]
-            ncomp = nact
-        for k in range(nseed):
-            if seeds[k] >= 0:
-                seeded[seeds[k]] = False
-        nseed = 0
-        maxmin_kernel(link_cap, flow_links, nhops, prio, cap, comp, ncomp, rates, left, count, state)
-        for x in range(ncomp):  # every flow on these links is in comp: their loads are whole
-            f = comp[x]
-            for h in range(nhops[f]):
-                link_load[flow_links[f, h]] += rates[f]
-        for x in range(ncomp):
-            f = comp[x]
-            for h in range(nhops[f]):
-                lk = flow_links[f, h]
-                peak_load[lk] = max(peak_load[lk], link_load[lk])
-                link_load[lk] = 0.0
-            if rates[f] != rset[f]:  # settled at the old rate; its finish moves (else it stands, to the bit)
-                _settle(f, now, flow_links, nhops, rem, rset, tset, link_bits)
-                rset[f] = rates[f]
-                ver[f] += 1
-                if finish_time(now, rem[f], rates[f]) < np.inf:
-                    comp[nchg] = f  # comp[x] is read: comp[:nchg] now holds the new finishes
-                    nchg += 1
+    for x in range(ncomp):
+        f = comp[x]
+        if rates[f] != rset[f]:  # settled at the old rate; its finish moves (else it stands, to the bit)
+            _settle(f, now, flow_links, nhops, rem, rset, tset, link_bits)
+            rset[f] = rates[f]
+            ver[f] += 1
+            if finish_time(now, rem[f], rates[f]) < np.inf:
+                comp[nchg] = f  # comp[x] is read: comp[:nchg] now holds the new finishes
+                nchg += 1
+    if nchg > 0:
         fh_n = _new_finishes(fh_t, fh_v, fh_s, fh_n, comp, nchg, now, rem, rates, ver)
     while fh_n > 0 and fh_v[0] != ver[fh_s[0]]:  # finishes of an older rate
         fh_n = heap_pop(fh_t, fh_v, fh_s, fh_n)
     t_min = fh_t[0] if fh_n > 0 else np.inf
     if t_min == np.inf and t_limit == np.inf:
-        return np.inf, 0, ncomp, nseed, fh_n, dense
+        return np.inf, 0, 0, fh_n
     if t_min > t_limit:
-        return t_limit, 0, ncomp, nseed, fh_n, dense
+        return t_limit, 0, 0, fh_n
     limit = t_min * (1.0 + EPS)
     nfin, fh_n = _take_finishes(fh_t, fh_v, fh_s, fh_n, limit, ver, finished)
     if nfin > 1:
         finished[:nfin] = finished[:nfin][np.argsort(aseq[finished[:nfin]])]
+    nseed = 0
     for x in range(nfin):
         f = finished[x]
         moved = max(rem[f], 0.0)  # all it had left at tset
@@ -249,7 +262,7 @@ def net_step(
         nact -= 1  # act[apos[f]] takes the last active flow's place
         act[apos[f]] = act[nact]
         apos[act[nact]] = apos[f]
-    return t_min, nfin, ncomp, nseed, fh_n, dense
+    return t_min, nfin, nseed, fh_n
 
 
 @njit(cache=True, _nrt=False)

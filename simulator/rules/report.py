@@ -38,7 +38,7 @@ class CompactResult:
     link_peak: np.ndarray
     wall_seconds: float
     analysis: dict = field(default_factory=dict)  # run_compact(analysis=True): railbed/analysis.py's fields
-    rerated: int = 0  # flows whose rates were recomputed, summed over the steps (unmetered: the changed components)
+    rerated: int = 0  # flows whose rates were recomputed, summed over the steps (the changed components)
 
     def times(self) -> dict[str, tuple[float, float, float]]:
         """Item id -> (ready, start, end), the shape the tests compare with a RunResult's records."""
