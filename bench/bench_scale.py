@@ -69,6 +69,7 @@ def one(gpus: int, scheduler: str, analysis: bool) -> dict:
     row = {
         "gpus": gpus, "scheduler": scheduler, "analysis": analysis, "items": cj.items, "events": res.events,
         "steps": res.steps, "flow_steps": res.flow_steps, "rate_updates": res.rate_updates,
+        "rerated": getattr(res, "rerated", None),
         "makespan": res.makespan, "generate_s": t1 - t0, "compact_s": t2 - t1, "run_s": t3 - t2,
         "total_s": t3 - t0, "peak_rss_gb": peak, "events_per_s": res.events / (t3 - t2),
     }  # fmt: skip

@@ -29,6 +29,10 @@ frozen at their cap leave their links first, in cap order, then those frozen
 at the water level (equal rates: their order cannot change a float). So the
 rates do not depend on the order of the active flows either.
 
+:func:`component_kernel` finds the flows an event can change (those connected, through shared
+links, to the links whose flow set changed; twin :func:`component_reference`): the rules
+engine recomputes only those (:mod:`simulator.rules.network`).
+
 It lives in the core because the network (:mod:`simulator.fluid.network`, the rules engine's
 kernel) and the host models (:mod:`hwmodels.transfer`) both run it, and DGTP's evaluator
 (:mod:`schedulers.dgtp_eval`) too: ``tests/test_layering.py`` lets a package import only lower
@@ -203,6 +207,92 @@ def _freeze(f, rate, flow_links, nhops, rates, left, count, state):  # pragma: n
         lk = flow_links[f, h]
         left[lk] = max(0.0, left[lk] - rate)
         count[lk] -= 1
+
+
+def component_reference(paths: Sequence[Sequence[int]], active: Sequence[int], seeds: Sequence[int]) -> list[int]:
+    """The active flows connected to ``seeds`` (a link ``lk >= 0``, or a flow ``f`` written
+    ``-1 - f``): a seed flow, a flow on a seed link, and every active flow sharing a link with
+    one already found (transitively), as sorted flow ids. The slow twin of
+    :func:`component_kernel` (a plain fixpoint over sets)."""
+    links = {s for s in seeds if s >= 0}
+    comp = {-1 - s for s in seeds if s < 0}
+    for f in comp:
+        links.update(paths[f])
+    grew = True
+    while grew:
+        grew = False
+        for f in active:
+            if f not in comp and links.intersection(paths[f]):
+                comp.add(f)
+                links.update(paths[f])
+                grew = True
+    return sorted(comp)
+
+
+@njit(cache=True)
+def component_kernel(
+    seeds, nseed, lhead, lnext, flow_links, nhops, lmark, fmark, epoch, queue, comp, limit
+):  # pragma: no cover - numba
+    """The active flows connected to ``seeds[:nseed]`` (links; a flow ``f`` written ``-1 - f``,
+    as a flow without links must be) into ``comp``; returns their number, or -1 as soon as
+    they are more than ``limit`` (the caller then re-rates every active flow: a search that
+    would reach most of them costs more than it saves).
+
+    Why it is enough: max-min with strict priority couples two flows only through a link they
+    share (a class sees what the classes above left on *its* links), so the flows connected to
+    the links whose flow set changed are the only ones whose rates can change; the others keep
+    theirs. :func:`maxmin_kernel` over ``comp`` then gives the rates the full recomputation
+    gives: to the bit, except where another component's water level lies within ``1 + EPS``
+    of this one's (the full run freezes both at the lower level; ``tests/test_maxmin.py``
+    bounds the difference, far below 1e-9).
+
+    The link lists: ``lhead[lk]`` is the first entry ``e`` of link ``lk`` (-1: none), ``lnext[e]``
+    the next; entry ``e`` is hop ``e % H`` of flow ``e // H``, ``H = flow_links.shape[1]``.
+    Breadth first over links; ``lmark``/``fmark`` (per link and flow) hold the epoch of the last
+    search that reached them, so nothing is cleared between searches (``epoch`` must be new);
+    ``queue`` (one per link) is scratch."""
+    width = flow_links.shape[1]
+    nq = 0
+    ncomp = 0
+    for k in range(nseed):
+        s = seeds[k]
+        if s < 0 and fmark[-1 - s] != epoch:
+            f = -1 - s
+            if ncomp == limit:
+                return -1
+            fmark[f] = epoch
+            comp[ncomp] = f
+            ncomp += 1
+            for h in range(nhops[f]):
+                lk = flow_links[f, h]
+                if lmark[lk] != epoch:
+                    lmark[lk] = epoch
+                    queue[nq] = lk
+                    nq += 1
+        elif s >= 0 and lmark[s] != epoch:
+            lmark[s] = epoch
+            queue[nq] = s
+            nq += 1
+    q = 0
+    while q < nq:
+        e = lhead[queue[q]]
+        q += 1
+        while e >= 0:
+            f = e // width
+            if fmark[f] != epoch:
+                if ncomp == limit:
+                    return -1
+                fmark[f] = epoch
+                comp[ncomp] = f
+                ncomp += 1
+                for h in range(nhops[f]):
+                    lk = flow_links[f, h]
+                    if lmark[lk] != epoch:
+                        lmark[lk] = epoch
+                        queue[nq] = lk
+                        nq += 1
+            e = lnext[e]
+    return ncomp
 
 
 def pack_paths(paths: Sequence[Sequence[int]]) -> tuple[np.ndarray, np.ndarray]:

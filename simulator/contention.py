@@ -23,8 +23,10 @@ latency, until its last bit).
 ``meter_step`` (numba) is called after every network advance with the flows
 active during it and whether their rates were recomputed; ``step_reference``
 is its plain twin (``tests/test_contention.py`` makes them agree and checks
-hand-computed cases). Both engines of :mod:`simulator.fluid.network` and the
-compact engine's kernel call it.
+hand-computed cases). Both engines of :mod:`simulator.fluid.network` call it; the
+compact engine's kernel, whose steps re-rate only the flows an event reaches
+(:mod:`simulator.rules.network`), recomputes those flows' flags
+(``meter_component``, counts corrected) and lets ``meter_step`` add the time.
 """
 
 from __future__ import annotations
@@ -58,52 +60,106 @@ def meter_step(
         for ty in range(ntot.shape[0]):
             ntot[ty] = 0
             nhit[ty] = 0
+        _flag(link_cap, flow_links, nhops, prio, cap, rates, act, n_act, finished, n_fin, ftype, contended, load, mask,
+              top, classes)  # fmt: skip
         for i in range(n):
             f = act[i] if i < n_act else finished[i - n_act]
-            for h in range(nhops[f]):
-                lk = flow_links[f, h]
-                load[lk] = 0.0
-                mask[lk] = 0
-                classes[lk] = 0
-        for i in range(n):
-            f = act[i] if i < n_act else finished[i - n_act]
-            r = rates[f]
-            for h in range(nhops[f]):
-                lk = flow_links[f, h]
-                load[lk] += r
-                if r > 0.0:
-                    mask[lk] |= np.int64(1) << ftype[f]
-                bit = np.int64(1) << prio[f]
-                if classes[lk] & bit == 0:
-                    classes[lk] |= bit
-                    top[lk, prio[f]] = r
-                elif r > top[lk, prio[f]]:
-                    top[lk, prio[f]] = r
-        for i in range(n):
-            f = act[i] if i < n_act else finished[i - n_act]
-            r = rates[f]
-            hit_f = False
-            if not r >= cap[f] * (1.0 - SAT):
-                other = ~(np.int64(1) << ftype[f])
-                for h in range(nhops[f]):
-                    lk = flow_links[f, h]
-                    if load[lk] >= link_cap[lk] * (1.0 - SAT) and (mask[lk] & other) != 0:
-                        best = 0.0  # the most any flow of f's class or a lower one gets on lk
-                        for c in range(prio[f] + 1):
-                            if classes[lk] & (np.int64(1) << c) != 0 and top[lk, c] > best:
-                                best = top[lk, c]
-                        if r >= best * (1.0 - SAT):
-                            hit_f = True
-                            break
-            contended[f] = hit_f
             ntot[ftype[f]] += 1
-            if hit_f:
+            if contended[f]:
                 nhit[ftype[f]] += 1
     if dt > 0.0:
         for ty in range(ntot.shape[0]):
             if ntot[ty] > 0:
                 total[ty] += dt * ntot[ty]
                 hit[ty] += dt * nhit[ty]
+
+
+@njit(cache=True)
+def _flag(
+    link_cap, flow_links, nhops, prio, cap, rates, act, n_act, finished, n_fin, ftype, contended, load, mask, top,
+    classes,
+):  # fmt: skip  # pragma: no cover - numba
+    """``contended[f]`` of the flows ``act[:n_act]`` and ``finished[:n_fin]`` (module docstring),
+    from the rates of those flows alone: every flow on their links must be among them."""
+    n = n_act + n_fin
+    for i in range(n):
+        f = act[i] if i < n_act else finished[i - n_act]
+        for h in range(nhops[f]):
+            lk = flow_links[f, h]
+            load[lk] = 0.0
+            mask[lk] = 0
+            classes[lk] = 0
+    for i in range(n):
+        f = act[i] if i < n_act else finished[i - n_act]
+        r = rates[f]
+        for h in range(nhops[f]):
+            lk = flow_links[f, h]
+            load[lk] += r
+            if r > 0.0:
+                mask[lk] |= np.int64(1) << ftype[f]
+            bit = np.int64(1) << prio[f]
+            if classes[lk] & bit == 0:
+                classes[lk] |= bit
+                top[lk, prio[f]] = r
+            elif r > top[lk, prio[f]]:
+                top[lk, prio[f]] = r
+    for i in range(n):
+        f = act[i] if i < n_act else finished[i - n_act]
+        r = rates[f]
+        hit_f = False
+        if not r >= cap[f] * (1.0 - SAT):
+            other = ~(np.int64(1) << ftype[f])
+            for h in range(nhops[f]):
+                lk = flow_links[f, h]
+                if load[lk] >= link_cap[lk] * (1.0 - SAT) and (mask[lk] & other) != 0:
+                    best = 0.0  # the most any flow of f's class or a lower one gets on lk
+                    for c in range(prio[f] + 1):
+                        if classes[lk] & (np.int64(1) << c) != 0 and top[lk, c] > best:
+                            best = top[lk, c]
+                    if r >= best * (1.0 - SAT):
+                        hit_f = True
+                        break
+        contended[f] = hit_f
+
+
+@njit(cache=True)
+def meter_component(
+    link_cap, flow_links, nhops, prio, cap, rates, comp, ncomp, ftype, contended, counted, load, mask, top, classes,
+    nhit, ntot,
+):  # fmt: skip  # pragma: no cover - numba
+    """``meter_step``'s recomputation for the flows ``comp[:ncomp]`` alone, every flow on their links
+    among them (a connected component, :func:`railbed.maxmin.component_kernel`): their flags are
+    recomputed and ``nhit``/``ntot`` corrected (minus their old flags where ``counted``, plus the new).
+
+    Exact: a flag depends only on the rates of the flows on the flow's links, so the flags outside
+    the component stand, and the counts stay those ``meter_step`` would recount over every active
+    flow. Flows that end leave the counts through :func:`meter_leave` (after their last step is
+    accounted, ``meter_step`` with ``recompute`` False). ``counted`` (per slot) is False for a
+    flow not counted yet."""
+    for x in range(ncomp):
+        f = comp[x]
+        if counted[f]:
+            ntot[ftype[f]] -= 1
+            if contended[f]:
+                nhit[ftype[f]] -= 1
+    _flag(link_cap, flow_links, nhops, prio, cap, rates, comp, ncomp, comp, 0, ftype, contended, load, mask, top,
+          classes)  # fmt: skip
+    for x in range(ncomp):
+        f = comp[x]
+        counted[f] = True
+        ntot[ftype[f]] += 1
+        if contended[f]:
+            nhit[ftype[f]] += 1
+
+
+@njit(cache=True, _nrt=False)
+def meter_leave(f, ftype, contended, counted, nhit, ntot):  # pragma: no cover - numba
+    """Flow ``f`` out of the counts of :func:`meter_component`."""
+    if counted[f]:
+        counted[f] = False
+        ntot[ftype[f]] -= 1
+        if contended[f]:
+            nhit[ftype[f]] -= 1
 
 
 def step_reference(capacity, paths, prio, cap, rates, ftype) -> list[bool]:

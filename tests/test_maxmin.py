@@ -10,7 +10,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from railbed.maxmin import maxmin, maxmin_kernel, maxmin_reference, pack_paths
+from railbed.maxmin import (
+    component_kernel,
+    component_reference,
+    maxmin,
+    maxmin_kernel,
+    maxmin_reference,
+    pack_paths,
+)
 
 
 # ----------------------------------------------------- numba == reference
@@ -157,3 +164,78 @@ def test_a_class_never_loses_rate_to_lower_classes(inst):
     mine = [f for f in range(len(paths)) if prio[f] == top]
     alone = maxmin(capacity, [paths[f] for f in mine], [top] * len(mine), [cap[f] for f in mine])
     assert [rates[f] for f in mine] == pytest.approx(list(alone), rel=1e-9)
+
+
+# ------------------------------------------- the changed component (simulator.rules.network)
+def link_lists(flow_links, nhops, active, nlinks):
+    """component_kernel's link lists (entry e = flow * H + hop) of the flows ``active``."""
+    width = flow_links.shape[1]
+    lhead = np.full(nlinks, -1, np.int64)
+    lnext = np.full(flow_links.size, -1, np.int64)
+    for f in active:
+        for h in range(nhops[f]):
+            e = f * width + h
+            lnext[e], lhead[flow_links[f, h]] = lhead[flow_links[f, h]], e
+    return lhead, lnext
+
+
+def kernel_component(paths, nlinks, active, seeds, epoch=1, limit=None):
+    flow_links, nhops = pack_paths(paths)
+    lhead, lnext = link_lists(flow_links, nhops, active, nlinks)
+    comp = np.zeros(len(paths), np.int64)
+    lmark, fmark = np.zeros(nlinks, np.int64), np.zeros(len(paths), np.int64)
+    seeds = np.array(seeds, np.int64)
+    n = component_kernel(seeds, len(seeds), lhead, lnext, flow_links, nhops, lmark, fmark, epoch, np.zeros(nlinks,
+                         np.int64), comp, len(paths) if limit is None else limit)  # fmt: skip
+    return None if n < 0 else sorted(comp[:n].tolist())
+
+
+def test_the_component_is_transitive_and_stops_at_unshared_links():
+    """Flows 0-1 share link 1, 1-2 link 2; flow 3 is alone on link 4: a change on link 0 reaches
+    0, 1 and 2 (through 1), never 3; a change on an unused link reaches nothing."""
+    paths = [[0, 1], [1, 2], [2, 3], [4]]
+    for fn in (kernel_component, lambda p, _n, a, s: component_reference(p, a, s)):
+        assert fn(paths, 6, [0, 1, 2, 3], [0]) == [0, 1, 2]
+        assert fn(paths, 6, [0, 2, 3], [0]) == [0]  # flow 1 gone: 2 no longer joined to 0
+        assert fn(paths, 6, [0, 1, 2, 3], [4, 5]) == [3]
+        assert fn(paths, 6, [0, 1, 2, 3], [5]) == []
+        assert fn(paths + [[]], 6, [0, 1, 2, 3, 4], [5, -1 - 4]) == [4]  # a flow without links, as a seed
+        assert fn(paths, 6, [0, 1, 2, 3], [-1 - 2]) == [0, 1, 2]
+    assert kernel_component(paths, 6, [0, 1, 2, 3], [0], limit=2) is None  # more than 2: the search gives up
+    assert kernel_component(paths, 6, [0, 1, 2, 3], [0], limit=3) == [0, 1, 2]
+    assert kernel_component(paths + [[]], 6, [0, 1, 2, 3, 4], [-1 - 4], limit=0) is None
+
+
+changes = st.tuples(instances, st.integers(0, 2**32 - 1))
+
+
+@settings(max_examples=300, deadline=None)
+@given(changes)
+def test_rates_recomputed_over_the_changed_component_equal_the_full_recomputation(drawn):
+    """The rules engine's step (simulator.rules.network): flows leave and join a set whose rates
+    are max-min; only the flows connected to the links of those that changed are recomputed
+    (component_kernel, agreeing with component_reference), the others keep their rates; the
+    result equals maxmin_reference over the whole new set to 1e-12 (bit-equal unless two
+    components' water levels lie within 1 + EPS of each other)."""
+    (capacity, paths, prio, cap), seed = drawn
+    rng = random.Random(seed)
+    nflows, nlinks = len(paths), len(capacity)
+    old = [f for f in range(nflows) if rng.random() < 0.7]
+    gone = [f for f in old if rng.random() < 0.2]
+    new = sorted({*old} - {*gone} | {f for f in range(nflows) if f not in old and rng.random() < 0.5})
+    seeds = sorted({lk for f in gone for lk in paths[f]}) + [-1 - f for f in new if f not in old]
+    rates = np.zeros(nflows)
+    for f, r in zip(old, maxmin_reference(capacity, [paths[f] for f in old], [prio[f] for f in old],
+                                          [cap[f] for f in old])):  # fmt: skip
+        rates[f] = r
+    comp = kernel_component(paths, nlinks, new, seeds, epoch=rng.randint(1, 9))
+    assert comp == component_reference(paths, new, seeds)
+    limit = rng.randint(0, len(comp) + 1)  # the search gives up (-1) exactly when the component is larger
+    assert kernel_component(paths, nlinks, new, seeds, limit=limit) == (None if len(comp) > limit else comp)
+    flow_links, nhops = pack_paths(paths)
+    maxmin_kernel(
+        np.array(capacity, float), flow_links, nhops, np.array(prio), np.array(cap, float), np.array(comp, np.int64),
+        len(comp), rates, np.zeros(nlinks), np.zeros(nlinks, np.int64), np.zeros(nflows, np.int8),
+    )  # fmt: skip
+    full = maxmin_reference(capacity, [paths[f] for f in new], [prio[f] for f in new], [cap[f] for f in new])
+    assert [rates[f] for f in new] == pytest.approx(full, rel=1e-12, abs=0)

@@ -41,7 +41,7 @@ class NoProgress(RuntimeError):
 
 
 @njit(cache=True, inline="always")
-def _finish_time(now, rem, rate):  # pragma: no cover - numba
+def finish_time(now, rem, rate):  # pragma: no cover - numba
     """When a flow with ``rem`` bits left at ``rate`` finishes (``now`` if none left, inf if starved)."""
     if rem <= 0.0:
         return now
@@ -82,7 +82,7 @@ def advance_kernel(
     t_min = np.inf
     for i in range(n):
         f = act[i]
-        t = _finish_time(now, rem[f], rates[f])
+        t = finish_time(now, rem[f], rates[f])
         if t < t_min:
             t_min = t
     if t_min == np.inf and t_limit == np.inf:
@@ -102,7 +102,7 @@ def advance_kernel(
     keep = 0
     for i in range(n):
         f = act[i]
-        t = _finish_time(now, rem[f], rates[f])
+        t = finish_time(now, rem[f], rates[f])
         if t <= limit:
             moved = max(rem[f], 0.0)
             rem[f] = 0.0

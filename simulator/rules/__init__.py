@@ -15,8 +15,9 @@ the dependency graph as CSR), and :func:`run_compact` runs it in
 the Dispatcher step by step:
 
 * events in :data:`railbed.actions.EVENT_ORDER`: the network advances to the earliest of its
-  next finish and the next timer (:func:`simulator.fluid.network.advance_kernel`, the
-  same kernel); finished flows are reported one by one in the network's
+  next finish and the next timer (the step of :func:`simulator.fluid.network.advance_kernel`,
+  computed as :mod:`simulator.rules.network` does: only the flows an event changes are
+  re-rated); finished flows are reported one by one in the network's
   order, then timers in (time, order set);
 * each report settles like ``Dispatcher._settle``: newly ready items join
   the held list in item order; the held list is offered in order (tasks

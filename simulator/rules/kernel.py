@@ -7,50 +7,11 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from simulator.contention import meter_step
-from simulator.fluid.network import advance_kernel
+from simulator.contention import meter_component, meter_leave, meter_step
 from simulator.rules.model import LOCAL, NET, TASK
+from simulator.rules.network import finish_room, heap_pop, heap_push, net_advance, net_join, net_rerate, settle_all
 
 # ---------------------------------------------------------------- kernel helpers
-# Timers: a binary heap on arrays ordered by (time, sequence number), as simulator.fluid.run's heapq.
-
-
-@njit(cache=True)
-def _heap_push(ht, hs, hi, size, t, seq, item):  # pragma: no cover - numba
-    k = size
-    ht[k], hs[k], hi[k] = t, seq, item
-    while k > 0:
-        p = (k - 1) >> 1
-        if ht[p] < ht[k] or (ht[p] == ht[k] and hs[p] < hs[k]):
-            break
-        ht[p], ht[k] = ht[k], ht[p]
-        hs[p], hs[k] = hs[k], hs[p]
-        hi[p], hi[k] = hi[k], hi[p]
-        k = p
-    return size + 1
-
-
-@njit(cache=True)
-def _heap_pop(ht, hs, hi, size):  # pragma: no cover - numba
-    """Remove the top (the caller read it at index 0); returns the new size."""
-    size -= 1
-    ht[0], hs[0], hi[0] = ht[size], hs[size], hi[size]
-    k = 0
-    while True:
-        a = 2 * k + 1
-        if a >= size:
-            break
-        b = a + 1
-        c = a
-        if b < size and (ht[b] < ht[a] or (ht[b] == ht[a] and hs[b] < hs[a])):
-            c = b
-        if ht[k] < ht[c] or (ht[k] == ht[c] and hs[k] < hs[c]):
-            break
-        ht[c], ht[k] = ht[k], ht[c]
-        hs[c], hs[k] = hs[k], hs[c]
-        hi[c], hi[k] = hi[k], hi[c]
-        k = c
-    return size
 
 
 @njit(cache=True)
@@ -92,9 +53,20 @@ def _grow_net(flow_links, nhops, sprio, scap, rem, rates, act, state, finished, 
 
 
 @njit(cache=True)
+def _grow_lazy(tset, rset, ver, aseq, apos, fmark, comp, lnext, lprev, seeds):  # pragma: no cover - numba
+    """The lazy network's per-slot arrays (simulator.rules.network) for twice the slots."""
+    return (
+        _grow1(tset, 0.0), _grow1(rset, 0.0), _grow1(ver, 0), _grow1(aseq, 0), _grow1(apos, 0), _grow1(fmark, 0),
+        _grow1(comp, 0),
+        _grow1(lnext, -1), _grow1(lprev, -1), _grow1(seeds, 0),
+    )  # fmt: skip
+
+
+@njit(cache=True, _nrt=False)
 def _fill_slot(sl, i, r, flow_links, nhops, sprio, scap, rem, slot_item, route_links, route_hops, prio, cap, bits):
     """Network slot ``sl`` takes flow item ``i`` on route ``r`` (its links, class, cap and bits)."""
-    flow_links[sl, :] = route_links[r]
+    for h in range(flow_links.shape[1]):
+        flow_links[sl, h] = route_links[r, h]
     nhops[sl] = route_hops[r]
     sprio[sl] = prio[i]
     scap[sl] = cap[i]
@@ -102,7 +74,7 @@ def _fill_slot(sl, i, r, flow_links, nhops, sprio, scap, rem, slot_item, route_l
     slot_item[sl] = i
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _start_flow(i, now, kind, start_t, local, nlocal, started, nstarted, any_rule, nic, a_head, a_next, a_prev):
     """Start flow ``i`` (Dispatcher._start_flow): a same-server one joins this batch's 0 s waits,
     a network one the flows started (and, when rules hold flows, its NIC's active list).
@@ -131,9 +103,10 @@ def run_kernel(
 ):  # fmt: skip  # pragma: no cover - numba
     """The whole run (module docstring). Returns 0, or 1 (nothing pending), 2 (no progress), 3 (stalled),
     4 (stopped: ``ctl[0]`` was set by another thread, :func:`_interruptible`; ``ctl[1]`` is the model
-    time reached). ``metered``: measure contention (simulator.contention.meter_step) by the items'
-    type ids ``ftype``. ``release``: items' release times (empty: none); an item whose deps are done
-    before its release gets a timer then (Dispatcher's ``/release/`` wait), and is ready when it pops.
+    time reached). ``metered``: measure contention (simulator.contention: ``meter_component`` over the
+    flows each step re-rates, ``meter_step`` for the time) by the items' type ids ``ftype``.
+    ``release``: items' release times (empty: none); an item whose deps are done before its release
+    gets a timer then (Dispatcher's ``/release/`` wait), and is ready when it pops.
     Runs without the GIL."""
     n = kind.shape[0]
     ndev = device_cap.shape[0]
@@ -198,11 +171,30 @@ def run_kernel(
     fin_items = np.zeros(slots, np.int64)
     sftype = np.zeros(slots, np.int64)  # the contention meter: a slot's type id and whether it is contended
     scont = np.zeros(slots, np.bool_)
+    scount = np.zeros(slots, np.bool_)  # ... and whether it is in the meter's counts (meter_component)
     for k in range(slots):
         free[k] = slots - 1 - k
     nfree = slots
+    # the lazy network (simulator.rules.network): a step re-rates the flows an event reaches
+    tset = np.zeros(slots)
+    rset = np.zeros(slots)
+    ver = np.zeros(slots, np.int64)
+    aseq = np.zeros(slots, np.int64)
+    apos = np.zeros(slots, np.int64)  # a slot's index in act (the lazy network keeps act unordered)
+    fmark = np.zeros(slots, np.int64)
+    comp = np.zeros(slots, np.int64)
+    lnext = np.full(slots * route_links.shape[1], -1, np.int64)
+    lprev = np.full(slots * route_links.shape[1], -1, np.int64)
+    lhead = np.full(nlinks, -1, np.int64)
+    seeds = np.zeros(nlinks + slots, np.int64)
+    seeded = np.zeros(nlinks, np.bool_)
+    lmark = np.zeros(nlinks, np.int64)
+    queue = np.zeros(nlinks, np.int64)
+    nseed = 0
+    dense = False  # the last search for a component gave up (simulator.rules.network.net_rerate)
+    joined = 0
+    fh_t, fh_v, fh_s, fh_n = np.zeros(slots), np.zeros(slots, np.int64), np.zeros(slots, np.int32), 0
     nact = 0
-    dirty = False
     left = np.zeros(nlinks)
     lcount = np.zeros(nlinks, np.int64)
     link_load = np.zeros(nlinks)
@@ -232,6 +224,7 @@ def run_kernel(
     while True:
         if ctl[0] != 0.0:  # asked to stop (Ctrl-C in the calling thread)
             ctl[1] = now
+            settle_all(now, slot_item, flow_links, nhops, rem, rset, tset, link_bits)
             stats[0], stats[1], stats[2] = events, steps, done
             return 4
         # ------------------------------------------------ the next report (Simulation._run)
@@ -242,11 +235,12 @@ def run_kernel(
             fin_pos += 1
         elif timers and hsize > 0 and ht[0] <= now:
             i = hi[0]
-            hsize = _heap_pop(ht, hs, hi, hsize)
+            hsize = heap_pop(ht, hs, hi, hsize)
             events += 1
             if release.shape[0] > 0 and np.isnan(ready_t[i]):  # its release time came
                 now = max(now, release[i])
-                readyl = _room(readyl, nready + 1)
+                if nready + 1 > readyl.shape[0]:
+                    readyl = _room(readyl, nready + 1)
                 readyl[nready] = i
                 nready += 1
                 report = -1
@@ -262,16 +256,22 @@ def run_kernel(
                         )
                     )  # fmt: skip
                     nfree = slots // 2
-                    sftype, scont = _grow1(sftype, 0), _grow1(scont, False)
+                    sftype, scont, scount = _grow1(sftype, 0), _grow1(scont, False), _grow1(scount, False)
+                    tset, rset, ver, aseq, apos, fmark, comp, lnext, lprev, seeds = _grow_lazy(
+                        tset, rset, ver, aseq, apos, fmark, comp, lnext, lprev, seeds
+                    )
                 nfree -= 1
                 sl = free[nfree]
                 _fill_slot(sl, i, route[i], flow_links, nhops, sprio, scap, rem, slot_item, route_links, route_hops,
                            prio, cap, bits)  # fmt: skip
+                act[nact] = sl
+                apos[sl] = nact
                 if metered:
                     sftype[sl] = ftype[i]
-                act[nact] = sl
+                nseed = net_join(sl, joined, now, flow_links, nhops, lhead, lnext, lprev, tset, aseq, rset, seeds,
+                                 nseed, seeded)  # fmt: skip
+                joined += 1
                 nact += 1
-                dirty = True
                 continue
         else:
             timers = False
@@ -285,22 +285,35 @@ def run_kernel(
             t = t_limit
             if nact > 0:
                 stats[3] += nact
-                if dirty:
+                fh_t, fh_v, fh_s, fh_n = finish_room(fh_t, fh_v, fh_s, fh_n, nact, ver)
+                ncomp, dense = net_rerate(
+                    link_cap, flow_links, nhops, sprio, scap, rates, act, nact, state, lhead, lnext, seeds, nseed,
+                    seeded, lmark, fmark, steps + 1, queue, comp, left, lcount, link_load, peak_load, dense,
+                )  # fmt: skip
+                nseed = 0
+                if ncomp > 0:
                     stats[4] += 1
-                t, nfin, nact = advance_kernel(
-                    now, t_limit, dirty, link_cap, flow_links, nhops, sprio, scap, rem, rates, act, nact,
-                    left, lcount, state, link_load, link_bits, peak_load, finished,
+                    stats[5] += ncomp
+                    if metered:
+                        meter_component(
+                            link_cap, flow_links, nhops, sprio, scap, rates, comp, ncomp, sftype, scont, scount, m_load,
+                            m_mask, m_top, m_classes, m_nhit, m_ntot,
+                        )  # fmt: skip
+                t, nfin, nseed, fh_n = net_advance(
+                    now, t_limit, flow_links, nhops, rem, rates, rset, tset, ver, aseq, act, apos, nact, lhead, lnext,
+                    lprev, seeds, seeded, comp, ncomp, link_bits, fh_t, fh_v, fh_s, fh_n, finished,
                 )  # fmt: skip
                 if t == np.inf:
                     stats[0], stats[1], stats[2] = events, steps, done
                     return 2
-                if metered:
+                nact -= nfin
+                if metered:  # the step's time at the counts, then the flows that ended leave them
                     meter_step(
-                        link_cap, flow_links, nhops, sprio, scap, rates, act, nact, finished, nfin, sftype, dirty,
-                        scont, t - now, m_hit, m_total, m_load, m_mask, m_top, m_nhit, m_ntot,
-                        m_classes,
+                        link_cap, flow_links, nhops, sprio, scap, rates, act, 0, finished, 0, sftype, False, scont,
+                        t - now, m_hit, m_total, m_load, m_mask, m_top, m_nhit, m_ntot, m_classes,
                     )  # fmt: skip
-                dirty = nfin > 0
+                    for k in range(nfin):
+                        meter_leave(finished[k], sftype, scont, scount, m_nhit, m_ntot)
             steps += 1
             now = t
             if nfin > 0:
@@ -334,7 +347,8 @@ def run_kernel(
             end_t[i] = now
             done += 1
             while True:  # i's dependents; then, if i was its original's last sub-flow, the original's
-                readyl = _room(readyl, nready + dep_ptr[i + 1] - dep_ptr[i])
+                if nready + dep_ptr[i + 1] - dep_ptr[i] > readyl.shape[0]:
+                    readyl = _room(readyl, nready + dep_ptr[i + 1] - dep_ptr[i])
                 for e in range(dep_ptr[i], dep_ptr[i + 1]):
                     j = dep_idx[e]
                     missing[j] -= 1
@@ -356,17 +370,19 @@ def run_kernel(
         # ------------------------------------------------ Dispatcher._settle(now, ready, freed)
         if nready > 1:
             readyl[:nready] = np.sort(readyl[:nready])
-        held = _room(held, nheld + nready)
-        held2 = _room(held2, nheld + nready)
+        if nheld + nready > held.shape[0]:  # (a call passing an array costs reference counting: not at every event)
+            held = _room(held, nheld + nready)
+            held2 = _room(held2, nheld + nready)
         # flows started in this settling: the held ones, the sub-flows ready, those of gates split
-        started = _room(started, nheld + nready + nsub + nsubs)
-        local = _room(local, nheld + nready + nsub + nsubs)
+        if nheld + nready + nsub + nsubs > started.shape[0]:
+            started = _room(started, nheld + nready + nsub + nsubs)
+            local = _room(local, nheld + nready + nsub + nsubs)
         if release.shape[0] > 0 and hsize + nready > ht.shape[0]:
             ht, hs, hi = _room(ht, hsize + nready), _room(hs, hsize + nready), _room(hi, hsize + nready)
         for x in range(nready):
             i = readyl[x]
             if release.shape[0] > 0 and release[i] > now:  # not ready before its release time
-                hsize = _heap_push(ht, hs, hi, hsize, now + (release[i] - now), seq, i)
+                hsize = heap_push(ht, hs, hi, hsize, now + (release[i] - now), seq, i)
                 seq += 1
                 continue
             ready_t[i] = now
@@ -492,7 +508,7 @@ def run_kernel(
             i = started[x]
             r = route[i]
             if route_latency[r] > 0:
-                hsize = _heap_push(ht, hs, hi, hsize, now + route_latency[r], seq, i)
+                hsize = heap_push(ht, hs, hi, hsize, now + route_latency[r], seq, i)
                 seq += 1
                 continue
             if nfree == 0:
@@ -503,22 +519,28 @@ def run_kernel(
                     )
                 )  # fmt: skip
                 nfree = slots // 2
-                sftype, scont = _grow1(sftype, 0), _grow1(scont, False)
+                sftype, scont, scount = _grow1(sftype, 0), _grow1(scont, False), _grow1(scount, False)
+                tset, rset, ver, aseq, apos, fmark, comp, lnext, lprev, seeds = _grow_lazy(
+                    tset, rset, ver, aseq, apos, fmark, comp, lnext, lprev, seeds
+                )
             nfree -= 1
             sl = free[nfree]
             _fill_slot(sl, i, r, flow_links, nhops, sprio, scap, rem, slot_item, route_links, route_hops,
                        prio, cap, bits)  # fmt: skip
+            act[nact] = sl
+            apos[sl] = nact
             if metered:
                 sftype[sl] = ftype[i]
-            act[nact] = sl
+            nseed = net_join(sl, joined, now, flow_links, nhops, lhead, lnext, lprev, tset, aseq, rset, seeds, nseed,
+                             seeded)  # fmt: skip
+            joined += 1
             nact += 1
-            dirty = True
         for x in range(nwaits):
             i = waits[x]
-            hsize = _heap_push(ht, hs, hi, hsize, now + duration[i], seq, i)
+            hsize = heap_push(ht, hs, hi, hsize, now + duration[i], seq, i)
             seq += 1
         for x in range(nlocal):
-            hsize = _heap_push(ht, hs, hi, hsize, now, seq, local[x])
+            hsize = heap_push(ht, hs, hi, hsize, now, seq, local[x])
             seq += 1
     stats[0], stats[1], stats[2] = events, steps, done
     return 0

@@ -32,12 +32,13 @@ class CompactResult:
     makespan: float
     events: int
     steps: int
-    flow_steps: int  # active flows summed over the network's steps: the network's work
+    flow_steps: int  # active flows summed over the network's steps (the work when every step touched every flow)
     rate_updates: int  # steps that recomputed max-min rates
     link_bits: np.ndarray
     link_peak: np.ndarray
     wall_seconds: float
     analysis: dict = field(default_factory=dict)  # run_compact(analysis=True): railbed/analysis.py's fields
+    rerated: int = 0  # flows whose rates were recomputed, summed over the steps (the changed components)
 
     def times(self) -> dict[str, tuple[float, float, float]]:
         """Item id -> (ready, start, end), the shape the tests compare with a RunResult's records."""

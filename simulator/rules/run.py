@@ -36,7 +36,7 @@ def run_compact(cj: CompactJob, analysis: bool = False, work: int = 1024) -> Com
     end = np.full(n, np.nan)
     link_bits = np.zeros(len(cj.link_cap))
     peak_load = np.zeros(len(cj.link_cap))
-    stats = np.zeros(5, np.int64)
+    stats = np.zeros(6, np.int64)  # events, steps, done, flow-steps, rate updates, flows re-rated
     meter = Meter(len(cj.link_cap))
     ftype = np.zeros(1, np.int16)  # type ids, read only when metered
     if analysis and len(cj.ctype):
@@ -66,7 +66,7 @@ def run_compact(cj: CompactJob, analysis: bool = False, work: int = 1024) -> Com
     link_peak = peak_utilisation(peak_load, cj.link_cap)
     run = CompactResult(
         cj, ready, start, end, makespan, int(stats[0]), int(stats[1]), int(stats[3]), int(stats[4]), link_bits,
-        link_peak, time.perf_counter() - t0,
+        link_peak, time.perf_counter() - t0, rerated=int(stats[5]),
     )  # fmt: skip
     if analysis:
         run.analysis = analysis_of(run, meter, network_free_run(cj).makespan)
