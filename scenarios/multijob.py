@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import inspect
 from dataclasses import dataclass, field, replace
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -105,7 +106,7 @@ def parse_jobs(value: Any, base: Path, cluster: ClusterSpec) -> MultiJob:
         locs = place_jobs(entries, cluster)  # a job's endpoints do not depend on its iterations
         for i, raw in timed.items():
             e, seconds = entries[i], parse_duration(raw["duration"], f"{entries[i].where}.duration")
-            make_job = lambda n, raw=raw, e=e: _generated(raw, n, e.where)  # noqa: E731
+            make_job = partial(_generated, raw, where=e.where)  # iterations -> Job
             n = iterations_within(make_job, e, locs[i], seconds, cluster)
             entries[i] = replace(e, job=make_job(n))
     return MultiJob(entries, own, merge(entries, cluster), cluster)
