@@ -32,4 +32,3 @@ def _needs_root_and_no_leftovers():
     yield
     left = RunState().leftovers()
     assert not left, f"the test left these behind: {left}"
-
