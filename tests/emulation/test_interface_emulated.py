@@ -179,7 +179,9 @@ def test_choose_spine_pins_flows_through_the_routers(sx, sy, factor):
     """tests/test_interface.py's spine case on real routers (written for the lead, not run by its
     author): two leaves of two servers, two spines, every link 1 Gbit/s model; x (0 -> 2) and y
     (1 -> 3) pinned to one spine share leaf 0's uplink (2T each), pinned apart take T each (the
-    socket mark the run-time already sets from StartFlow.spine), within the emulator's band."""
+    socket mark the run-time already sets from StartFlow.spine), within the emulator's band. Sharing,
+    TCP need not split the uplink evenly (one run: y in 1.70T), so the later flow is held to 2T (both
+    flows' bytes crossed the one uplink) and the earlier only to no faster than alone."""
     spec = ClusterSpec.from_dict({"servers": [{"count": 4, "nic_rate": LINK}], "fabric": {
         "type": "leaf_spine", "servers_per_leaf": 2, "spines": 2, "uplink_rate": LINK}})  # fmt: skip
     job = job4()
@@ -188,5 +190,6 @@ def test_choose_spine_pins_flows_through_the_routers(sx, sy, factor):
     with Testbed(spec, scale=K) as tb:
         res = run(job, Spines(sx, sy), tb)
     assert (res.items["x"].spine, res.items["y"].spine) == (sx, sy)
-    for fid in ("x", "y"):
-        assert res.items[fid].end - res.items[fid].start == pytest.approx(factor * T, rel=0.10), fid
+    took = sorted(res.items[f].end - res.items[f].start for f in ("x", "y"))
+    assert took[1] == pytest.approx(factor * T, rel=0.10), took
+    assert took[0] >= T * (1 - 0.10), took
