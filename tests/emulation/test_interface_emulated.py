@@ -6,6 +6,9 @@ Cluster: 4 servers with one 1 Gbit/s NIC (model) on one switch, k = 10
 (100 Mbit/s real per link). The pure side of each feature is in tests/test_interface.py.
 """
 
+import sys
+from pathlib import Path
+
 import pytest
 
 from emulator.runtime import run
@@ -15,6 +18,9 @@ from railbed.scheduler import Change, Decision, Scheduler, Split, SubFlow
 from railbed.spec import ClusterSpec
 from railbed.units import wire_bytes
 from simulator import simulate
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from test_interface import Spines  # noqa: E402  (the fluid test's: pins x and y to the spines given)
 
 K = 10
 LINK = 1e9
@@ -160,18 +166,6 @@ def test_a_flow_capped_at_almost_nothing_resumes_when_the_cap_is_lifted():
     # after the cap was lifted: the agent holds the flow instead (what it had queued leaks)
     assert emu.items["a"].duration == pytest.approx(1.25 * T, rel=0.10), emu.items["a"]
     assert any("holds of running flows" in n for n in emu.notes), emu.notes
-
-
-class Spines(Scheduler):
-    """Pins flow x to spine ``sx`` and y to ``sy`` (the contract's ``choose_spine``)."""
-
-    name = "spines"
-
-    def __init__(self, sx: int, sy: int) -> None:
-        self.pick = {"x": sx, "y": sy}
-
-    def choose_spine(self, flow, src, dst, view):
-        return self.pick[flow.id]
 
 
 @pytest.mark.parametrize(("sx", "sy", "factor"), [(0, 0, 2.0), (0, 1, 1.0)])
