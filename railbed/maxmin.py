@@ -90,20 +90,38 @@ def maxmin_reference(
 
 
 @njit(cache=True)
+def scratch_size(nlinks, n):
+    """The length of :func:`maxmin_into`'s ``work`` for ``nlinks`` links and ``n`` flows."""
+    return nlinks + 3 * n + 2 * CLASSES + 2
+
+
+@njit(cache=True)
 def maxmin_kernel(
     link_cap, flow_links, nhops, prio, cap, act, n, rates, left, count, state
 ):  # pragma: no cover - numba
     """Rates of the ``n`` active flows ``act[:n]`` into ``rates``.
 
     ``flow_links[f, :nhops[f]]`` are flow f's links; ``left``/``count`` (per
-    link) and ``state`` (per flow) are scratch arrays. The flows are grouped
-    by class (act order kept inside a class) and each class, highest first,
-    is filled by :func:`_fill_class`."""
+    link) and ``state`` (per flow) are scratch arrays. :func:`maxmin_into` with its
+    scratch allocated here."""
     nlinks = link_cap.shape[0]
-    work = np.empty(nlinks + 2 * n + 2 * CLASSES + 2, dtype=np.int64)
+    work = np.empty(nlinks + 3 * n + 2 * CLASSES + 2, dtype=np.int64)
+    maxmin_into(link_cap, flow_links, nhops, prio, cap, act, n, rates, left, count, state, work, np.empty(nlinks))
+
+
+@njit(cache=True, _nrt=False)
+def maxmin_into(
+    link_cap, flow_links, nhops, prio, cap, act, n, rates, left, count, state, work, share
+):  # pragma: no cover - numba
+    """:func:`maxmin_kernel` allocating nothing (so callable from code compiled without reference
+    counting, the rules engine's kernel): ``work`` (int64, :func:`scratch_size`) and ``share``
+    (one per link) are scratch. The flows are grouped by class (act order kept inside a class)
+    and each class, highest first, is filled by :func:`_fill_class`."""
+    nlinks = link_cap.shape[0]
     used, order, capped = work[:nlinks], work[nlinks : nlinks + n], work[nlinks + n : nlinks + 2 * n]
-    first, pos = work[nlinks + 2 * n : nlinks + 2 * n + CLASSES + 1], work[nlinks + 2 * n + CLASSES + 1 :]
-    share = np.empty(nlinks)
+    sortbuf = work[nlinks + 2 * n : nlinks + 3 * n]
+    first = work[nlinks + 3 * n : nlinks + 3 * n + CLASSES + 1]
+    pos = work[nlinks + 3 * n + CLASSES + 1 : nlinks + 3 * n + 2 * CLASSES + 2]
     first[:] = 0
     for i in range(n):
         f = act[i]
@@ -122,12 +140,44 @@ def maxmin_kernel(
     for c in range(CLASSES - 1, -1, -1):
         if first[c] < first[c + 1]:
             flows = order[first[c] : first[c + 1]]
-            _fill_class(flows, flow_links, nhops, cap, rates, left, count, state, share, used, capped)
+            _fill_class(flows, flow_links, nhops, cap, rates, left, count, state, share, used, capped, sortbuf)
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
+def sort_by(a, n, key, buf):  # pragma: no cover - numba
+    """``a[:n]`` sorted stably by ``key[a[x]]`` in place (the order of ``np.argsort(..., kind="mergesort")``),
+    bottom-up merges through ``buf[:n]``; allocates nothing."""
+    width, into_buf = 1, True
+    while width < n:
+        if into_buf:
+            _merge_pass(a, buf, n, width, key)
+        else:
+            _merge_pass(buf, a, n, width, key)
+        into_buf = not into_buf
+        width *= 2
+    if not into_buf:  # the last pass wrote buf
+        for x in range(n):
+            a[x] = buf[x]
+
+
+@njit(cache=True, _nrt=False)
+def _merge_pass(src, dst, n, width, key):  # pragma: no cover - numba
+    """Runs of ``width`` in ``src[:n]`` merged pairwise into ``dst`` (ties: the left run first)."""
+    for lo in range(0, n, 2 * width):
+        mid, hi = min(lo + width, n), min(lo + 2 * width, n)
+        i, j = lo, mid
+        for k in range(lo, hi):
+            if j >= hi or (i < mid and key[src[i]] <= key[src[j]]):
+                dst[k] = src[i]
+                i += 1
+            else:
+                dst[k] = src[j]
+                j += 1
+
+
+@njit(cache=True, _nrt=False)
 def _fill_class(
-    flows, flow_links, nhops, cap, rates, left, count, state, share, used, capped
+    flows, flow_links, nhops, cap, rates, left, count, state, share, used, capped, sortbuf
 ):  # pragma: no cover - numba
     """Progressive filling of one class's ``flows`` (scratch: the unfrozen ones are kept in
     front). Each round finds the water level (the smallest fair share of a link still in
@@ -148,9 +198,7 @@ def _fill_class(
                 used[nused] = lk
                 nused += 1
             count[lk] += 1
-    bycap = capped[:ncapped]
-    if ncapped > 1:
-        bycap = bycap[np.argsort(cap[bycap], kind="mergesort")]
+    sort_by(capped, ncapped, cap, sortbuf)  # cap order, stable
     next_cap = 0
     while m > 0:
         water = np.inf
@@ -163,15 +211,15 @@ def _fill_class(
                 used[keep] = lk
                 keep += 1
         nused = keep
-        while next_cap < ncapped and state[bycap[next_cap]] != 0:
+        while next_cap < ncapped and state[capped[next_cap]] != 0:
             next_cap += 1
-        if next_cap < ncapped and cap[bycap[next_cap]] < water:
-            water = cap[bycap[next_cap]]
+        if next_cap < ncapped and cap[capped[next_cap]] < water:
+            water = cap[capped[next_cap]]
         limit = water * (1 + EPS)
         frozen = 0
         k = next_cap
-        while k < ncapped and cap[bycap[k]] <= limit:
-            f = bycap[k]
+        while k < ncapped and cap[capped[k]] <= limit:
+            f = capped[k]
             if state[f] == 0:
                 _freeze(f, cap[f], flow_links, nhops, rates, left, count, state)
                 frozen += 1

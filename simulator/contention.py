@@ -40,7 +40,7 @@ TYPES = 64  # type ids 0..63 (a bit each in a link's mask of the types it carrie
 SAT = 1e-9  # a link within this factor of its capacity is saturated; a rate within it of a cap, capped
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def meter_step(
     link_cap, flow_links, nhops, prio, cap, rates, act, n_act, finished, n_fin, ftype, recompute, contended, dt,
     hit, total, load, mask, top, nhit, ntot, classes,
@@ -74,7 +74,7 @@ def meter_step(
                 hit[ty] += dt * nhit[ty]
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _flag(
     link_cap, flow_links, nhops, prio, cap, rates, act, n_act, finished, n_fin, ftype, contended, load, mask, top,
     classes,
@@ -122,7 +122,7 @@ def _flag(
         contended[f] = hit_f
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def meter_component(
     link_cap, flow_links, nhops, prio, cap, rates, comp, ncomp, ftype, contended, counted, load, mask, top, classes,
     nhit, ntot,

@@ -49,7 +49,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from railbed.maxmin import EPS, component_kernel, maxmin_kernel
+from railbed.maxmin import EPS, component_kernel, maxmin_into
 from simulator.fluid.network import finish_time
 
 DENSE = 4  # a change reaching more than 1/DENSE of the active flows re-rates them all (no search further)
@@ -108,6 +108,40 @@ def heapify(ht, hs, hi, size):  # pragma: no cover - numba
     for as many pushes)."""
     for k in range(size // 2 - 1, -1, -1):
         _sift_down(ht, hs, hi, size, k)
+
+
+@njit(cache=True, _nrt=False)
+def sort_prefix(a, n, key):  # pragma: no cover - numba
+    """``a[:n]`` sorted in place by ``key[a[x]]``, or by ``a[x]`` itself when ``key`` is empty
+    (distinct keys: the order ``np.sort``/``np.argsort`` give). A heapsort, allocating nothing
+    (callable from the kernel, which runs without reference counting); a prefix already in
+    order, as the items ready at a run's start are, costs one pass."""
+    keyed = key.shape[0] > 0
+    for x in range(1, n + 1):
+        if x == n:
+            return
+        if (key[a[x]] < key[a[x - 1]]) if keyed else (a[x] < a[x - 1]):
+            break
+    for k in range(n // 2 - 1, -1, -1):
+        _sift_max(a, k, n, key, keyed)
+    for end in range(n - 1, 0, -1):
+        a[0], a[end] = a[end], a[0]
+        _sift_max(a, 0, end, key, keyed)
+
+
+@njit(cache=True, _nrt=False)
+def _sift_max(a, k, size, key, keyed):  # pragma: no cover - numba
+    """``sort_prefix``'s max-heap: entry ``k`` moved down until its children are not larger."""
+    while True:
+        c = 2 * k + 1
+        if c >= size:
+            return
+        if c + 1 < size and ((key[a[c]] < key[a[c + 1]]) if keyed else (a[c] < a[c + 1])):
+            c += 1
+        if (key[a[k]] >= key[a[c]]) if keyed else (a[k] >= a[c]):
+            return
+        a[k], a[c] = a[c], a[k]
+        k = c
 
 
 # ---------------------------------------------------------------- flows joining and leaving
@@ -171,7 +205,7 @@ def _settle(f, now, flow_links, nhops, rem, rset, tset, link_bits):  # pragma: n
     tset[f] = now
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def settle_all(now, slot_item, flow_links, nhops, rem, rset, tset, link_bits):  # pragma: no cover - numba
     """Every flow in the network settled at ``now`` (a run stopped early: its links' bits so far)."""
     for f in range(slot_item.shape[0]):
@@ -182,15 +216,16 @@ def settle_all(now, slot_item, flow_links, nhops, rem, rset, tset, link_bits):  
 # ---------------------------------------------------------------- the step
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def net_rerate(
     link_cap, flow_links, nhops, prio, cap, rates, act, nact, state, lhead, lnext, seeds, nseed, seeded, lmark, fmark,
-    epoch, queue, comp, left, count, link_load, peak_load, dense,
+    epoch, queue, comp, left, count, link_load, peak_load, dense, mm_work, mm_share,
 ):  # fmt: skip  # pragma: no cover - numba
     """A step's first half: the flows the seeds reach (``comp``) re-rated, their links' loads into
     ``peak_load``. ``epoch``: new at each call; ``act[:nact]`` the active flows. Returns (the
     flows re-rated, in ``comp``; ``dense``: this search gave up, so the next one gives up at an 8th
-    of the flows it would otherwise); the seeds are used up."""
+    of the flows it would otherwise); the seeds are used up. ``mm_work``, ``mm_share``: max-min's
+    scratch for every active flow (:func:`railbed.maxmin.scratch_size`)."""
     if nseed == 0:
         return 0, dense
     limit = nact // (8 * DENSE) if dense else nact // DENSE  # after a search gave up, give up sooner
@@ -203,7 +238,7 @@ def net_rerate(
     for k in range(nseed):
         if seeds[k] >= 0:
             seeded[seeds[k]] = False
-    maxmin_kernel(link_cap, flow_links, nhops, prio, cap, comp, ncomp, rates, left, count, state)
+    maxmin_into(link_cap, flow_links, nhops, prio, cap, comp, ncomp, rates, left, count, state, mm_work, mm_share)
     for x in range(ncomp):  # every flow on these links is in comp: their loads are whole
         f = comp[x]
         for h in range(nhops[f]):
@@ -217,7 +252,7 @@ def net_rerate(
     return ncomp, dense
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def net_advance(
     now, t_limit, flow_links, nhops, rem, rates, rset, tset, ver, aseq, act, apos, nact, lhead, lnext, lprev, seeds,
     seeded, comp, ncomp, link_bits, fh_t, fh_v, fh_s, fh_n, finished,
@@ -247,8 +282,7 @@ def net_advance(
         return t_limit, 0, 0, fh_n
     limit = t_min * (1.0 + EPS)
     nfin, fh_n = _take_finishes(fh_t, fh_v, fh_s, fh_n, limit, ver, finished)
-    if nfin > 1:
-        finished[:nfin] = finished[:nfin][np.argsort(aseq[finished[:nfin]])]
+    sort_prefix(finished, nfin, aseq)
     nseed = 0
     for x in range(nfin):
         f = finished[x]
