@@ -150,6 +150,32 @@ def test_the_kernels_work_lists_grow_without_changing_a_time(seed):
     assert big.analysis["contention"] == small.analysis["contention"]
 
 
+@pytest.mark.parametrize("name", ["fifo", "hermod"])
+def test_more_flows_than_the_kernels_first_slots(name):
+    """2,500 flows at once, more than the 1,024 network slots the kernel starts with, and chains
+    behind them, so the slots and the finish heap grow twice while flows join and end (the kernel
+    returns to ``run_kernel`` for each, simulator.rules.kernel): every time equals the Dispatcher's."""
+    rng = random.Random(11)
+    spec = ClusterSpec.rail_optimized(4, 4, spines=2, nic_rate=1e10, uplink_rate=2e10)
+    job = Job("wide")
+    for s in range(4):
+        for g in range(4):
+            job.endpoint(f"e{s}{g}", Location(s, f"gpu{g}", g))
+    eps = list(job.endpoints)
+    first = []
+    for i in range(2500):
+        src, dst = rng.sample(eps, 2)
+        first.append(job.flow(f"f{i}", src, dst, rng.randint(1 << 10, 1 << 16), coflow=f"c{i % 3}",
+                              coflow_type=rng.choice(["DP", "EP"]), microbatch=i % 4, layer=0))  # fmt: skip
+    for i in range(300):
+        src, dst = rng.sample(eps, 2)
+        job.flow(f"g{i}", src, dst, 1 << 12, deps=[first[rng.randrange(2500)]], coflow="late", coflow_type="PP",
+                 microbatch=0, layer=1)  # fmt: skip
+    slow, _ = same_times(job.validate(), lambda: by_name(name), spec)
+    ends = sorted(rec.end for rec in slow.items.values() if rec.end > 0)  # (same-server flows end at once)
+    assert sum(rec.start < ends[0] < rec.end for rec in slow.items.values()) > 2048  # in the network at once
+
+
 @pytest.mark.parametrize("name", ["megatron", "lina", "hermod"])
 def test_the_scenario_layout_agrees_with_ep_across_servers(name):
     """The full scenarios' layout at small scale: TP 8, EP 8 over DP 8 with Megatron's expert

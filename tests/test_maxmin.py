@@ -239,3 +239,29 @@ def test_rates_recomputed_over_the_changed_component_equal_the_full_recomputatio
     )  # fmt: skip
     full = maxmin_reference(capacity, [paths[f] for f in new], [prio[f] for f in new], [cap[f] for f in new])
     assert [rates[f] for f in new] == pytest.approx(full, rel=1e-12, abs=0)
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_the_sorts_without_allocation_agree_with_numpy(seed):
+    """``sort_by`` (max-min's cap order) is numpy's stable mergesort order, ties included;
+    ``sort_prefix`` (the rules kernel's) numpy's order of distinct keys, by key or by value."""
+    from railbed.maxmin import sort_by
+    from simulator.rules.network import sort_prefix
+
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(0, 300))
+    key = rng.choice([1.0, 2.0, np.inf, 0.5], n) if seed % 2 else rng.random(n)
+    a = rng.permutation(n).astype(np.int64)
+    want = a[np.argsort(key[a], kind="mergesort")]
+    sort_by(a, n, key, np.zeros(n, np.int64))
+    assert np.array_equal(a, want)
+    b = rng.permutation(2 * n + 3)[: n + 3].astype(np.int32)
+    m = int(rng.integers(0, n + 4))
+    want = np.concatenate([np.sort(b[:m]), b[m:]])
+    sort_prefix(b, m, b[:0])
+    assert np.array_equal(b, want)
+    distinct = rng.permutation(n).astype(np.int64)
+    c = rng.permutation(n).astype(np.int64)
+    want = c[np.argsort(distinct[c])]
+    sort_prefix(c, n, distinct)
+    assert np.array_equal(c, want)
