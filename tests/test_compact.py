@@ -150,7 +150,7 @@ def test_the_kernels_work_lists_grow_without_changing_a_time(seed):
     assert big.analysis["contention"] == small.analysis["contention"]
 
 
-@pytest.mark.parametrize("name", ["fifo", "hermod"])
+@pytest.mark.parametrize("name", ["fifo", "megatron"])
 def test_more_flows_than_the_kernels_first_slots(name):
     """2,500 flows at once, more than the 1,024 network slots the kernel starts with, and chains
     behind them, so the slots and the finish heap grow twice while flows join and end (the kernel
