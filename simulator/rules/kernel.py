@@ -41,7 +41,7 @@ from simulator.rules.arrays import (
     new_lazy,
     new_net,
     ready_at_start,
-)  # fmt: skip
+)
 from simulator.rules.model import LOCAL, NET, TASK
 from simulator.rules.network import (
     heap_pop,
@@ -51,7 +51,7 @@ from simulator.rules.network import (
     net_rerate,
     settle_all,
     sort_prefix,
-)  # fmt: skip
+)
 
 # ---------------------------------------------------------------- kernel helpers
 
@@ -375,7 +375,7 @@ def _free_finished(finished, nfin, slot_item, fin_items, free, nfree):  # pragma
 
 @njit(cache=True, _nrt=False)
 def _load(st):  # pragma: no cover - numba
-    """``_run``'s scalars (STATE's order) out of ``st``."""
+    """``_run``'s scalars (in :data:`simulator.rules.arrays.STATE`'s order) out of ``st``."""
     return (
         st[0], st[1], st[2], st[3], st[4], st[5], st[6], st[7], st[8], st[9], st[10], st[11], st[12], st[13], st[14],
         st[15], st[16], st[17], st[18], st[19], st[20], st[21], st[22], st[23] != 0, st[24] != 0, st[25] != 0,
@@ -385,8 +385,9 @@ def _load(st):  # pragma: no cover - numba
 
 @njit(cache=True, _nrt=False)
 def _save(st, hsize, seq, nready, nsub, nheld, nfree, nseed, joined, nact, fh_n, done, events, steps, fin_pos, fin_n,
-          phase, freed, nstarted, nwaits, nlocal, njoin, jx, slots, dense, timers, first, parity, need):  # fmt: skip
-    """``_run``'s scalars into ``st`` (STATE's order)."""  # pragma: no cover - numba
+          phase, freed, nstarted, nwaits, nlocal, njoin, jx, slots, dense, timers, first, parity,
+          need):  # fmt: skip  # pragma: no cover - numba
+    """``_run``'s scalars into ``st`` (:data:`simulator.rules.arrays.STATE`'s order)."""
     st[0], st[1], st[2], st[3], st[4], st[5], st[6] = hsize, seq, nready, nsub, nheld, nfree, nseed
     st[7], st[8], st[9], st[10], st[11], st[12], st[13] = joined, nact, fh_n, done, events, steps, fin_pos
     st[14], st[15], st[16] = fin_n, phase, freed
