@@ -153,7 +153,7 @@ def test_the_kernels_work_lists_grow_without_changing_a_time(seed):
 @pytest.mark.parametrize("name", ["fifo", "megatron"])
 def test_more_flows_than_the_kernels_first_slots(name):
     """2,500 flows at once, more than the 1,024 network slots the kernel starts with, and chains
-    behind them, so the slots and the finish heap grow twice while flows join and end (the kernel
+    behind them, so the slots (twice) and the finish heap grow while flows join and end (the kernel
     returns to ``run_kernel`` for each, simulator.rules.kernel): every time equals the Dispatcher's.
     (Not ``hermod``: its splits make this job ill-conditioned, simulator/rules/network.py.)"""
     rng = random.Random(11)
