@@ -89,7 +89,10 @@ emulated and crosscheck rows need ``--emulate`` (root; one testbed per
 machine) and rows on a backend that builds jobs as arrays (``fluid-rules``)
 ``--full-size``; otherwise they are listed
 as skipped. ``--resume`` reuses a group's finished results directory when its
-``scenario.yaml`` is the one the row would run. Each run is a normal results
+``scenario.yaml`` is the one the row would run and the group was made from the section's inputs
+as they are now (``inputs.txt``, the digest of :func:`scenarios.block.inputs_digest`: the claims,
+scenario and cluster files and the code the runs can execute); a group made by other code runs
+again, so a section resumed across sessions never mixes two versions of the code. Each run is a normal results
 directory under ``--out`` (default ``reproduction/``); ``REPRODUCTION.md``
 there has per paper the table, notes and the runs' figures.
 
@@ -135,6 +138,7 @@ from scenarios.block import (
     END,
     SUMMARY_BEGIN,
     block_sections,
+    inputs_digest,
     inputs_line,
     mark_stale,
     stale,
@@ -239,18 +243,29 @@ def _scheduler_args(data: dict[str, Any], claim: Claim, args: dict[str, Any]) ->
 
 
 def run_group(
-    claim: Claim, sc, out: Path, echo: Callable[[str], None], resume: bool = False, plots: bool = True
+    claim: Claim, sc, out: Path, echo: Callable[[str], None], resume: bool = False, plots: bool = True, inputs: str = ""
 ) -> dict[str, Any]:
     """Run scenario ``sc`` of ``claim`` once; return what its rows read (results, crosschecks).
-    With ``resume``, an earlier finished run of the same scenario in ``out`` is read instead."""
+    With ``resume``, an earlier finished run of the same scenario in ``out`` is read instead, if it was
+    made from ``inputs`` (the section's inputs digest, kept in ``out/inputs.txt``)."""
+    if resume:
+        made = (out / INPUTS).read_text().strip() if (out / INPUTS).exists() else "unknown"
+        got = _finished(sc, claim.mode, out) if made == inputs else None
+        if got is not None:
+            echo(f"  {claim.mode} {sc.name}: finished earlier in {out} (--resume)")
+            return got
+        if made != inputs and (out / "scenario.yaml").exists():
+            echo(f"  {claim.mode} {sc.name}: {out} was made from other inputs ({made}, now {inputs}): run again")
+    echo(f"  {claim.mode} {sc.name} -> {out}")
+    got = _run_group(claim, sc, out, plots)
+    (out / INPUTS).write_text(inputs + "\n")
+    return got
+
+
+def _run_group(claim: Claim, sc, out: Path, plots: bool) -> dict[str, Any]:
     from scenarios.runner import crosscheck_scenario, run_scenario, simulate_scenario
 
-    got = _finished(sc, claim.mode, out) if resume else None
-    if got is not None:
-        echo(f"  {claim.mode} {sc.name}: finished earlier in {out} (--resume)")
-        return got
     quiet = lambda _msg: None  # noqa: E731 - the scenario's own progress is in its directory
-    echo(f"  {claim.mode} {sc.name} -> {out}")
     if claim.mode == "simulate":
         # full-size rows are the big jobs (1024+ GPUs): no figures, which would read every item
         plots = plots and not claim.full_size
@@ -260,6 +275,9 @@ def run_group(
     checks = crosscheck_scenario(sc, out, echo=quiet, plots=plots)
     runs = [RunResult.load(out / s.run_label / "result.json") for s in sc.schedulers]
     return {"runs": runs, "checks": checks}
+
+
+INPUTS = "inputs.txt"  # a run group's inputs digest (run_group, --resume)
 
 
 def _finished(sc, mode: str, out: Path) -> dict[str, Any] | None:
@@ -394,6 +412,7 @@ def reproduce_paper(
     echo(f"{paper}: {len(claims)} claims")
     groups: dict[str, dict[str, Any]] = {}
     rows = []
+    inputs = inputs_digest(paper, flags(quick, emulate, full_size), claims_dir)
     for claim in claims:
         row = Row(claim)
         rows.append(row)
@@ -411,18 +430,19 @@ def reproduce_paper(
             row.verdict, row.fidelity, row.command = "skipped", "needs --full-size (minutes, GBs)", row.paper_command
             continue
         for point in claim.points():
-            row.points.append(_run_point(claim, point, quick, out / paper, groups, echo, resume, plots))
+            row.points.append(_run_point(claim, point, quick, out / paper, groups, echo, resume, plots, inputs))
         _judge(row, quick)
     return title, rows
 
 
-def _run_point(claim, point, quick, out, groups, echo, resume, plots) -> PointRun:
+def _run_point(claim, point, quick, out, groups, echo, resume, plots, inputs) -> PointRun:
+    """One point of ``claim``'s sweep, its group run once (``inputs``: the section's inputs digest)."""
     from scenarios.labels import run_label
 
     key = claim.run_key(point, quick)
     sc = _scenario(claim, point, quick)
     if key not in groups:
-        groups[key] = run_group(claim, sc, out / key, echo, resume, plots)
+        groups[key] = run_group(claim, sc, out / key, echo, resume, plots, inputs)
     got = groups[key]
     runs = {r.scheduler: r for r in got["runs"]}
     scale = next(iter(runs.values())).scale if claim.mode != "simulate" else None

@@ -388,6 +388,15 @@ def test_set_overrides_every_run_and_resume_reads_a_finished_run(tmp_path):
     said.clear()
     reproduce("dgtp", out, quick=True, echo=said.append, claims_dir=papers, resume=True)
     assert not any("--resume" in line for line in said)
+    made = (run_dir / "inputs.txt").read_text()  # made by other code (another digest): run again
+    (run_dir / "inputs.txt").write_text("v2_000000000000\n")
+    said.clear()
+    reproduce("dgtp", out, quick=True, echo=said.append, claims_dir=papers, resume=True)
+    assert any("made from other inputs (v2_000000000000" in line for line in said), said
+    assert (run_dir / "inputs.txt").read_text() == made
+    said.clear()
+    reproduce("dgtp", out, quick=True, echo=said.append, claims_dir=papers, resume=True)
+    assert any("--resume" in line for line in said)
 
 
 # --------------------------------------------------------- the committed claims files
