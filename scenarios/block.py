@@ -66,7 +66,7 @@ import yaml
 
 from railbed.backend import BACKENDS
 from railbed.errors import SpecError
-from scenarios.claims import DEFAULT_ENGINE, QUICK_VERDICT, TUNED_MARK
+from scenarios.claims import DEFAULT_ENGINE, QUICK_VERDICT, REDUCED_VERDICT, TUNED_MARK
 from scenarios.codegraph import TARGET, Graph, packages, parse
 from scenarios.codegraph import modules as modules_of
 
@@ -84,8 +84,8 @@ MACHINERY = ("scenarios.block", "scenarios.codegraph")  # this digest's own code
 COMMAND = Path("cli/main.py")  # the command: its file and top-level imports count, not its functions
 DATA = (".yaml", ".yml", ".json", ".csv", ".txt", ".toml", ".cpp", ".cc", ".h", ".hpp")  # read by code
 # the verdict column's words -> the summary's columns
-COLUMNS = ("claims", "hold", "do not hold", "input check", "quick: no verdict", "skipped", "not built",
-           "not reproduced", "measured")  # fmt: skip
+COLUMNS = ("claims", "hold", "do not hold", "input check", "quick: no verdict", "reduced size: no verdict",
+           "skipped", "not built", "not reproduced", "measured")  # fmt: skip
 
 
 def _data(paper: str, claims_dir: Path) -> set[Path]:
@@ -372,7 +372,7 @@ def _claim_rows(section: str) -> list[tuple[tuple[str, int], str]]:
 
 
 def _rank(verdict: str) -> int:
-    return 2 if verdict == "skipped" else 1 if verdict == QUICK_VERDICT else 0
+    return 2 if verdict == "skipped" else 1 if verdict in (QUICK_VERDICT, REDUCED_VERDICT) else 0
 
 
 def _column(verdict: str) -> str:
