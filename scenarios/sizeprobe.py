@@ -152,12 +152,16 @@ def reduced_text(d: Decision, key: str) -> str:
     span = f"{_g(d.probed[0])}-{_g(d.probed[-1])}" if len(d.probed) > 1 else _g(d.probed[0])
     which = "the largest that fits" if d.size_fits else "the smallest probed (none fits)"
     return (f"cannot run here: the claims' size ({name} {_g(d.target)}) needs about {_count(d.items)} items, "
-            f"{d.deps:.2g} dependencies, ~{d.bytes / 1e9:.3g} GB to build (extrapolated from {name} {span}, "
-            f"measured; budget {d.budget / 1e9:.3g} GB); ran at {name} {_g(d.size)}, {which}")  # fmt: skip
+            f"{d.deps:.2g} dependencies, ~{_gb(d.bytes)} GB to build (extrapolated from {name} {span}, "
+            f"measured; budget {_gb(d.budget)} GB); ran at {name} {_g(d.size)}, {which}")  # fmt: skip
 
 
 def _g(x: float) -> str:
     return f"{x:g}"
+
+
+def _gb(n: float) -> str:
+    return f"{n / 1e9:,.0f}" if n >= 100e9 else f"{n / 1e9:.3g}"
 
 
 def _count(n: float) -> str:

@@ -36,6 +36,8 @@ def test_the_decision_runs_at_the_claims_size_or_the_largest_probe_that_fits():
     assert fits.fits and fits.size == 1.0
     assert (fits.items, fits.deps, fits.bytes) == pytest.approx((400, 160, 4e9))
     assert fits.probed == (0.25, 0.5)
+    three = [[_b(0.125, 50, 10, 0.1), *one[0]]]  # an earlier, flatter point: only the last two count
+    assert (decide(three, 1.0, 5e9).deps, decide(three, 1.0, 5e9).bytes) == pytest.approx((160, 4e9))
     assert decide(one, 1.0, 3e9).size == 0.5 and not decide(one, 1.0, 3e9).fits  # 4 GB > 3; 2 GB fits
     assert decide(one, 1.0, 1.5e9).size == 0.25 and decide(one, 1.0, 1.5e9).size_fits
     none = decide(one, 1.0, 0.5e9)
@@ -60,9 +62,9 @@ def test_probing_stops_before_a_size_estimated_over_the_budget():
 
 
 def test_the_rows_words_carry_the_probes_numbers():
-    d = Decision(1.0, 0.01, False, 8.3e6, 1.9e11, 61e9, 10e9, (0.002, 0.005, 0.01))
+    d = Decision(1.0, 0.01, False, 8.3e6, 1.9e11, 1234e9, 10e9, (0.002, 0.005, 0.01))
     assert reduced_text(d, "job.args.scale") == (
-        "cannot run here: the claims' size (scale 1) needs about 8.3 M items, 1.9e+11 dependencies, ~61 GB to "
+        "cannot run here: the claims' size (scale 1) needs about 8.3 M items, 1.9e+11 dependencies, ~1,234 GB to "
         "build (extrapolated from scale 0.002-0.01, measured; budget 10 GB); ran at scale 0.01, the largest that fits"
     )
 
