@@ -10,14 +10,18 @@ largest job's items and dependencies and the build's memory. Memory is the child
 growth (``VmHWM`` after the build minus ``VmRSS`` before it, the peak reset through
 ``/proc/self/clear_refs``), not tracemalloc: it counts what the OS must give (numpy's and numba's
 buffers, allocator slack) at no slowdown, and a fresh process gives the build's own peak (the
-reproduce process's high-water mark is its earlier runs') and returns the memory when it ends.
+reproduce process's high-water mark is its earlier runs') and returns the memory when it ends. The
+child first builds the smallest value once, unmeasured, so that imports, compiled kernels and caches
+are not counted as the job's (G3's Fig. 4.17 at scale 0.002: 174 MB without it, 41 MB with it).
 
 :func:`decide` (pure) fits each quantity against size by a power law through the *last two* probes
 (y = y2 (s / s2) ** k, k = log(y2 / y1) / log(s2 / s1); the source is silent, so this choice: two
 points follow the growth of the largest sizes measured, where a constant offset such as numba's
 compiled code weighs least; the sequential pipeline's dependencies grow 4x per doubling, k = 2, which
 a linear fit would miss by the factor of the extrapolation). The exponent is kept >= 0 (a job does not
-shrink as it grows). The estimate fits when its memory is at most the budget: half of
+shrink as it grows), and memory's at most the larger of the items' and the dependencies' (a job's
+memory is per item and per dependency plus a constant; a small build's growth is a few allocator
+chunks, whose ratio can be any number). The estimate fits when its memory is at most the budget: half of
 ``MemAvailable`` (/proc/meminfo) when the probe starts, or ``RAILBED_MEMORY_BUDGET_GB``. Half, because
 the probe measures the build only and the run holds the job plus the engine's state per item and
 dependency on top of it (not probed), and because two points extrapolated over two decades carry an
@@ -25,7 +29,7 @@ error of the same order; the machine is also shared. If it does not fit, every p
 at the largest probe value whose measured memory fits at all points (the smallest if none does), and
 the row says so (:func:`reduced_text`) with verdict :data:`scenarios.claims.REDUCED_VERDICT`.
 Probing stops before a value whose memory, extrapolated from the two before, exceeds the budget (the
-probe must not exhaust the machine it measures).
+probe must not exhaust the machine it measures), and after a build that fails once two succeeded.
 """
 
 from __future__ import annotations
@@ -205,7 +209,13 @@ def probe(key: str, values: tuple[float, ...], mapping, budget: float, echo) -> 
         if not next_fits(builds, value, budget):
             echo(f"    size probe: {key} {value:g} skipped (estimated over the budget)")
             break
-        builds.append(measure_build(*mapping(value), value, warm=mapping(values[0])[0]))
+        try:
+            builds.append(measure_build(*mapping(value), value, warm=mapping(values[0])[0]))
+        except SpecError as e:  # killed (out of memory) or failed: the sizes before it are what ran
+            if len(builds) < 2:
+                raise
+            echo(f"    size probe: {key} {value:g} failed ({e.message}): probing stops")
+            break
         b = builds[-1]
         echo(f"    size probe: {key} {value:g}: {b.items:,} items, {b.deps:,} dependencies, {b.bytes / 1e9:.3g} GB")
     return builds

@@ -148,3 +148,17 @@ def test_a_size_probe_cannot_set_a_sweep_axis(tmp_path):
     with pytest.raises(SpecError) as e:
         load_claims(path)
     assert e.value.field == "claims[0].size_probe.set"
+
+
+def test_the_summary_counts_a_reduced_row_as_not_judged_in_a_column_of_its_own():
+    row = "| {} | r | p | 1x | {} | - | - | `c` |"
+    head = "| claim | ran | paper | railbed | verdict | room (baseline) | fidelity | command |\n| --- |\n"
+    quick = head + row.format("a", "quick: no verdict") + "\n" + row.format("b", "quick: no verdict")
+    full = head + row.format("a", REDUCED_VERDICT) + "\n" + row.format("b", "holds")
+    lines = block.summary({("p", " --quick"): quick, ("p", ""): full}, ("p",))
+    assert lines[0].endswith("| measured | reduced size: no verdict |")
+    counts = dict(zip((*block.COLUMNS, block.REDUCED_COLUMN), lines[2].strip(" |").split(" | ")[2:]))
+    assert counts["claims"] == "2" and counts["hold"] == "1" and counts[REDUCED_VERDICT] == "1"
+    assert counts["quick: no verdict"] == "0"  # the paper-size section's reduced row, not the quick one
+    without = block.summary({("p", " --quick"): quick}, ("p",))  # no reduced row: today's columns
+    assert without[0] == "| paper | sections | " + " | ".join(block.COLUMNS) + " |"
