@@ -43,7 +43,7 @@ Each paper keeps its claims in ``scenarios/<paper>/claims.yaml`` (read by
         quick: {job.args.microbatches: 2}  # dotted overrides for --quick (small and fast), applied last
         size_probe: {set: job.args.scale, values: [0.002, 0.004]}  # the override setting the job's size
                                            # and smaller values that run here: a job too large for this
-                                           # machine runs at the largest that fits (scenarios.sizeprobe)
+                                           # machine runs at the largest probed size that fits (scenarios.sizeprobe)
         experiment: 32-GPU testbed, Table 5.5   # rows reading one run must name the same experiment
         note: 'railbed {value} against ...'     # {...}: numbers from the runs (NOTE_FIELDS)
       - claim: DrTM-KV's ...

@@ -154,7 +154,7 @@ def reduced_text(d: Decision, key: str) -> str:
     """The row's words for a claim that cannot run here (every number from the probe)."""
     name = key.rsplit(".", 1)[-1]
     span = f"{_g(d.probed[0])}-{_g(d.probed[-1])}" if len(d.probed) > 1 else _g(d.probed[0])
-    which = "the largest that fits" if d.size_fits else "the smallest probed (none fits)"
+    which = "the largest probed size that fits" if d.size_fits else "the smallest probed (none fits)"
     return (f"cannot run here: the claims' size ({name} {_g(d.target)}) needs about {_count(d.items)} items, "
             f"{d.deps:.2g} dependencies, ~{_gb(d.bytes)} GB to build (extrapolated from {name} {span}, "
             f"measured; budget {_gb(d.budget)} GB); ran at {name} {_g(d.size)}, {which}")  # fmt: skip

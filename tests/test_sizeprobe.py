@@ -65,7 +65,8 @@ def test_the_rows_words_carry_the_probes_numbers():
     d = Decision(1.0, 0.01, False, 8.3e6, 1.9e11, 1234e9, 10e9, (0.002, 0.005, 0.01))
     assert reduced_text(d, "job.args.scale") == (
         "cannot run here: the claims' size (scale 1) needs about 8.3 M items, 1.9e+11 dependencies, ~1,234 GB to "
-        "build (extrapolated from scale 0.002-0.01, measured; budget 10 GB); ran at scale 0.01, the largest that fits"
+        "build (extrapolated from scale 0.002-0.01, measured; budget 10 GB); ran at scale 0.01, "
+        "the largest probed size that fits"
     )
 
 
