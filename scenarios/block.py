@@ -66,7 +66,7 @@ import yaml
 
 from railbed.backend import BACKENDS
 from railbed.errors import SpecError
-from scenarios.claims import DEFAULT_ENGINE, QUICK_VERDICT, TUNED_MARK
+from scenarios.claims import DEFAULT_ENGINE, QUICK_VERDICT, REDUCED_VERDICT, TUNED_MARK
 from scenarios.codegraph import TARGET, Graph, packages, parse
 from scenarios.codegraph import modules as modules_of
 
@@ -86,6 +86,7 @@ DATA = (".yaml", ".yml", ".json", ".csv", ".txt", ".toml", ".cpp", ".cc", ".h", 
 # the verdict column's words -> the summary's columns
 COLUMNS = ("claims", "hold", "do not hold", "input check", "quick: no verdict", "skipped", "not built",
            "not reproduced", "measured")  # fmt: skip
+REDUCED_COLUMN = REDUCED_VERDICT  # appended to COLUMNS only when a section has such a row (scenarios.sizeprobe)
 
 
 def _data(paper: str, claims_dir: Path) -> set[Path]:
@@ -372,7 +373,7 @@ def _claim_rows(section: str) -> list[tuple[tuple[str, int], str]]:
 
 
 def _rank(verdict: str) -> int:
-    return 2 if verdict == "skipped" else 1 if verdict == QUICK_VERDICT else 0
+    return 2 if verdict == "skipped" else 1 if verdict in (QUICK_VERDICT, REDUCED_VERDICT) else 0
 
 
 def _column(verdict: str) -> str:
@@ -386,7 +387,7 @@ def _column(verdict: str) -> str:
 def summary(sections: dict[tuple[str, str], str], papers: tuple[str, ...]) -> list[str]:
     """Per paper, its claims and how many hold, do not hold, ... : each claim counted once, by its
     row in the section made at the largest size (no --quick) that judged it, else its quick row."""
-    lines = ["| paper | sections | " + " | ".join(COLUMNS) + " |", "|" + " --- |" * (len(COLUMNS) + 2)]
+    rows = []
     for paper in papers:
         mine = sorted((k for k in sections if k[0] == paper), key=lambda k: ("--quick" in k[1], k[1]))
         if not mine or paper == "mechanisms":
@@ -396,9 +397,12 @@ def summary(sections: dict[tuple[str, str], str], papers: tuple[str, ...]) -> li
             for claim, verdict in _claim_rows(sections[key]):
                 if claim not in best or _rank(verdict) < _rank(best[claim]):
                     best[claim] = verdict
-        counts = Counter(_column(v) for v in best.values())
         names = ", ".join(f"`{k[1].strip() or 'without --quick'}`" for k in mine)
-        cells = [str(len(best))] + [str(counts.get(c, 0)) for c in COLUMNS[1:]]
+        rows.append((paper, names, Counter(_column(v) for v in best.values()), len(best)))
+    columns = COLUMNS + (REDUCED_COLUMN,) * any(counts[REDUCED_COLUMN] for *_, counts, _n in rows)
+    lines = ["| paper | sections | " + " | ".join(columns) + " |", "|" + " --- |" * (len(columns) + 2)]
+    for paper, names, counts, n in rows:
+        cells = [str(n)] + [str(counts.get(c, 0)) for c in columns[1:]]
         lines.append(f"| {paper} | {names} | " + " | ".join(cells) + " |")
     return lines
 

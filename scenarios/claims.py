@@ -34,6 +34,7 @@ from railbed import backend as backends
 from railbed.errors import SpecError
 from railbed.metrics import CURVE_METRICS, METRICS
 from railbed.results import fmt_time
+from scenarios.sizeprobe import SizeProbe, parse_probe
 
 MODES = ("simulate", "emulate", "crosscheck")  # how a row runs (its ``backend`` key): Claim.mode
 DEFAULT_ENGINE = "fluid"  # the backend a simulated row runs unless it names one (its ``engine``)
@@ -50,7 +51,7 @@ BANDS = ("absolute", "relative", "factor")
 CLAIM_KEYS = {
     "id", "claim", "paper", "kind", "band", "bound", "scenario", "backend", "engine", "scheduler", "relative_to",
     "metric", "set", "quick", "sweep", "experiment", "note", "not_reproduced", "not_built", "band_reason",
-    "input_check", "stand_in",
+    "input_check", "stand_in", "size_probe",
 }  # fmt: skip
 PAPER_KEYS = {"value", "unit", "source", "text"}
 UNSTATED_KEYS = {"name", "set", "value", "reason", "range", "claims"}
@@ -122,6 +123,7 @@ class Claim:
     input_check: str | None = None  # why the number follows from the row's inputs: "input check", never holds
     stand_in: str | None = None  # the baseline or system the row runs in place of the paper's, named in the row
     tuned_from: tuple[str, Any] | None = None  # a row variant at a tuned parameter's value before (Tuned)
+    size_probe: SizeProbe | None = None  # the override setting the job's size, smaller values (scenarios.sizeprobe)
 
     @property
     def label(self) -> str:
@@ -208,11 +210,13 @@ class Claim:
 
 
 QUICK_VERDICT = "quick: no verdict"  # a --quick section is a smoke test (issue 41)
+REDUCED_VERDICT = "reduced size: no verdict"  # ran below the claims' size, which cannot run here (sizeprobe)
 INPUT_CHECK = "input check"
 
 
-def verdict(claim: Claim, value: float | None, quick: bool = False) -> str:
-    """The row's verdict; ``quick`` (a smoke test, not the paper's size) never judges."""
+def verdict(claim: Claim, value: float | None, quick: bool = False, reduced: bool = False) -> str:
+    """The row's verdict; ``quick`` (a smoke test, not the paper's size) and ``reduced`` (run below the
+    claims' size, which does not fit here: :mod:`scenarios.sizeprobe`) never judge."""
     if claim.not_built:
         return "not built yet"
     if claim.not_reproduced:
@@ -223,8 +227,8 @@ def verdict(claim: Claim, value: float | None, quick: bool = False) -> str:
         return "no value"
     if claim.input_check:
         return INPUT_CHECK
-    if quick:
-        return QUICK_VERDICT
+    if quick or reduced:
+        return QUICK_VERDICT if quick else REDUCED_VERDICT
     lo, hi = claim.interval()
     open_end = claim.kind != "direction" and claim.effect_edge() == claim.paper.neutral and claim.side()
     inside = lo <= value <= hi and not (open_end and value == claim.paper.neutral)
@@ -385,12 +389,24 @@ def _claim(raw: Any, base: Path, where: str, index: int) -> Claim:
     if claim.band is not None and claim.paper.value is not None and wider(claim) and not claim.band_reason:
         raise SpecError(f"{where}.band_reason", "a band wider than the default (10 points of a %, 20 % of "
                         "anything else) needs its cited reason (band_reason), printed in the row")  # fmt: skip
+    if raw.get("size_probe") is not None:
+        claim.size_probe = _size_probe(raw["size_probe"], claim, f"{where}.size_probe")
     if raw.get("bound") is not None:
         bound = raw["bound"]
         if not isinstance(bound, dict) or not bound or set(bound) - {"min", "max"}:
             raise SpecError(f"{where}.bound", "expected {min: X, max: Y} (either may be left out)")
         claim.bound = {k: _number(v, f"{where}.bound.{k}") for k, v in bound.items()}
     return claim
+
+
+def _size_probe(raw: Any, claim: Claim, where: str) -> SizeProbe:
+    """A claim's ``size_probe`` (:func:`scenarios.sizeprobe.parse_probe`), on a job it can set."""
+    probe = parse_probe(raw, where)
+    if any(probe.set in point for point in claim.sweep):
+        raise SpecError(f"{where}.set", f"{probe.set} is an axis of the claim's sweep: the probe sets the size")
+    if claim.full_size or claim.mode != "simulate":
+        raise SpecError(where, "probes a simulated job built as items (not fluid-rules' arrays, not emulated)")
+    return probe
 
 
 def wider(claim: Claim) -> bool:

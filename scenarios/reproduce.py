@@ -41,6 +41,9 @@ Each paper keeps its claims in ``scenarios/<paper>/claims.yaml`` (read by
         sweep: {job.args.dp: [1, 2, 4]}    # the paper's sweep (up_to, mean): one run per combination;
                                            # axis scenario: a list of files
         quick: {job.args.microbatches: 2}  # dotted overrides for --quick (small and fast), applied last
+        size_probe: {set: job.args.scale, values: [0.002, 0.004]}  # the override setting the job's size
+                                           # and smaller values that run here: a job too large for this
+                                           # machine runs at the largest probed size that fits (scenarios.sizeprobe)
         experiment: 32-GPU testbed, Table 5.5   # rows reading one run must name the same experiment
         note: 'railbed {value} against ...'     # {...}: numbers from the runs (NOTE_FIELDS)
       - claim: DrTM-KV's ...
@@ -156,6 +159,7 @@ from scenarios.claims import (
     verdict,
 )
 from scenarios.crosscheck import compare
+from scenarios.sizeprobe import sized
 
 PAPERS = (
     "platform", "mechanisms", "dgtp", "hermod", "leo", "dgcl", "distdgl", "bytegnn", "sancus", "adagl", "dgs", "g3",
@@ -215,6 +219,13 @@ class Row:
 def _scenario(claim: Claim, point: dict[str, Any], quick: bool, extra: dict[str, Any] | None = None):
     """The claim's scenario with its set, sweep point, quick (and ``extra``) overrides, cluster inline."""
     from scenarios.runner import Scenario
+
+    data, base = _mapping(claim, point, quick, extra)
+    return Scenario.from_dict(data, base, arrays="always" if claim.full_size else False)
+
+
+def _mapping(claim: Claim, point: dict[str, Any], quick: bool, extra: dict[str, Any] | None):
+    """(the mapping, its base directory) :func:`_scenario` builds."""
     from scenarios.sweep import scenario_mapping, set_dotted
 
     data, base = scenario_mapping(str(claim.scenario_of(point)), Path("."))
@@ -224,7 +235,7 @@ def _scenario(claim: Claim, point: dict[str, Any], quick: bool, extra: dict[str,
                 set_dotted(data, key, copy.deepcopy(value), f"{name}.{key}")
     if claim.set.get("scheduler_args"):  # a tuned scheduler option's value before (claims.Tuned), after quick's
         _scheduler_args(data, claim, claim.set["scheduler_args"])
-    return Scenario.from_dict(data, base, arrays="always" if claim.full_size else False)
+    return data, base
 
 
 def _scheduler_args(data: dict[str, Any], claim: Claim, args: dict[str, Any]) -> None:
@@ -411,6 +422,7 @@ def reproduce_paper(
     title, claims, _ = load_claims(path)
     echo(f"{paper}: {len(claims)} claims")
     groups: dict[str, dict[str, Any]] = {}
+    probes: dict[str, list] = {}  # size probes (scenarios.sizeprobe) by run
     rows = []
     inputs = inputs_digest(paper, flags(quick, emulate, full_size), claims_dir)
     for claim in claims:
@@ -429,9 +441,10 @@ def reproduce_paper(
         if big and not full_size:
             row.verdict, row.fidelity, row.command = "skipped", "needs --full-size (minutes, GBs)", row.paper_command
             continue
-        for point in claim.points():
-            row.points.append(_run_point(claim, point, quick, out / paper, groups, echo, resume, plots, inputs))
-        _judge(row, quick)
+        ran, reduced = sized(claim, quick, _mapping, probes, echo)  # at a size that fits here
+        for point in ran.points():
+            row.points.append(_run_point(ran, point, quick, out / paper, groups, echo, resume, plots, inputs))
+        _judge(row, quick, reduced)
     return title, rows
 
 
@@ -450,13 +463,14 @@ def _run_point(claim, point, quick, out, groups, echo, resume, plots, inputs) ->
     return PointRun(point, measure(claim, got), out / key, label, runs, sc.source or {})
 
 
-def _judge(row: Row, quick: bool = False) -> None:
+def _judge(row: Row, quick: bool = False, reduced: tuple[str, str] | None = None) -> None:
+    """The row from its runs; ``reduced``: (ran, words) of a row run below the claims' size (sizeprobe)."""
     claim = row.claim
     row.value = claim.best([p.value for p in row.points])
     row.best = next((p for p in row.points if p.value == row.value), row.points[0])
-    row.verdict = verdict(claim, row.value, quick)
+    row.verdict = verdict(claim, row.value, quick, reduced=reduced is not None)
     read = [row.best.runs[n] for n in (claim.scheduler, claim.relative_to) if n in row.best.runs]
-    row.fidelity = fidelity(read or list(row.best.runs.values()))
+    row.fidelity = fidelity(read or list(row.best.runs.values())) + (f"; {reduced[1]}" if reduced else "")
     baseline = row.best.runs.get(claim.relative_to or claim.scheduler or "")
     if claim.metric in CURVE_METRICS:  # a load sweep: the reference's run at its lowest load
         baseline = _lowest_load(row.best.runs, claim.relative_to or claim.scheduler)
@@ -467,7 +481,7 @@ def _judge(row: Row, quick: bool = False) -> None:
         "mean": f"; mean of {len(row.points)} points ({names})",
     }
     many = many.get(claim.kind, "") if len(row.points) > 1 else ""
-    row.ran = row.best.label + many
+    row.ran = row.best.label + many + (f"; {reduced[0]}" if reduced else "")
     cmd = {"simulate": "railbed simulate", "emulate": "sudo railbed run", "crosscheck": "sudo railbed crosscheck"}
     engine = f" --backend {claim.engine}" if claim.engine != DEFAULT_ENGINE else ""
     row.command = f"{cmd[claim.mode]} {shlex.quote(str(row.run_dir / 'scenario.yaml'))}{engine}"
