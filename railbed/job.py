@@ -61,7 +61,9 @@ Sub-flows
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+import gc
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
@@ -159,6 +161,36 @@ class Flow(Attributes):
 
 
 Item = Task | Flow
+
+
+@contextmanager
+def paused_gc() -> Iterator[None]:
+    """Python's cyclic garbage collector off while a bulk build runs (as a ``with`` block or a
+    decorator), back as it was after. A build that makes millions of acyclic objects (an array
+    job's flows, the compaction's Flows of gated flows) otherwise pays for full collections
+    that re-scan everything alive: 30 % of the CPU time of the 512-GPU Hermod compaction
+    (34.2 s with, 24.6 s without, docs/performance.md), 8 % of the 1024-GPU Mixtral array job's
+    generation. What such a build frees is not in cycles (that compaction's 19 collections
+    found 10 objects to free), so little waits for the collector's next run."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
+
+
+def edited(item: Item, **changes: Any) -> Item:
+    """``dataclasses.replace(item, **changes)`` without running the class's ``__init__`` (a frozen
+    dataclass sets each of its 16 fields through ``object.__setattr__``): about 7x faster, for
+    copies made per item of items already made (:meth:`Job.public`, an array job's flows).
+    ``changes`` are not checked: field names and values must be valid (neither class has a
+    ``__post_init__``, so the copy is the object ``replace`` would make)."""
+    out = object.__new__(type(item))
+    out.__dict__.update(item.__dict__)
+    out.__dict__.update(changes)
+    return out
 
 
 def batch_tags(tags: Mapping[str, Any] | None, each: Mapping[str, Sequence] | None, k: int) -> dict[str, Any]:
@@ -340,7 +372,7 @@ class Job:
         out = Job(self.name, self.capacity, self.default_capacity)
         out.endpoints = dict(self.endpoints)
         out.items = {
-            i: (replace(it, size=None) if isinstance(it, Flow) and it.reveal != "upfront" else it)
+            i: (edited(it, size=None) if isinstance(it, Flow) and it.reveal != "upfront" else it)
             for i, it in self.items.items()
         }
         return out

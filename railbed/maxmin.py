@@ -105,7 +105,7 @@ def maxmin_kernel(
     link) and ``state`` (per flow) are scratch arrays. :func:`maxmin_into` with its
     scratch allocated here."""
     nlinks = link_cap.shape[0]
-    work = np.empty(nlinks + 3 * n + 2 * CLASSES + 2, dtype=np.int64)
+    work = np.empty(scratch_size(nlinks, n), dtype=np.int64)
     maxmin_into(link_cap, flow_links, nhops, prio, cap, act, n, rates, left, count, state, work, np.empty(nlinks))
 
 

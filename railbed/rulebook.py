@@ -40,10 +40,9 @@ have it).
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import replace
 
 from railbed.actions import SchedulerError
-from railbed.job import Flow, Item, Placement
+from railbed.job import Flow, Item, Placement, edited
 from railbed.scheduler import HOLD, Decision, Rule, RunView, Scheduler, Split
 from railbed.spec import ClusterSpec
 
@@ -58,7 +57,7 @@ def as_offered(flow: Flow) -> Flow:
     """The flow as ``on_ready`` sees it in the Dispatcher (the view's job, :meth:`Job.public`,
     with ``on_ready`` sizes revealed by then): a ``hidden`` size stays ``None``. ``rule`` and
     ``gate_split`` stand for ``on_ready``, so they get this, never a size it could not read."""
-    return replace(flow, size=None) if flow.reveal == "hidden" else flow
+    return edited(flow, size=None) if flow.reveal == "hidden" else flow
 
 
 class RuleBook:

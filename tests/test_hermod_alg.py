@@ -253,6 +253,9 @@ def test_port_matching_batch_is_each_coflow_alone():
             pairs = [rng.choice(pairs) for _ in range(rng.randint(1, 12))]
         coflows.append(([f"p{s}" for s, _ in pairs], [f"p{d}" for _, d in pairs],
                         [rng.choice([0, rng.randint(1, 10**6)]) for _ in pairs]))  # fmt: skip
+    # coflows again (the batch keeps a matrix's sub-phases): as they were, and with other port names
+    coflows += [coflows[3], coflows[4], ([s.replace("p", "q") for s in coflows[6][0]],
+                                        [d.replace("p", "q") for d in coflows[6][1]], coflows[6][2])]  # fmt: skip
     pc, first = port_matching_batch(coflows)
     base = 0
     for c, (src, dst, size) in enumerate(coflows):

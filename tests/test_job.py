@@ -149,3 +149,54 @@ def test_generate_reads_units_and_names_bad_arguments():
     with pytest.raises(SpecError) as err:
         generate("nope")
     assert err.value.field == "job.generator"
+
+
+def test_edited_is_replace_without_init():
+    """``edited`` (Job.public's and the array builder's copy per flow) makes the object
+    ``dataclasses.replace`` makes, leaves the original alone, and rests on there being no
+    ``__post_init__`` to skip."""
+    from dataclasses import replace
+
+    from railbed.job import Flow, Task, edited
+
+    assert not hasattr(Flow, "__post_init__") and not hasattr(Task, "__post_init__")
+    f = Flow("f", src="a", dst="b", size=7, deps=("t",), reveal="on_ready", coflow="c", layer=2, tags={"x": 1})
+    t = Task("t", endpoint="a", duration=1.5, microbatch=3)
+    for item, changes in [(f, {"size": None}), (f, {"id": "g", "src": "b", "dst": "a", "coflow": None}),
+                          (t, {"duration": 2.0, "deps": ("u",)}), (f, {})]:  # fmt: skip
+        got, want = edited(item, **changes), replace(item, **changes)
+        assert type(got) is type(want) and got == want and vars(got) == vars(want)
+        assert got is not item
+    assert f.size == 7 and f.id == "f"
+    with pytest.raises(AttributeError):
+        edited(f, size=1).size = 2  # still frozen
+
+
+def test_paused_gc_restores_the_collector():
+    import gc
+
+    from railbed.job import paused_gc
+
+    assert gc.isenabled()
+    with paused_gc():
+        assert not gc.isenabled()
+        with paused_gc():
+            assert not gc.isenabled()
+        assert not gc.isenabled()  # the inner block leaves it as the outer found it
+    assert gc.isenabled()
+
+    @paused_gc()
+    def fails():
+        assert not gc.isenabled()
+        raise ValueError
+
+    with pytest.raises(ValueError):
+        fails()
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        with paused_gc():
+            pass
+        assert not gc.isenabled()  # off before, off after
+    finally:
+        gc.enable()

@@ -66,6 +66,9 @@ class Ids(Sequence):
         return self.base + (len(self.tail[0]) if self.tail is not None else 0)
 
     def __getitem__(self, k):  # type: ignore[override]
+        o = self.offsets
+        if not isinstance(k, slice) and 0 <= k < len(o) - 1:  # an id in the blob (the common case first)
+            return self.blob[o[k] : o[k + 1]].decode()
         if isinstance(k, slice):
             return [self[i] for i in range(*k.indices(len(self)))]
         if k < 0:
@@ -74,7 +77,7 @@ class Ids(Sequence):
             raise IndexError(k)
         nb = self.base
         if k < nb:
-            return self.blob[self.offsets[k] : self.offsets[k + 1]].decode()
+            return self.blob[o[k] : o[k + 1]].decode()
         pre, suf, table = self.tail
         p = int(pre[k - nb])
         return (self[p] if p >= 0 else "") + table[int(suf[k - nb])].decode()
@@ -113,6 +116,14 @@ class Ids(Sequence):
         if self.tail is not None:
             pre, suf = np.concatenate([self.tail[0], pre]), np.concatenate([self.tail[1].astype(sdt), suf])
         return Ids(self.blob, self.offsets, (pre, suf, tuple(table)))
+
+    def some(self, ks: np.ndarray) -> list[str]:
+        """``[self[k] for k in ks]`` for ids in the blob (``0 <= k < base``), read in one pass."""
+        ks = np.asarray(ks, np.int64)
+        if len(ks) and not (0 <= ks.min() and ks.max() < self.base):
+            raise IndexError("Ids.some reads ids in the blob only")
+        blob, o = self.blob, self.offsets
+        return [blob[a:b].decode() for a, b in zip(o[ks].tolist(), o[ks + 1].tolist())]
 
     def flat(self) -> Ids:
         """The same ids all in one buffer (written out with numba)."""

@@ -125,7 +125,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from railbed.errors import SpecError
-from railbed.job import Job, Location
+from railbed.job import Job, Location, paused_gc
 from workloads.moe_dp import buckets, dp_sync, megatron_bucket
 
 SCHEDULES = ("gpipe", "1f1b", "interleaved")
@@ -386,6 +386,7 @@ def moe_training(
     return _build(Job, dict(locals())).validate()
 
 
+@paused_gc()
 def moe_arrays(**kwargs):
     """:func:`moe_training`'s job, the same items in the same order, made straight into a
     :class:`workloads.arrays.ArrayJob` (columns, no :class:`~railbed.job.Job`): the same code

@@ -12,7 +12,7 @@ import numpy as np
 
 from railbed.dispatch import check_placement
 from railbed.errors import SpecError
-from railbed.job import Flow, Job, Placement, Task
+from railbed.job import Flow, Job, Placement, Task, edited, paused_gc
 from railbed.rulebook import as_offered
 from railbed.scheduler import Rule, Scheduler
 from railbed.spec import ClusterSpec
@@ -25,6 +25,7 @@ from tc_policies.plan import Policy
 from workloads.arrays import ArrayJob
 
 
+@paused_gc()
 def compact(job: Job, scheduler: Scheduler, cluster: ClusterSpec, policy: str | Policy = "dscp-priority") -> CompactJob:
     """Place ``job`` with ``scheduler`` and turn it into a :class:`CompactJob` (see module doc).
 
@@ -185,6 +186,7 @@ def _checked_rule(scheduler: Scheduler, rule: Rule | None, what: str) -> Rule:
     return rule
 
 
+@paused_gc()
 def compact_arrays(
     aj: ArrayJob, scheduler: Scheduler, cluster: ClusterSpec, policy: str | Policy = "dscp-priority"
 ) -> CompactJob:
@@ -205,15 +207,15 @@ def compact_arrays(
     _refuse_host_models(cluster)
     topology = Topology(cluster)
     fabric = Fabric(topology)
-    in_skeleton = {aj.reps[c][0]: aj.rep_flow(c) for c in range(len(aj.reps))}
+    rep_flows = [aj.rep_flow(c) for c in range(len(aj.reps))]
+    in_skeleton = {h: rep_flows[c] for c, (h, _) in enumerate(aj.reps)}
     placement = _place_skeleton(aj, in_skeleton, scheduler, cluster)
     rules = [scheduler.rule(as_offered(in_skeleton[h]), placement, cluster) for h, _ in aj.reps]
     gated_classes = [c for c, r in enumerate(rules) if r is not None and r.gate is not None]
     members = np.zeros(0, np.int64)
     if gated_classes:  # their flows join the skeleton: the scheduler learns the gates' members
         members = np.flatnonzero((aj.kind == 1) & np.isin(aj.rclass, gated_classes))
-        for k in members:
-            in_skeleton[int(k)] = _member_flow(aj, int(k))
+        in_skeleton.update(zip(members.tolist(), _member_flows(aj, members, rep_flows)))
         again = _place_skeleton(aj, in_skeleton, scheduler, cluster)
         if again.locations != placement.locations:
             raise SpecError("scheduler", f"{scheduler.name} places the skeleton with the gated flows differently")
@@ -300,7 +302,7 @@ def compact_arrays(
         hold_by_class=bool(getattr(scheduler, "hold_by_class", False)),
     )  # fmt: skip
     if gated.any():
-        flows = _GatedFlows(aj, members)
+        flows = _GatedFlows(aj, members, rep_flows)
         route_of = {int(u): int(r) for u, r in zip(uniq, rank)}
         add_gates(cj, flows, gates, None, scheduler, placement, cluster, topology, fabric, classes, route_of)
     _trim_heap()
@@ -383,29 +385,39 @@ def _place_skeleton(aj: ArrayJob, flows: dict[int, Flow], scheduler: Scheduler, 
     return placement
 
 
-def _member_flow(aj: ArrayJob, k: int) -> Flow:
-    """Item ``k`` of an ArrayJob as a :class:`Flow` (its class's attributes, its own ends, size, coflow)."""
-    _, fields = aj.reps[aj.rclass[k]]
-    co = aj.coflow[k]
-    return Flow(
-        aj.ids[k], **dict(fields, src=aj.endpoints[aj.a[k]], dst=aj.endpoints[aj.b[k]], size=int(aj.value[k]),
-                          coflow=aj.coflow_names[co] if co >= 0 else None),
-    )  # fmt: skip
+def _member_flows(aj: ArrayJob, ks: np.ndarray, rep_flows: list[Flow]) -> list[Flow]:
+    """Items ``ks`` of an ArrayJob as :class:`Flow` s: each its class's representative
+    (``rep_flows``, per class: :meth:`ArrayJob.rep_flow`) with its own id, ends, size and
+    coflow; the columns are read once for all of them."""
+    ks = np.asarray(ks, np.int64)
+    eps, names = aj.endpoints, aj.coflow_names
+    cols = (aj.ids.some(ks), aj.rclass[ks].tolist(), aj.a[ks].tolist(), aj.b[ks].tolist(),
+            aj.value[ks].astype(np.int64).tolist(), aj.coflow[ks].tolist())  # fmt: skip
+    return [
+        edited(rep_flows[c], id=i, src=eps[a], dst=eps[b], size=v, coflow=names[co] if co >= 0 else None)
+        for i, c, a, b, v, co in zip(*cols)
+    ]
 
 
 class _GatedFlows(Mapping):
     """Item index -> :class:`Flow` of an ArrayJob's gated flows (``members``, in item order),
-    each made when asked (:func:`_member_flow`): 7 million gated flows at 8192 GPUs, about
+    each made when asked (:func:`_member_flows`): 7 million gated flows at 8192 GPUs, about
     350 bytes each as Flows, are not kept while :func:`add_gates` runs (it asks a batch's once)."""
 
-    def __init__(self, aj: ArrayJob, members: np.ndarray) -> None:
-        self.aj, self.members = aj, members.tolist()
+    def __init__(self, aj: ArrayJob, members: np.ndarray, rep_flows: list[Flow]) -> None:
+        self.aj, self.members, self.rep_flows = aj, members.tolist(), rep_flows
         self.index = dict.fromkeys(self.members)
 
     def __getitem__(self, k: int) -> Flow:
         if k not in self.index:
             raise KeyError(k)
-        return _member_flow(self.aj, k)
+        return _member_flows(self.aj, [k], self.rep_flows)[0]
+
+    def many(self, ks: list[int]) -> dict[int, Flow]:
+        """``{k: self[k] for k in ks}``, the columns read once (:func:`_member_flows`)."""
+        if any(k not in self.index for k in ks):
+            raise KeyError(next(k for k in ks if k not in self.index))
+        return dict(zip(ks, _member_flows(self.aj, ks, self.rep_flows)))
 
     def __iter__(self):
         return iter(self.members)

@@ -336,7 +336,9 @@ def _gate_batch(gr: _Gating, g0: int, g1: int) -> dict:
     columns (in ``cj``'s types), dependencies (CSR, indices inside the batch), originals, gates,
     id prefixes (the original's item, -1: none) and suffixes (into ``gr.table``, grown) and id
     keys (length << 32 | CRC-32). New routes go to ``gr.route_of`` and ``gr.new_routes``."""
-    flows = {k: gr.flows[k] for g in range(g0, g1) for k in gr.mems[g]}  # the batch's, each made once
+    ks = [k for g in range(g0, g1) for k in gr.mems[g]]
+    many = getattr(gr.flows, "many", None)  # _GatedFlows (build.py) makes a batch's Flows in one pass
+    flows = many(ks) if many is not None else {k: gr.flows[k] for k in ks}  # the batch's, each made once
     arr, whole = _batch_split(gr, g0, g1, flows)
     orig_pos, gate_of, size, dscp, rate, lens, ptr, dependents = _checked_batch(gr, g0, g1, flows, arr)
     orig = np.array(gr.gated, np.int64)[orig_pos]
