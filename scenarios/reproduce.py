@@ -41,9 +41,8 @@ Each paper keeps its claims in ``scenarios/<paper>/claims.yaml`` (read by
         sweep: {job.args.dp: [1, 2, 4]}    # the paper's sweep (up_to, mean): one run per combination;
                                            # axis scenario: a list of files
         quick: {job.args.microbatches: 2}  # dotted overrides for --quick (small and fast), applied last
-        size_probe: {set: job.args.scale, values: [0.002, 0.004]}  # the override setting the job's size
-                                           # and smaller values that run here: a job too large for this
-                                           # machine runs at the largest probed size that fits (scenarios.sizeprobe)
+        size_probe: {set: job.args.scale, values: [0.002, 0.004]}  # the override setting the size and
+                                           # smaller sizes that run here (scenarios.sizeprobe)
         experiment: 32-GPU testbed, Table 5.5   # rows reading one run must name the same experiment
         note: 'railbed {value} against ...'     # {...}: numbers from the runs (NOTE_FIELDS)
       - claim: DrTM-KV's ...
@@ -89,23 +88,19 @@ their numbers from the runs through ``{...}`` fields, never typed.
 Runs are grouped by (scenario, backend, engine, overrides), so one run serves
 every row (of one experiment) that reads it. Simulated rows run by default;
 emulated and crosscheck rows need ``--emulate`` (root; one testbed per
-machine) and rows on a backend that builds jobs as arrays (``fluid-rules``)
-``--full-size``; otherwise they are listed
+machine) and ``fluid-rules`` rows ``--full-size``; otherwise they are listed
 as skipped. ``--resume`` reuses a group's finished results directory when its
-``scenario.yaml`` is the one the row would run and the group was made from the section's inputs
-as they are now (``inputs.txt``, the digest of :func:`scenarios.block.inputs_digest`: the claims,
-scenario and cluster files and the code the runs can execute); a group made by other code runs
-again, so a section resumed across sessions never mixes two versions of the code. Each run is a normal results
-directory under ``--out`` (default ``reproduction/``); ``REPRODUCTION.md``
-there has per paper the table, notes and the runs' figures.
+``scenario.yaml`` is the one the row would run and its ``inputs.txt`` holds the
+section's inputs digest as it is now (:func:`scenarios.block.inputs_digest`), so a
+section resumed across sessions never mixes two versions of the code. Runs are
+normal results directories under ``--out`` (default ``reproduction/``).
 
-``--write REPRODUCTION.md`` (alias ``--readme``) replaces, in that file's block
-between ``<!-- reproduce:begin -->`` and ``<!-- reproduce:end -->``, the
-sections of the papers just run with these flags (tables and notes, no
-figures, nothing that changes between two runs of the same code): one section
-per (paper, flags), so a ``--quick`` section and an ``--emulate`` one live
-side by side. ``tests/test_reproduction_md.py`` regenerates the ``--quick``
-sections and fails when the committed ones differ.
+``--write REPRODUCTION.md`` replaces, in that file's block between
+``<!-- reproduce:begin -->`` and ``<!-- reproduce:end -->``, the sections of
+the papers just run with these flags (tables and notes, nothing that changes
+between two runs of the same code): one section per (paper, flags).
+``tests/test_reproduction_md.py`` regenerates the ``--quick`` sections and
+fails when the committed ones differ.
 
 ``--sensitivity`` (:mod:`scenarios.sensitivity`) sweeps each ``unstated``
 parameter on Ray and draws, per claim, its number against the parameter
@@ -169,6 +164,7 @@ HERE = Path(__file__).resolve().parent
 __all__ = ["BEGIN", "END", "SUMMARY_BEGIN", "block_sections"]  # REPRODUCTION.md's block (scenarios.block)
 # the rest stay in each run's figures/
 REPORT_FIGURES = ("timeline-", "fct-cdf", "iterations", "crosscheck-fct", "latency-load", "throughput-load")
+INPUTS = "inputs.txt"  # a run group's inputs digest (run_group, --resume)
 HEAD = ("claim", "ran", "paper", "railbed", "verdict", "room (baseline)", "fidelity", "command")
 
 CROSSCHECK: dict[str, Callable[[Any], float]] = {
@@ -259,14 +255,13 @@ def run_group(
     """Run scenario ``sc`` of ``claim`` once; return what its rows read (results, crosschecks).
     With ``resume``, an earlier finished run of the same scenario in ``out`` is read instead, if it was
     made from ``inputs`` (the section's inputs digest, kept in ``out/inputs.txt``)."""
-    if resume:
-        made = (out / INPUTS).read_text().strip() if (out / INPUTS).exists() else "unknown"
-        got = _finished(sc, claim.mode, out) if made == inputs else None
-        if got is not None:
-            echo(f"  {claim.mode} {sc.name}: finished earlier in {out} (--resume)")
-            return got
-        if made != inputs and (out / "scenario.yaml").exists():
-            echo(f"  {claim.mode} {sc.name}: {out} was made from other inputs ({made}, now {inputs}): run again")
+    made = (out / INPUTS).read_text().strip() if resume and (out / INPUTS).exists() else "unknown"
+    got = _finished(sc, claim.mode, out) if resume and made == inputs else None
+    if got is not None:
+        echo(f"  {claim.mode} {sc.name}: finished earlier in {out} (--resume)")
+        return got
+    if resume and made != inputs and (out / "scenario.yaml").exists():
+        echo(f"  {claim.mode} {sc.name}: {out} was made from other inputs ({made}, now {inputs}): run again")
     echo(f"  {claim.mode} {sc.name} -> {out}")
     got = _run_group(claim, sc, out, plots)
     (out / INPUTS).write_text(inputs + "\n")
@@ -286,9 +281,6 @@ def _run_group(claim: Claim, sc, out: Path, plots: bool) -> dict[str, Any]:
     checks = crosscheck_scenario(sc, out, echo=quiet, plots=plots)
     runs = [RunResult.load(out / s.run_label / "result.json") for s in sc.schedulers]
     return {"runs": runs, "checks": checks}
-
-
-INPUTS = "inputs.txt"  # a run group's inputs digest (run_group, --resume)
 
 
 def _finished(sc, mode: str, out: Path) -> dict[str, Any] | None:
