@@ -79,8 +79,8 @@ def priority_once(use_prio: bool) -> dict[str, float]:
         p = both.ports[PORT]
         alone = measure(tb, [Flow((2, 0), (0, 0), 0)], [PORT], base_port=5301).ports[PORT]
         return {
-            "high share %": 100 * p.class_bps.get(7, 0.0) / p.wire_bps,
-            "low leak %": 100 * p.class_bps.get(0, 0.0) / p.wire_bps,
+            "high share %": 100 * p.share(7),
+            "low leak %": 100 * p.share(0),
             "wire error %": 100 * p.error,
             "low alone util %": 100 * alone.wire_bps / alone.configured_bps,
             "class-7 ping under load ms": ping_under_load(tb, 56 << 2),

@@ -649,6 +649,17 @@ def build_parser() -> argparse.ArgumentParser:
 CLEANED = "every namespace, link and process it created was removed (results already saved stay)"
 
 
+def _from_interrupt(exc: BaseException) -> bool:
+    """Whether a KeyboardInterrupt is among ``exc``'s causes (``__cause__`` / ``__context__``)."""
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        if isinstance(exc, KeyboardInterrupt):
+            return True
+        seen.add(id(exc))
+        exc = exc.__cause__ or exc.__context__
+    return False
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -666,6 +677,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"railbed: run failed: {exc}; {CLEANED}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
+        print(f"railbed: interrupted (SIGINT); {CLEANED}", file=sys.stderr)
+        return 130
+    except SystemError as exc:  # Ctrl-C inside a numba kernel surfaces as SystemError from KeyboardInterrupt
+        if not _from_interrupt(exc):
+            raise
         print(f"railbed: interrupted (SIGINT); {CLEANED}", file=sys.stderr)
         return 130
     except Interrupted as exc:

@@ -57,9 +57,7 @@ def run(
             echo(f"  running: {label} ({window:g} s) ...")
             m = measure(tb, flows, [port], window=window)
             p = m.ports[port]
-            classified = sum(p.class_bps.values()) or 1.0
-            high = p.class_bps.get(high_class, 0.0) / classified
-            low = p.class_bps.get(low_class, 0.0) / classified
+            high, low = p.share(high_class), p.share(low_class)
             rows.append(
                 {
                     "case": label,

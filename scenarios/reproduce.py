@@ -125,8 +125,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from railbed.backend import backend as get_backend
 from railbed.errors import SpecError
 from railbed.metrics import CURVE_METRICS, curve_metric, metric
@@ -153,7 +151,7 @@ from scenarios.claims import (
     paper_cell,
     verdict,
 )
-from scenarios.crosscheck import compare
+from scenarios.groups import Groups
 from scenarios.sizeprobe import sized
 
 PAPERS = (
@@ -164,7 +162,6 @@ HERE = Path(__file__).resolve().parent
 __all__ = ["BEGIN", "END", "SUMMARY_BEGIN", "block_sections"]  # REPRODUCTION.md's block (scenarios.block)
 # the rest stay in each run's figures/
 REPORT_FIGURES = ("timeline-", "fct-cdf", "iterations", "crosscheck-fct", "latency-load", "throughput-load")
-INPUTS = "inputs.txt"  # a run group's inputs digest (run_group, --resume)
 HEAD = ("claim", "ran", "paper", "railbed", "verdict", "room (baseline)", "fidelity", "command")
 
 CROSSCHECK: dict[str, Callable[[Any], float]] = {
@@ -206,6 +203,7 @@ class Row:
     paper_command: str = ""  # reruns the paper's rows (REPRODUCTION.md's block)
     points: list[PointRun] = field(default_factory=list)
     best: PointRun | None = None
+    fields: dict[str, str] = field(default_factory=dict)  # its note's fields read from its runs (_let_go)
 
     @property
     def run_dir(self) -> Path | None:
@@ -247,60 +245,6 @@ def _scheduler_args(data: dict[str, Any], claim: Claim, args: dict[str, Any]) ->
     if not any(s.get("label") == claim.scheduler for s in keep):
         raise SpecError("tuned.scheduler_args", f"{claim.scheduler!r} is not a run of {claim.scenario}")
     data["schedulers"] = keep
-
-
-def run_group(
-    claim: Claim, sc, out: Path, echo: Callable[[str], None], resume: bool = False, plots: bool = True, inputs: str = ""
-) -> dict[str, Any]:
-    """Run scenario ``sc`` of ``claim`` once; return what its rows read (results, crosschecks).
-    With ``resume``, an earlier finished run of the same scenario in ``out`` is read instead, if it was
-    made from ``inputs`` (the section's inputs digest, kept in ``out/inputs.txt``)."""
-    made = (out / INPUTS).read_text().strip() if resume and (out / INPUTS).exists() else "unknown"
-    got = _finished(sc, claim.mode, out) if resume and made == inputs else None
-    if got is not None:
-        echo(f"  {claim.mode} {sc.name}: finished earlier in {out} (--resume)")
-        return got
-    if resume and made != inputs and (out / "scenario.yaml").exists():
-        echo(f"  {claim.mode} {sc.name}: {out} was made from other inputs ({made}, now {inputs}): run again")
-    echo(f"  {claim.mode} {sc.name} -> {out}")
-    got = _run_group(claim, sc, out, plots)
-    (out / INPUTS).write_text(inputs + "\n")
-    return got
-
-
-def _run_group(claim: Claim, sc, out: Path, plots: bool) -> dict[str, Any]:
-    from scenarios.runner import crosscheck_scenario, run_scenario, simulate_scenario
-
-    quiet = lambda _msg: None  # noqa: E731 - the scenario's own progress is in its directory
-    if claim.mode == "simulate":
-        # full-size rows are the big jobs (1024+ GPUs): no figures, which would read every item
-        plots = plots and not claim.full_size
-        return {"runs": simulate_scenario(sc, out, echo=quiet, backend=claim.engine, plots=plots)}
-    if claim.mode == "emulate":
-        return {"runs": run_scenario(sc, out, echo=quiet, plots=plots)}
-    checks = crosscheck_scenario(sc, out, echo=quiet, plots=plots)
-    runs = [RunResult.load(out / s.run_label / "result.json") for s in sc.schedulers]
-    return {"runs": runs, "checks": checks}
-
-
-def _finished(sc, mode: str, out: Path) -> dict[str, Any] | None:
-    """What :func:`run_group` returns, read from ``out`` if a run of exactly ``sc`` finished there."""
-    from scenarios.runner import PARTIAL
-
-    saved = out / "scenario.yaml"
-    if (out / PARTIAL).exists() or not saved.exists():
-        return None
-    if yaml.safe_load(saved.read_text()) != yaml.safe_load(yaml.safe_dump(sc.source or {}, sort_keys=False)):
-        return None
-    labels = [spec.run_label for spec, _job in sc.points(sc.schedulers)]
-    names = ("result.json", "simulated.json") if mode == "crosscheck" else ("result.json",)
-    paths = [[out / label / name for name in names] for label in labels]
-    if not all(p.exists() for group in paths for p in group):
-        return None
-    runs = [RunResult.load(group[0]) for group in paths]
-    if mode != "crosscheck":
-        return {"runs": runs}
-    return {"runs": runs, "checks": [compare(r, RunResult.load(g[1])) for r, g in zip(runs, paths)]}
 
 
 def measure(claim: Claim, got: dict[str, Any]) -> float:
@@ -413,10 +357,10 @@ def reproduce_paper(
         return "not built yet", []
     title, claims, _ = load_claims(path)
     echo(f"{paper}: {len(claims)} claims")
-    groups: dict[str, dict[str, Any]] = {}
     probes: dict[str, list] = {}  # size probes (scenarios.sizeprobe) by run
     rows = []
     inputs = inputs_digest(paper, flags(quick, emulate, full_size), claims_dir)
+    groups = Groups(echo, resume, plots, inputs)
     for claim in claims:
         row = Row(claim)
         rows.append(row)
@@ -435,20 +379,19 @@ def reproduce_paper(
             continue
         ran, reduced = sized(claim, quick, _mapping, probes, echo)  # at a size that fits here
         for point in ran.points():
-            row.points.append(_run_point(ran, point, quick, out / paper, groups, echo, resume, plots, inputs))
+            row.points.append(_run_point(ran, point, quick, out / paper, groups))
         _judge(row, quick, reduced)
+        _let_go(row)
     return title, rows
 
 
-def _run_point(claim, point, quick, out, groups, echo, resume, plots, inputs) -> PointRun:
-    """One point of ``claim``'s sweep, its group run once (``inputs``: the section's inputs digest)."""
+def _run_point(claim: Claim, point: dict[str, Any], quick: bool, out: Path, groups: Groups) -> PointRun:
+    """One point of ``claim``'s sweep, its group run once."""
     from scenarios.labels import run_label
 
     key = claim.run_key(point, quick)
     sc = _scenario(claim, point, quick)
-    if key not in groups:
-        groups[key] = run_group(claim, sc, out / key, echo, resume, plots, inputs)
-    got = groups[key]
+    got = groups.get(key, claim, sc, out / key)
     runs = {r.scheduler: r for r in got["runs"]}
     scale = next(iter(runs.values())).scale if claim.mode != "simulate" else None
     label = run_label(sc.source or {}, sc.job, claim.mode, claim.engine, scale, quick)
@@ -479,12 +422,29 @@ def _judge(row: Row, quick: bool = False, reduced: tuple[str, str] | None = None
     row.command = f"{cmd[claim.mode]} {shlex.quote(str(row.run_dir / 'scenario.yaml'))}{engine}"
 
 
+def _let_go(row: Row) -> None:
+    """Keep what the row's note reads from its runs (``Row.fields``), then let the runs go: a
+    section holds its rows until it is written, and runs at the papers' sizes are gigabytes."""
+    for m in NOTE_FIELD.finditer(row.claim.note or ""):
+        name = m.group(1)
+        if name == "value" or name.startswith("arg:") or (name.endswith(".value") and ":" not in name):
+            continue  # read from the rows and the scenario when the note is rendered
+        try:
+            row.fields[name] = _field(name, row, {})
+        except (KeyError, TypeError, ValueError, AttributeError):
+            row.fields[name] = "n/a"
+    for p in row.points:
+        p.runs = {}
+
+
 # ------------------------------------------------------------------- notes
 def render_note(row: Row, rows: dict[str, Row]) -> str:
     """The row's note with its ``{...}`` fields read from the runs (``n/a`` where a run is missing)."""
 
     def field_value(m: re.Match) -> str:
         name = m.group(1)
+        if name in row.fields:
+            return row.fields[name]
         try:
             return _field(name, row, rows)
         except (KeyError, TypeError, ValueError, AttributeError):

@@ -103,3 +103,40 @@ def test_a_stop_asked_before_the_kernel_runs_returns_at_once(monkeypatch):
     monkeypatch.setattr(compact_module, "_interruptible", stopped)
     run = run_compact(cj)
     assert seen == {"code": 4, "time": 0.0} and np.isnan(run.end).all()
+
+
+def test_ctrl_c_inside_a_numba_function_exits_130_with_the_message(monkeypatch, capsys):
+    """Ctrl-C while numba runs Python code (the graph sampler) surfaces as a SystemError whose
+    context is the KeyboardInterrupt: the command says "interrupted" and exits 130, and a
+    SystemError of any other cause is not swallowed."""
+    import importlib
+
+    cli = importlib.import_module("cli.main")
+
+    def stopped(_args):
+        try:
+            raise KeyboardInterrupt
+        except KeyboardInterrupt:
+            raise SystemError("<numba function> returned a result with an exception set")  # noqa: B904
+
+    def broken(_args):
+        raise SystemError("a real one")
+
+    args = cli.build_parser().parse_args(["doctor"])
+    monkeypatch.setattr(cli, "build_parser", lambda: _Fixed(args, stopped))
+    assert cli.main(["doctor"]) == 130
+    assert "interrupted (SIGINT)" in capsys.readouterr().err
+    monkeypatch.setattr(cli, "build_parser", lambda: _Fixed(args, broken))
+    with pytest.raises(SystemError, match="a real one"):
+        cli.main(["doctor"])
+
+
+class _Fixed:
+    """A parser whose arguments run ``func``."""
+
+    def __init__(self, args, func):
+        self.args, self.func = args, func
+
+    def parse_args(self, _argv):
+        self.args.func = self.func
+        return self.args

@@ -11,7 +11,7 @@ HIGH, LOW = 46, 0  # classes 5 and 0
 
 def shares(m):
     p = m.ports[PORT]
-    return p.class_bps.get(5, 0.0) / p.wire_bps, p.class_bps.get(0, 0.0) / p.wire_bps, p
+    return p.share(5), p.share(0), p
 
 
 def test_high_class_takes_the_link_and_low_class_alone_gets_it_all():

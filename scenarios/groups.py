@@ -1,0 +1,114 @@
+"""A section's run groups: each run once, at most :data:`KEEP` of them in memory.
+
+A run group is one scenario run for every scheduler it names (:func:`run_group`); the
+rows of one experiment share it. Its results (item records, events, traces) can be
+gigabytes at the papers' sizes, so :class:`Groups` holds the most recently used
+:data:`KEEP` groups and lets the others go. A group let go is read again from its
+directory (:func:`finished`) when a later row needs it: it finished there, from the
+section's own inputs. Rows keep what they read from their runs (``reproduce._let_go``),
+never the runs.
+
+Why: ``railbed reproduce hermod --full-size`` held every group it had run until it
+wrote the section: 25 groups whose results fill 0.4-2.7 GB each on disk. Table 5.2's
+group then took the process to 14.07 GB RSS, and the kernel's OOM killer ended it.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from railbed.results import RunResult
+from scenarios.claims import Claim
+from scenarios.crosscheck import compare
+
+INPUTS = "inputs.txt"  # a run group's inputs digest (run_group, --resume)
+KEEP = 2  # groups held in memory: the one a row reads and the one before it (a sweep's rows alternate)
+
+
+def run_group(
+    claim: Claim, sc, out: Path, echo: Callable[[str], None], resume: bool = False, plots: bool = True, inputs: str = ""
+) -> dict[str, Any]:
+    """Run scenario ``sc`` of ``claim`` once; return what its rows read (results, crosschecks).
+    With ``resume``, an earlier finished run of the same scenario in ``out`` is read instead, if it was
+    made from ``inputs`` (the section's inputs digest, kept in ``out/inputs.txt``)."""
+    made = (out / INPUTS).read_text().strip() if resume and (out / INPUTS).exists() else "unknown"
+    got = finished(sc, claim.mode, out) if resume and made == inputs else None
+    if got is not None:
+        echo(f"  {claim.mode} {sc.name}: finished earlier in {out} (--resume)")
+        return got
+    if resume and made != inputs and (out / "scenario.yaml").exists():
+        echo(f"  {claim.mode} {sc.name}: {out} was made from other inputs ({made}, now {inputs}): run again")
+    echo(f"  {claim.mode} {sc.name} -> {out}")
+    got = _run(claim, sc, out, plots)
+    (out / INPUTS).write_text(inputs + "\n")
+    return got
+
+
+def _run(claim: Claim, sc, out: Path, plots: bool) -> dict[str, Any]:
+    from scenarios.runner import crosscheck_scenario, run_scenario, simulate_scenario
+
+    quiet = lambda _msg: None  # noqa: E731 - the scenario's own progress is in its directory
+    if claim.mode == "simulate":
+        # full-size rows are the big jobs (1024+ GPUs): no figures, which would read every item
+        plots = plots and not claim.full_size
+        return {"runs": simulate_scenario(sc, out, echo=quiet, backend=claim.engine, plots=plots)}
+    if claim.mode == "emulate":
+        return {"runs": run_scenario(sc, out, echo=quiet, plots=plots)}
+    checks = crosscheck_scenario(sc, out, echo=quiet, plots=plots)
+    runs = [RunResult.load(out / s.run_label / "result.json") for s in sc.schedulers]
+    return {"runs": runs, "checks": checks}
+
+
+def finished(sc, mode: str, out: Path) -> dict[str, Any] | None:
+    """What :func:`run_group` returns, read from ``out`` if a run of exactly ``sc`` finished there."""
+    from scenarios.runner import PARTIAL
+
+    saved = out / "scenario.yaml"
+    if (out / PARTIAL).exists() or not saved.exists():
+        return None
+    if yaml.safe_load(saved.read_text()) != yaml.safe_load(yaml.safe_dump(sc.source or {}, sort_keys=False)):
+        return None
+    labels = [spec.run_label for spec, _job in sc.points(sc.schedulers)]
+    names = ("result.json", "simulated.json") if mode == "crosscheck" else ("result.json",)
+    paths = [[out / label / name for name in names] for label in labels]
+    if not all(p.exists() for group in paths for p in group):
+        return None
+    runs = [RunResult.load(group[0]) for group in paths]
+    if mode != "crosscheck":
+        return {"runs": runs}
+    return {"runs": runs, "checks": [compare(r, RunResult.load(g[1])) for r, g in zip(runs, paths)]}
+
+
+class Groups:
+    """One section's run groups by key: each made once (:func:`run_group`), the :data:`KEEP` most
+    recently used held, the others read again from their directories when asked for."""
+
+    def __init__(self, echo: Callable[[str], None], resume: bool, plots: bool, inputs: str, keep: int | None = None):
+        self.echo, self.resume, self.plots, self.inputs = echo, resume, plots, inputs
+        self.keep = KEEP if keep is None else keep
+        self.held: OrderedDict[str, dict[str, Any]] = OrderedDict()
+        self.made: set[str] = set()  # keys run (or resumed) in this section
+        self.reads = 0  # groups read again after being let go
+
+    def get(self, key: str, claim: Claim, sc, out: Path) -> dict[str, Any]:
+        """The group ``key`` (scenario ``sc`` of ``claim``, results in ``out``)."""
+        if key in self.held:
+            self.held.move_to_end(key)
+            return self.held[key]
+        if key in self.made:
+            got = finished(sc, claim.mode, out)
+            if got is None:
+                raise RuntimeError(f"run group {out} finished in this section but cannot be read again")
+            self.reads += 1
+        else:
+            got = run_group(claim, sc, out, self.echo, self.resume, self.plots, self.inputs)
+            self.made.add(key)
+        self.held[key] = got
+        while len(self.held) > self.keep:
+            self.held.popitem(last=False)
+        return got
