@@ -67,16 +67,21 @@ def cost(spec: ClusterSpec, topo: Topology) -> EmulationCost:
     )
 
 
-def available_memory() -> float:
-    """MemAvailable of /proc/meminfo in bytes (inf where it cannot be read)."""
+def meminfo(key: str) -> float:
+    """Field ``key`` of /proc/meminfo (``MemAvailable``, ``MemTotal``) in bytes (inf where it cannot be read)."""
     try:
         with open("/proc/meminfo") as fh:
             for line in fh:
-                if line.startswith("MemAvailable:"):
+                if line.startswith(key + ":"):
                     return float(line.split()[1]) * 1024
     except OSError:
         pass
     return float("inf")
+
+
+def available_memory() -> float:
+    """MemAvailable of /proc/meminfo in bytes (inf where it cannot be read)."""
+    return meminfo("MemAvailable")
 
 
 def problems(

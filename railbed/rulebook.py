@@ -71,12 +71,14 @@ class RuleBook:
         self.by_class = bool(getattr(scheduler, "hold_by_class", False))
         self.rules: dict[str, Rule] = {}
         self.gates: dict[str, list[str]] = {}  # gate -> its flows, in job order
+        self._gate_of: dict[str, str] = {}  # a gate's flow -> its gate
         for f in flows:
             rule = self._rule(f)
             if rule.gate is not None:
                 self.gates.setdefault(rule.gate, []).append(f.id)
+                self._gate_of[f.id] = rule.gate
         self._round: list[str] | None = None  # the view.held list of the current offer round
-        self._held: set[str] = set()
+        self._complete: set[str] = set()  # gates whose every flow was held when the round began
         self._best: dict[tuple, int] = {}  # slot -> the best key of a queued flow held at round start
 
     def _rule(self, flow: Flow) -> Rule:
@@ -96,13 +98,17 @@ class RuleBook:
         return (server, nic, dscp >> 3) if self.by_class else (server, nic)
 
     def _begin_round(self, view: RunView) -> None:
-        """Once per offer round (a new ``view.held`` list): the held set and the best queued keys."""
-        self._round, self._held, best = view.held, set(view.held), {}
+        """Once per offer round (a new ``view.held`` list): the complete gates and the best queued
+        keys, in one pass over the held items (a gate's flows are counted, never looked up)."""
+        self._round, best, held_of = view.held, {}, {}
         items = view.job.items
         for i in view.held:
             f = items[i]
             if not isinstance(f, Flow):
                 continue
+            gate = self._gate_of.get(i)
+            if gate is not None:
+                held_of[gate] = held_of.get(gate, 0) + 1
             rule = self._rule(f)
             if rule.queued:
                 src = view.placement[f.src]
@@ -110,6 +116,7 @@ class RuleBook:
                 if slot not in best or rule.key < best[slot]:
                     best[slot] = rule.key
         self._best = best
+        self._complete = {g for g, n in held_of.items() if n == len(self.gates[g])}
 
     def decide(self, item: Item, view: RunView) -> Decision | Split:
         """The answer to offering ``item`` (held, as the view shows it) in ``view``."""
@@ -119,10 +126,14 @@ class RuleBook:
             self._begin_round(view)
         rule = self._rule(item)
         if rule.gate is not None:
-            members = self.gates[rule.gate]
-            if any(i not in self._held for i in members):
+            if rule.gate not in self.gates:
+                raise SchedulerError(
+                    f"{self.scheduler.name}.rule({item.id}) names gate {rule.gate!r}, which no flow of the run's "
+                    "jobs named when the run began"
+                )
+            if rule.gate not in self._complete:
                 return HOLD
-            flows = [view.job.items[i] for i in members]
+            flows = [view.job.items[i] for i in self.gates[rule.gate]]
             return self.scheduler.gate_split(flows, self.placement, self.cluster)
         if rule.bar > 0:
             src = view.placement[item.src]

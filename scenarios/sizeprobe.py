@@ -22,7 +22,9 @@ a linear fit would miss by the factor of the extrapolation). The exponent is kep
 shrink as it grows), and memory's at most the larger of the items' and the dependencies' (a job's
 memory is per item and per dependency plus a constant; a small build's growth is a few allocator
 chunks, whose ratio can be any number). The estimate fits when its memory is at most the budget: half of
-``MemAvailable`` (/proc/meminfo) when the probe starts, or ``RAILBED_MEMORY_BUDGET_GB``. Half, because
+``MemTotal`` (/proc/meminfo), or ``RAILBED_MEMORY_BUDGET_GB``. The machine's memory, not what is free
+when the probe starts: a section made beside another (two at a time on 2 cores) saw less of
+``MemAvailable`` and could choose another size, so the same code gave other rows. Half, because
 the probe measures the build only and the run holds the job plus the engine's state per item and
 dependency on top of it (not probed), and because two points extrapolated over two decades carry an
 error of the same order; the machine is also shared. If it does not fit, every point of the claim runs
@@ -45,9 +47,10 @@ from pathlib import Path
 from typing import Any
 
 from railbed.errors import SpecError
+from railbed.machine import meminfo
 
 BUDGET_ENV = "RAILBED_MEMORY_BUDGET_GB"  # overrides the budget (GB of 1e9 bytes)
-BUDGET_FRACTION = 0.5  # of MemAvailable (the module's docstring says why)
+BUDGET_FRACTION = 0.5  # of MemTotal (the module's docstring says why)
 PROBE_KEYS = ("set", "values")
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -174,17 +177,17 @@ def _count(n: float) -> str:
 
 # ------------------------------------------------------------- measuring
 def budget_bytes() -> float:
-    """The memory a claim's build may take: ``RAILBED_MEMORY_BUDGET_GB``, else half of MemAvailable."""
+    """The memory a claim's build may take: ``RAILBED_MEMORY_BUDGET_GB``, else half of MemTotal."""
     raw = os.environ.get(BUDGET_ENV)
     if raw:
         try:
             return float(raw) * 1e9
         except ValueError:
             raise SpecError(BUDGET_ENV, f"expected GB as a number, got {raw!r}") from None
-    for line in Path("/proc/meminfo").read_text().splitlines():
-        if line.startswith("MemAvailable:"):
-            return BUDGET_FRACTION * int(line.split()[1]) * 1024
-    raise SpecError("size_probe", "no MemAvailable in /proc/meminfo: set " + BUDGET_ENV)
+    total = meminfo("MemTotal")
+    if not math.isfinite(total):
+        raise SpecError("size_probe", "no MemTotal in /proc/meminfo: set " + BUDGET_ENV)
+    return BUDGET_FRACTION * total
 
 
 def measure_build(data: dict, base: Path, size: float, warm: dict | None = None) -> Build:

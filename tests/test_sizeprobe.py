@@ -163,3 +163,19 @@ def test_the_summary_counts_a_reduced_row_as_not_judged_in_a_column_of_its_own()
     assert counts["quick: no verdict"] == "0"  # the paper-size section's reduced row, not the quick one
     without = block.summary({("p", " --quick"): quick}, ("p",))  # no reduced row: today's columns
     assert without[0] == "| paper | sections | " + " | ".join(block.COLUMNS) + " |"
+
+
+def test_the_budget_is_half_the_machines_memory_not_what_is_free(monkeypatch):
+    """Two sections made at once saw less MemAvailable than one alone and could run another
+    size: the budget is half of MemTotal, the same whatever runs beside the probe."""
+    import scenarios.sizeprobe as sizeprobe
+
+    monkeypatch.delenv(BUDGET_ENV, raising=False)
+    seen = []
+    monkeypatch.setattr(sizeprobe, "meminfo", lambda key: seen.append(key) or 24e9)
+    assert sizeprobe.budget_bytes() == 12e9 and seen == ["MemTotal"]
+    monkeypatch.setattr(sizeprobe, "meminfo", lambda key: float("inf"))
+    with pytest.raises(SpecError, match="MemTotal"):
+        sizeprobe.budget_bytes()
+    monkeypatch.setenv(BUDGET_ENV, "3")
+    assert sizeprobe.budget_bytes() == 3e9
