@@ -16,7 +16,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 NOT_BACKENDS = {  # (file, the string) -> why it is not a backend's name there
     ("scenarios/labels.py", "emulate"): "a claim's mode (scenarios.claims.MODES), printed as the row's label",
-    ("scenarios/reproduce.py", "emulate"): "a claim's mode (scenarios.claims.MODES): how a row runs",
+    ("scenarios/groups.py", "emulate"): "a claim's mode (scenarios.claims.MODES): how a row runs",
     ("scenarios/reproduce.py", "packet"): "a note's placeholder kind, {packet:<label>.<key>} (scenarios.claims)",
     ("railbed/results.py", "packet"): "result.json's key of the packet backend's counters before counters (read back)",
     ("bench/bench_compact.py", "compact"): "the bench's own engine choice (compact, python), a column it prints",
