@@ -491,7 +491,7 @@ def _reproduce_command(sub) -> None:
     rp.add_argument("--quick", action="store_true", help="small versions of the scenarios (minutes)")
     rp.add_argument("--emulate", action="store_true", help="also the emulated and crosscheck rows (root)")
     rp.add_argument(
-        "--full-size", action="store_true", help="also the rows at the papers' sizes (fluid-rules: minutes, GBs)"
+        "--full-size", action="store_true", help="also the claims marked full_size (1000s of GPUs: minutes, GBs each)"
     )
     rp.add_argument("--out", default="reproduction", help="where the runs and REPRODUCTION.md go")
     rp.add_argument(
@@ -676,10 +676,7 @@ def main(argv: list[str] | None = None) -> int:
     except RUN_ERRORS as exc:
         print(f"railbed: run failed: {exc}; {CLEANED}", file=sys.stderr)
         return 1
-    except KeyboardInterrupt:
-        print(f"railbed: interrupted (SIGINT); {CLEANED}", file=sys.stderr)
-        return 130
-    except SystemError as exc:  # Ctrl-C inside a numba kernel surfaces as SystemError from KeyboardInterrupt
+    except (KeyboardInterrupt, SystemError) as exc:  # Ctrl-C in a numba kernel: SystemError from one
         if not _from_interrupt(exc):
             raise
         print(f"railbed: interrupted (SIGINT); {CLEANED}", file=sys.stderr)

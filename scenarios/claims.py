@@ -51,7 +51,7 @@ BANDS = ("absolute", "relative", "factor")
 CLAIM_KEYS = {
     "id", "claim", "paper", "kind", "band", "bound", "scenario", "backend", "engine", "scheduler", "relative_to",
     "metric", "set", "quick", "sweep", "experiment", "note", "not_reproduced", "not_built", "band_reason",
-    "input_check", "stand_in", "size_probe",
+    "input_check", "stand_in", "size_probe", "full_size",
 }  # fmt: skip
 PAPER_KEYS = {"value", "unit", "source", "text"}
 UNSTATED_KEYS = {"name", "set", "value", "reason", "range", "claims"}
@@ -124,6 +124,7 @@ class Claim:
     stand_in: str | None = None  # the baseline or system the row runs in place of the paper's, named in the row
     tuned_from: tuple[str, Any] | None = None  # a row variant at a tuned parameter's value before (Tuned)
     size_probe: SizeProbe | None = None  # the override setting the job's size, smaller values (scenarios.sizeprobe)
+    full_size: bool = False  # runs only with --full-size: a job of 1000s of GPUs (minutes and GBs per run)
 
     @property
     def label(self) -> str:
@@ -134,9 +135,10 @@ class Claim:
         return text
 
     @property
-    def full_size(self) -> bool:
-        """A row at the paper's size: its backend builds jobs as arrays (minutes and GBs per run)."""
-        return self.measured and backends.backend(self.engine).capabilities.array_jobs
+    def arrays(self) -> bool | str:
+        """How its scenario builds the job (``Scenario.from_dict``): a ``full_size`` row's as arrays
+        always, an array-building engine's (compact) as arrays over ``workloads.MAX_ITEMS``."""
+        return "always" if self.full_size else backends.backend(self.engine).capabilities.array_jobs
 
     @property
     def measured(self) -> bool:
@@ -159,6 +161,7 @@ class Claim:
         scenario = self.scenario_of(point)
         layers = json.dumps([o for _, o in self.overrides(point, quick)], sort_keys=True, default=str)
         engine = "" if self.engine == DEFAULT_ENGINE else f"|{self.engine}"  # fluid rows keep their old keys
+        engine += "|arrays" if self.full_size else ""  # its job built as arrays: not the group of a Job
         digest = hashlib.sha1(f"{scenario}|{self.mode}{engine}|{layers}".encode()).hexdigest()[:6]
         return f"{scenario.stem}-{self.mode}{'-quick' if quick else ''}-{digest}"
 
@@ -377,6 +380,7 @@ def _claim(raw: Any, base: Path, where: str, index: int) -> Claim:
         sweep=_sweep(raw.get("sweep"), base, f"{where}.sweep"),
         experiment=str(raw["experiment"]) if raw.get("experiment") is not None else None,
         note=_note(raw.get("note"), f"{where}.note"),
+        full_size=_flag(raw.get("full_size", False), f"{where}.full_size"),
     )
     _check_metric(claim, where)
     claim.kind = _kind(raw, claim, where)
@@ -404,8 +408,8 @@ def _size_probe(raw: Any, claim: Claim, where: str) -> SizeProbe:
     probe = parse_probe(raw, where)
     if any(probe.set in point for point in claim.sweep):
         raise SpecError(f"{where}.set", f"{probe.set} is an axis of the claim's sweep: the probe sets the size")
-    if claim.full_size or claim.mode != "simulate":
-        raise SpecError(where, "probes a simulated job built as items (not fluid-rules' arrays, not emulated)")
+    if claim.arrays or claim.mode != "simulate":
+        raise SpecError(where, "probes a simulated job built as items (not an array engine's, not emulated)")
     return probe
 
 
@@ -535,6 +539,12 @@ def _one_of(value: Any, choices: tuple[str, ...], where: str) -> str:
     if value not in choices:
         raise SpecError(where, f"must be one of {', '.join(choices)}")
     return str(value)
+
+
+def _flag(value: Any, where: str) -> bool:
+    if not isinstance(value, bool):
+        raise SpecError(where, "expected true or false")
+    return value
 
 
 def _number(value: Any, where: str) -> float:

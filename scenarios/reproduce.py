@@ -29,9 +29,11 @@ Each paper keeps its claims in ``scenarios/<paper>/claims.yaml`` (read by
         scenario: testbed-gpt3-sim.yaml    # relative to the claims file
         backend: simulate                  # simulate (default) | emulate | crosscheck
         engine: fluid-rules                # simulated rows: the simulator backend, fluid (default) |
-                                           # fluid-rules (the job built as arrays: the papers' sizes, such
-                                           # rows run only with --full-size) | packet (ns-3: TCP, queues,
-                                           # drops); old names numba | compact read
+                                           # fluid-rules (compact: rules only, jobs over MAX_ITEMS built as
+                                           # arrays) | packet (ns-3: TCP, queues, drops); old names numba |
+                                           # compact read
+        full_size: true                    # runs only with --full-size (1000s of GPUs: minutes and GBs
+                                           # per run; the job always built as arrays)
         scheduler: hermod                  # the run the metric reads
         relative_to: megatron              # the run it is compared with
         metric: iteration_mean             # railbed.metrics.METRICS, a crosscheck metric, or a curve
@@ -88,7 +90,7 @@ their numbers from the runs through ``{...}`` fields, never typed.
 Runs are grouped by (scenario, backend, engine, overrides), so one run serves
 every row (of one experiment) that reads it. Simulated rows run by default;
 emulated and crosscheck rows need ``--emulate`` (root; one testbed per
-machine) and ``fluid-rules`` rows ``--full-size``; otherwise they are listed
+machine) and ``full_size: true`` rows ``--full-size``; otherwise they are listed
 as skipped. ``--resume`` reuses a group's finished results directory when its
 ``scenario.yaml`` is the one the row would run and its ``inputs.txt`` holds the
 section's inputs digest as it is now (:func:`scenarios.block.inputs_digest`), so a
@@ -215,7 +217,7 @@ def _scenario(claim: Claim, point: dict[str, Any], quick: bool, extra: dict[str,
     from scenarios.runner import Scenario
 
     data, base = _mapping(claim, point, quick, extra)
-    return Scenario.from_dict(data, base, arrays="always" if claim.full_size else False)
+    return Scenario.from_dict(data, base, arrays=claim.arrays)
 
 
 def _mapping(claim: Claim, point: dict[str, Any], quick: bool, extra: dict[str, Any] | None):

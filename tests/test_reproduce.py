@@ -278,17 +278,23 @@ def test_a_row_on_the_compact_engine_reads_the_same_number_as_on_numba(tmp_path)
         "claims:\n"
         f"  - {row.format('numba', tmp_path / 'moe.yaml', '')}\n"
         f"  - {row.format('compact', tmp_path / 'moe.yaml', ', engine: compact')}\n"
+        f"  - {row.format('big', tmp_path / 'moe.yaml', ', engine: compact, full_size: true')}\n"
     )
-    skipped = reproduce_paper("hermod", tmp_path / "out", False, False, lambda _m: None, papers)[1][1]
+    numba, compact, skipped = reproduce_paper("hermod", tmp_path / "out", False, False, lambda _m: None, papers)[1]
     assert skipped.verdict == "skipped" and "--full-size" in skipped.paper_command and skipped.run_dir is None
-    _, (numba, compact) = reproduce_paper(
-        "hermod", tmp_path / "out", False, False, lambda _m: None, papers, full_size=True
-    )
+    assert "--full-size" not in compact.paper_command  # the engine alone does not make a row full-size
     assert numba.run_dir != compact.run_dir and numba.value == pytest.approx(compact.value, abs=1e-12)
     assert compact.command.endswith("--backend fluid-rules") and "--backend" not in numba.command
     assert compact.claim.engine == "fluid-rules"  # the old spelling ``engine: compact`` still reads
-    assert (compact.run_dir / "hermod" / "items.npz").exists()  # built as arrays: no per-item JSON
-    assert compact.ran == "moe, all 2 layers, 4 GPUs, 2 microbatches, 1 iteration; simulated (fluid-rules backend)"
+    _, (_, _, big) = reproduce_paper("hermod", tmp_path / "out", False, False, lambda _m: None, papers, full_size=True)
+    assert big.value == pytest.approx(compact.value, abs=1e-12)
+    assert (big.run_dir / "hermod" / "items.npz").exists()  # built as arrays: no per-item JSON
+    assert big.ran == "moe, all 2 layers, 4 GPUs, 2 microbatches, 1 iteration; simulated (fluid-rules backend)"
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(f"claims:\n  - {row.format('x', tmp_path / 'moe.yaml', ', full_size: yes please')}\n")
+    with pytest.raises(SpecError) as err:
+        load_claims(bad)
+    assert err.value.field == "claims[0].full_size"
     bad = tmp_path / "bad.yaml"
     for engine, backend in (("cuda", "simulate"), ("compact", "emulate"), ("emulate", "simulate")):
         extra = f", engine: {engine}, backend: {backend}"
