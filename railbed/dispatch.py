@@ -67,7 +67,8 @@ Held items
     starting or ending at a NIC, as its source or as its destination
     (:class:`OnNic`), an item finishing
     (:class:`OnDone`), a task starting or ending on a device (:class:`OnSlot`),
-    a model time (:class:`OnTime`: a wait keyed ``/wake/t<n>``). An event during
+    a model time (:class:`OnTime`: a wait keyed ``/wake/t<n>``), an item becoming
+    ready (:class:`OnReady`: it joins the held items, before the round). An event during
     an offer round wakes an item later in the round in time for that round, as
     a re-offer would have seen it. Offers keep the order items became ready.
 
@@ -112,6 +113,7 @@ from railbed.scheduler import (
     DoneRecords,
     OnDone,
     OnNic,
+    OnReady,
     OnSlot,
     OnTime,
     ProgressSource,
@@ -430,6 +432,8 @@ class Dispatcher:
                 continue
             self._became_ready(i, now)
             self._held.add(i)
+            if self._held.waiters:
+                self._held.wake(OnReady(i))
         for fid in start_net or ():
             actions.append(self._start_net(fid, now))
         for i in subs:

@@ -43,7 +43,7 @@ from collections.abc import Iterable
 
 from railbed.actions import SchedulerError
 from railbed.job import Flow, Item, Placement, edited
-from railbed.scheduler import HOLD, Decision, Rule, RunView, Scheduler, Split
+from railbed.scheduler import HOLD, Decision, OnDone, OnNic, OnReady, Rule, RunView, Scheduler, Split, hold
 from railbed.spec import ClusterSpec
 
 
@@ -79,7 +79,12 @@ class RuleBook:
                 self._gate_of[f.id] = rule.gate
         self._round: list[str] | None = None  # the view.held list of the current offer round
         self._complete: set[str] = set()  # gates whose every flow was held when the round began
+        self._held_gated: set[str] = set()  # the gates' flows held when the round began
+        self._lead: dict[str, str] = {}  # gate -> its first flow offered (the lowest in ready order)
         self._best: dict[tuple, int] = {}  # slot -> the best key of a queued flow held at round start
+        # an active flow's class cannot change without an event unless on_flows_changed re-marks it
+        remarks = type(scheduler).on_flows_changed is not Scheduler.on_flows_changed
+        self._nic_wakes = not (self.by_class and remarks)
 
     def _rule(self, flow: Flow) -> Rule:
         rule = self.rules.get(flow.id)
@@ -100,7 +105,7 @@ class RuleBook:
     def _begin_round(self, view: RunView) -> None:
         """Once per offer round (a new ``view.held`` list): the complete gates and the best queued
         keys, in one pass over the held items (a gate's flows are counted, never looked up)."""
-        self._round, best, held_of = view.held, {}, {}
+        self._round, best, held_of, gated = view.held, {}, {}, set()
         items = view.job.items
         for i in view.held:
             f = items[i]
@@ -109,13 +114,14 @@ class RuleBook:
             gate = self._gate_of.get(i)
             if gate is not None:
                 held_of[gate] = held_of.get(gate, 0) + 1
+                gated.add(i)
             rule = self._rule(f)
             if rule.queued:
                 src = view.placement[f.src]
                 slot = self._slot(src.server, src.nic, rule.dscp)
                 if slot not in best or rule.key < best[slot]:
                     best[slot] = rule.key
-        self._best = best
+        self._best, self._held_gated = best, gated
         self._complete = {g for g, n in held_of.items() if n == len(self.gates[g])}
 
     def decide(self, item: Item, view: RunView) -> Decision | Split:
@@ -132,18 +138,31 @@ class RuleBook:
                     "jobs named when the run began"
                 )
             if rule.gate not in self._complete:
-                return HOLD
+                return self._gate_wait(rule.gate, item.id)
+            self._lead.pop(rule.gate, None)
             flows = [view.job.items[i] for i in self.gates[rule.gate]]
             return self.scheduler.gate_split(flows, self.placement, self.cluster)
         if rule.bar > 0:
             src = view.placement[item.src]
             mine = self._slot(src.server, src.nic, rule.dscp)
             if rule.queued and self._best.get(mine, rule.bar) < rule.bar:
-                return HOLD
+                return HOLD  # the round's best key (it may have started since): asked again next round
             for a in view.active.values():
                 if self._slot(a.src.server, a.src.nic, a.dscp) == mine and self._key(a.flow, view) < rule.bar:
-                    return HOLD
+                    return hold(OnNic(src.server, src.nic)) if self._nic_wakes else HOLD
         return Decision(dscp=rule.dscp, rate=rule.rate)
+
+    def _gate_wait(self, gate: str, flow: str) -> Decision:
+        """A flow of an incomplete gate waits for what can complete it. The gate is split at its
+        first flow offered in the round it is complete, its lead (the lowest in ready order, the
+        first this book is offered): the lead waits for a flow of the gate not yet held, the
+        others for the lead (the split takes them first; woken only if it left them held)."""
+        lead = self._lead.setdefault(gate, flow)
+        if lead != flow and lead in self._held_gated:
+            return hold(OnDone(lead))
+        self._lead[gate] = flow
+        missing = next(f for f in reversed(self.gates[gate]) if f not in self._held_gated)
+        return hold(OnReady(missing))
 
     def _key(self, flow: Flow, view: RunView) -> int:
         """An active flow's key: its rule's, a sub-flow's its original's."""

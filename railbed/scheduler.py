@@ -138,7 +138,15 @@ class OnTime(NamedTuple):
     t: float
 
 
-Wake = OnNic | OnDone | OnSlot | OnTime  # tuples of distinct shapes: each equals only its own kind
+class OnReady(NamedTuple):
+    """A held item's wake-up: the item ``item`` became ready (it joins the held items; a wait
+    for a group's last member, as a gate's)."""
+
+    item: str
+    ready: bool = True  # a second field: OnReady(x) must not equal OnDone(x)
+
+
+Wake = OnNic | OnDone | OnSlot | OnTime | OnReady  # tuples of distinct shapes: each equals only its own kind
 
 
 def hold(*until: Wake) -> Decision:
@@ -150,7 +158,7 @@ def hold(*until: Wake) -> Decision:
         return HOLD
     for w in until:
         if type(w) not in _WAKES:
-            raise TypeError(f"hold() takes OnNic, OnDone, OnSlot or OnTime events, got {w!r}")
+            raise TypeError(f"hold() takes OnNic, OnDone, OnSlot, OnTime or OnReady events, got {w!r}")
     return _hold(until)
 
 
@@ -159,7 +167,7 @@ def _hold(until: tuple[Wake, ...]) -> Decision:  # one immutable Decision per se
     return Decision(start=False, until=until)
 
 
-_WAKES = frozenset((OnNic, OnDone, OnSlot, OnTime))
+_WAKES = frozenset((OnNic, OnDone, OnSlot, OnTime, OnReady))
 
 
 @dataclass(frozen=True)

@@ -30,7 +30,7 @@ from typing import Any
 
 from railbed import plugins
 from railbed.errors import SpecError
-from railbed.scheduler import HOLD, Decision, OnDone, OnNic, OnSlot, OnTime, RunView, Scheduler, hold
+from railbed.scheduler import HOLD, Decision, OnDone, OnNic, OnReady, OnSlot, OnTime, RunView, Scheduler, hold
 from schedulers.cagnet import SCHEDULERS as _CAGNET
 from schedulers.cassini import Cassini
 from schedulers.crux import Crux
@@ -201,6 +201,7 @@ __all__ = [
     "OnNic",
     "OnSlot",
     "OnTime",
+    "OnReady",
     "Fifo",
     "REGISTRY",
     "RunView",

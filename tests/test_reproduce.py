@@ -530,3 +530,20 @@ def test_a_request_streams_room_is_its_capacity_check_at_the_lowest_load():
     assert _lowest_load(runs, "acc-only") is runs["acc-only@500000"] and _lowest_load(runs, "leo") is None
     assert room(runs["acc-only@500000"]) == "a split can add +66.7 % over the best single path (the datapath binds)"
     assert room(runs["acc-only@5e+06"]) == "n/a"  # no capacity note and no analysis
+
+
+def test_a_tie_between_points_goes_to_the_first_not_to_the_last_bits(tmp_path):
+    """Points equal within the engines' agreement (1e-9): the row reads the first of them, so
+    the point a row names does not change with the engine's rounding."""
+    from scenarios.reproduce import PointRun, Row, _judge
+
+    up = _claim(tmp_path, "paper: {value: 1.5, unit: speedup}, kind: up_to, scheduler: a, relative_to: b, "
+                          "sweep: {job.args.dp: [1, 2, 4]}")  # fmt: skip
+    row = Row(up)
+    for dp, value in ((1, 1.0), (2, 1.0 + 1e-13), (4, 0.99)):
+        row.points.append(PointRun({"job.args.dp": dp}, value, tmp_path / str(dp), f"dp {dp}", {}, {}))
+    _judge(row, quick=True)
+    assert row.best.point == {"job.args.dp": 1} and row.value == 1.0
+    row.points[1].value = 1.01  # a real difference still wins
+    _judge(row, quick=True)
+    assert row.best.point == {"job.args.dp": 2} and row.value == 1.01
