@@ -56,13 +56,11 @@ RULED = sorted(
 PREFERENCE = [(lay, "megatron") for lay in LAYOUTS] + [(lay, "strided") for lay in LAYOUTS]
 
 
-@pytest.mark.parametrize("name", RULED)
-def test_each_scenario_takes_the_rank_order_that_keeps_most_of_table_5_1s_scopes(name):
-    """The thesis names no rank order nor expert grid; Table 5.1 puts DP, PP and EP across servers.
-    Of Megatron's two orders, each with Megatron-Core's expert grid or the strided one, a scenario
-    takes the pair under which more of the three cross servers, the first of :data:`PREFERENCE`
-    on a tie (workloads/moe.py, "Parallelism" and "Experts"; scenarios/hermod/README.md)."""
-    args = dict(_doc(HERE / name)["job"]["args"])
+def _orders(args: dict) -> tuple[tuple[str, str], tuple[str, str], dict]:
+    """(the rank order and expert grid ``args`` take, the pair the rule takes, what each keeps):
+    of Megatron's two orders, each with Megatron-Core's expert grid or the strided one, the pair
+    under which more of DP, PP and EP cross servers, the first of :data:`PREFERENCE` on a tie."""
+    args = dict(args)
     chosen = (args.pop("layout", "megatron"), args.pop("expert_grid", "megatron"))
     pp = args.get("pp") or __import__("workloads.moe", fromlist=["PRESETS"]).PRESETS[args["model"]]["pp"]
     small = dict(args, layers=pp * args.get("chunks", 1), microbatches=pp if args.get("schedule") else 1,
@@ -71,8 +69,37 @@ def test_each_scenario_takes_the_rank_order_that_keeps_most_of_table_5_1s_scopes
         (lay, grid): len(crossing(moe_training(**small, layout=lay, expert_grid=grid)) & {"DP", "PP", "EP"})
         for lay, grid in PREFERENCE
     }
-    best = next(pair for pair in PREFERENCE if kept[pair] == max(kept.values()))
+    return chosen, next(pair for pair in PREFERENCE if kept[pair] == max(kept.values())), kept
+
+
+@pytest.mark.parametrize("name", RULED)
+def test_each_scenario_takes_the_rank_order_that_keeps_most_of_table_5_1s_scopes(name):
+    """The thesis names no rank order nor expert grid; Table 5.1 puts DP, PP and EP across servers.
+    A scenario takes the pair :func:`_orders` names (workloads/moe.py, "Parallelism" and "Experts";
+    scenarios/hermod/README.md)."""
+    chosen, best, kept = _orders(_doc(HERE / name)["job"]["args"])
     assert chosen == best, kept
+
+
+def test_each_claims_points_take_the_rank_order_the_rule_takes():
+    """The same rule for what a claim runs: its scenario's args with its ``set`` and each sweep
+    point (Fig. 5.8's row sets pp 2 on a t4 p4 file: the order is chosen again). Rows at a tuned
+    parameter's value before (``tuned_from``) run the order before by design."""
+    from scenarios.reproduce import _mapping
+
+    _, claims, _ = load_claims(HERE / "claims.yaml")
+    checked = 0
+    for claim in claims:
+        if not claim.measured or claim.tuned_from is not None:
+            continue
+        for point in claim.points():
+            job = _mapping(claim, point, False, None)[0]["job"]
+            if job.get("generator") != "moe_training":
+                continue
+            chosen, best, kept = _orders(job["args"])
+            assert chosen == best, (claim.id, point, kept)
+            checked += 1
+    assert checked >= 20
 
 
 def test_calibration_table_recomputes_the_compute_model_by_hand():
