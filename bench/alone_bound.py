@@ -29,7 +29,6 @@ The network engine is the plain-Python reference (simulator/fluid/network.py): t
 from __future__ import annotations
 
 import argparse
-import math
 import re
 import sys
 from pathlib import Path
@@ -40,7 +39,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from railbed.maxmin import maxmin_reference  # noqa: E402
-from scenarios.runner import Scenario, _selected  # noqa: E402
+from scenarios.leo.report import write_between  # noqa: E402
+from scenarios.runner import Scenario  # noqa: E402
 from scenarios.sweep import scenario_mapping, set_dotted  # noqa: E402
 from schedulers import make  # noqa: E402
 from simulator.fluid.network import ReferenceNetwork  # noqa: E402
@@ -86,34 +86,78 @@ class GroupSimulation(Simulation):
         self.network.flows[self._slot_of[flow.id]]["group"] = group
 
 
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("scenario")
-    ap.add_argument("--scheduler", action="append", help="only these (repeatable); the first is the baseline")
-    ap.add_argument("--set", action="append", default=[], help="KEY=VALUE (YAML), e.g. job.args.dp=4")
-    args = ap.parse_args(argv)
-    data, base = scenario_mapping(args.scenario, Path("."))
-    for kv in args.set:
+def _scenario(item: str, extra: list[str]):
+    """``FILE`` or ``FILE@KEY=VALUE,KEY=VALUE`` (YAML values) with ``extra`` overrides: the scenario."""
+    path, _, sets = item.partition("@")
+    data, base = scenario_mapping(path, Path("."))
+    for kv in [*filter(None, sets.split(",")), *extra]:
         key, _, value = kv.partition("=")
         set_dotted(data, key, yaml.safe_load(value), f"--set {key}")
-    sc = Scenario.from_dict(data, base)
-    specs = _selected(sc, args.scheduler)
-    print(f"{args.scenario} {' '.join(args.set)}: makespans, ms (model time)")
-    print(f"{'scheduler':14} {'run':>9} " + " ".join(f"{g + ' alone':>14}" for g in GRAINS) + f" {'no network':>11}")
-    best = dict.fromkeys(GRAINS, math.inf)
-    baseline = free0 = None
+    return Scenario.from_dict(data, base)
+
+
+def probe(sc, labels: list[str] | None) -> list[tuple[str, float, dict[str, float], float]]:
+    """Per scheduler of ``sc`` (those labelled ``labels``, in that order; the first is the
+    baseline): (label, its run's makespan, each grain's makespan alone, the network-free makespan)."""
+    specs = [next(s for s in sc.schedulers if s.run_label == label) for label in labels] if labels else sc.schedulers
+    out = []
     for spec in specs:
         run = Simulation(sc.job_of(spec), make(spec), sc.cluster, analysis=True).run()
-        alone = {g: GroupSimulation(sc.job_of(spec), make(spec), sc.cluster, grain=g).run() for g in GRAINS}
-        free = run.analysis["network_free_makespan"]
-        baseline, free0 = baseline or run, free0 or free
-        for g in GRAINS:
-            best[g] = min(best[g], alone[g].makespan)
-        cells = " ".join(f"{1e3 * alone[g].makespan:14.2f}" for g in GRAINS)
-        print(f"{spec.run_label:14} {1e3 * run.makespan:9.2f} {cells} {1e3 * free:11.2f}")
-    rooms = ", ".join(f"{g} alone {baseline.makespan / best[g]:.3f}x" for g in GRAINS)
-    print(f"room of {specs[0].run_label}'s run (its makespan over the best alone): {rooms}, "
-          f"no network {baseline.makespan / free0:.3f}x")  # fmt: skip
+        alone = {g: GroupSimulation(sc.job_of(spec), make(spec), sc.cluster, grain=g).run().makespan for g in GRAINS}
+        out.append((spec.run_label, run.makespan, alone, run.analysis["network_free_makespan"]))
+    return out
+
+
+def rooms(rows) -> dict[str, float]:
+    """The baseline's (first row's) makespan over the best of every grain alone, and over no network."""
+    base = rows[0][1]
+    return {**{g: base / min(r[2][g] for r in rows) for g in GRAINS}, "no network": base / rows[0][3]}
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("scenario", nargs="+", help="FILE, or FILE@KEY=VALUE,KEY=VALUE (overrides of that file)")
+    ap.add_argument("--scheduler", action="append", help="only these labels (repeatable); the first is the baseline")
+    ap.add_argument("--set", action="append", default=[], help="KEY=VALUE (YAML) for every file, e.g. job.args.dp=4")
+    ap.add_argument("--write", type=Path, help="a page: the table of every file goes between its --block markers")
+    ap.add_argument("--block", default="alone", help="the page's <!-- rows:BLOCK:begin/end --> markers")
+    args = ap.parse_args(argv)
+    table = []
+    for item in args.scenario:
+        rows = probe(_scenario(item, args.set), args.scheduler)
+        print(f"{item} {' '.join(args.set)}: makespans, ms (model time)")
+        print(
+            f"{'scheduler':14} {'run':>9} " + " ".join(f"{g + ' alone':>14}" for g in GRAINS) + f" {'no network':>11}"
+        )
+        for label, made, alone, free in rows:
+            cells = " ".join(f"{1e3 * alone[g]:14.2f}" for g in GRAINS)
+            print(f"{label:14} {1e3 * made:9.2f} {cells} {1e3 * free:11.2f}")
+        room = rooms(rows)
+        print(f"room of {rows[0][0]}'s run (its makespan over the best alone): "
+              + ", ".join(f"{g} {x:.3f}x" for g, x in room.items()))  # fmt: skip
+        over = [f"{rows[0][1] / r[1]:.3f}x" for r in rows[1:]]
+        table.append(
+            f"| `{item}` | " + " | ".join(f"{x:.3f}x" for x in room.values()) + " | " + " | ".join(over) + " |"
+        )
+    if args.write:
+        labels = [r[0] for r in rows]
+        head = ["scenario (`FILE@overrides`)", *(f"{g} alone" for g in GRAINS), "no network",
+                *(f"{x} over {labels[0]}" for x in labels[1:])]  # fmt: skip
+        flags = [*(f"--scheduler {x}" for x in args.scheduler or []), *(f"--set {x}" for x in args.set)]
+        cmd = " ".join(
+            ["python bench/alone_bound.py", *args.scenario, *flags, f"--write {args.write} --block {args.block}"]
+        )
+        text = (
+            f"Generated by `{cmd}` (the room of the first scheduler's run; makespans, model time).\n\n"
+            + "| "
+            + " | ".join(head)
+            + " |\n|"
+            + " --- |" * len(head)
+            + "\n"
+            + "\n".join(table)
+            + "\n"
+        )
+        write_between(args.write, text, f"<!-- rows:{args.block}:begin -->", f"<!-- rows:{args.block}:end -->")
     return 0
 
 
