@@ -434,6 +434,7 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
         resume=args.resume,
         full_size=args.full_size,
         plots=not args.no_plots,
+        jobs=args.jobs,
     )
     return 0
 
@@ -517,6 +518,9 @@ def _reproduce_command(sub) -> None:
         help="sweep the claims files' unstated parameters on Ray, one figure per claim",
     )
     rp.add_argument("--no-plots", action="store_true", help="no figures (REPRODUCTION.md's block has none)")
+    rp.add_argument(
+        "--jobs", type=_count_arg, default=1, help="simulated run groups at once (forked processes; N x the memory)"
+    )
     rp.add_argument("--address", default=None, help="--sensitivity: a Ray cluster (default: local)")
     rp.add_argument("--cpus", type=int, default=None, help="--sensitivity: CPUs of the local Ray instance")
     rp.set_defaults(func=cmd_reproduce)

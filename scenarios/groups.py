@@ -8,6 +8,12 @@ directory (:func:`finished`) when a later row needs it: it finished there, from 
 section's own inputs. Rows keep what they read from their runs (``reproduce._let_go``),
 never the runs.
 
+With ``railbed reproduce --jobs N``, :func:`prerun` first runs the section's simulated groups,
+N at once in processes forked from this one (as ``railbed sweep`` runs points locally); the
+rows then read each from its directory. Emulated and crosscheck groups stay in the rows' turn
+(one testbed per machine), as do groups whose size a probe decides. N groups at once need N
+times the memory of one.
+
 Why: ``railbed reproduce hermod --full-size`` held every group it had run until it
 wrote the section: 25 groups whose results fill 0.4-2.7 GB each on disk. Table 5.2's
 group then took the process to 14.07 GB RSS, and the kernel's OOM killer ended it.
@@ -82,6 +88,46 @@ def finished(sc, mode: str, out: Path) -> dict[str, Any] | None:
     if mode != "crosscheck":
         return {"runs": runs}
     return {"runs": runs, "checks": [compare(r, RunResult.load(g[1])) for r, g in zip(runs, paths)]}
+
+
+_PLAN: list[tuple] = []  # prerun's groups, read by the forked workers (_run_planned)
+
+
+def prerun(plan: list[tuple], jobs: int, groups: Groups) -> None:
+    """Run the groups of ``plan`` ((key, claim, scenario, directory) each) in ``jobs`` processes
+    forked from this one, each as :func:`run_group` would in the rows' turn; they are then made
+    in this section (``groups.made``) and the rows read them from their directories. A group that
+    fails fails the section, as it would in turn; Ctrl-C stops the workers (they clean up)."""
+    from concurrent.futures import ProcessPoolExecutor, as_completed
+    from multiprocessing import get_context
+
+    global _PLAN
+    todo = [p for p in plan if p[0] not in groups.made]
+    if not todo:
+        return
+    workers = min(jobs, len(todo))
+    groups.echo(f"  {len(todo)} simulated run groups, {workers} at once (--jobs {jobs})")
+    _PLAN = todo
+    try:
+        with ProcessPoolExecutor(workers, mp_context=get_context("fork")) as pool:
+            futures = {pool.submit(_run_planned, i, groups.resume, groups.plots, groups.inputs): i
+                       for i in range(len(todo))}  # fmt: skip
+            try:
+                for done, future in enumerate(as_completed(futures), 1):
+                    future.result()
+                    groups.made.add(todo[futures[future]][0])
+                    groups.echo(f"  run groups finished: {done} of {len(todo)}")
+            except BaseException:
+                pool.shutdown(wait=False, cancel_futures=True)
+                raise
+    finally:
+        _PLAN = []
+
+
+def _run_planned(i: int, resume: bool, plots: bool, inputs: str) -> None:
+    """In a worker: run group ``i`` of :data:`_PLAN` (its results stay in its directory)."""
+    _key, claim, sc, out = _PLAN[i]
+    run_group(claim, sc, out, print, resume, plots, inputs)
 
 
 class Groups:

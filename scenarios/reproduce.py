@@ -153,7 +153,7 @@ from scenarios.claims import (
     paper_cell,
     verdict,
 )
-from scenarios.groups import Groups
+from scenarios.groups import Groups, prerun
 from scenarios.sizeprobe import sized
 
 PAPERS = (
@@ -352,8 +352,10 @@ def reproduce_paper(
     resume: bool = False,
     full_size: bool = False,
     plots: bool = True,
+    jobs: int = 1,
 ) -> tuple[str, list[Row]]:
-    """Run one paper's claims; return (title, rows). No claims file: ("not built yet", [])."""
+    """Run one paper's claims; return (title, rows). No claims file: ("not built yet", []).
+    ``jobs`` > 1: the simulated run groups first, that many at once (:func:`scenarios.groups.prerun`)."""
     path = claims_dir / paper / "claims.yaml"
     if not path.exists():
         return "not built yet", []
@@ -363,6 +365,8 @@ def reproduce_paper(
     rows = []
     inputs = inputs_digest(paper, flags(quick, emulate, full_size), claims_dir)
     groups = Groups(echo, resume, plots, inputs)
+    if jobs > 1:
+        prerun(_simulated_groups(claims, quick, full_size, out / paper), jobs, groups)
     for claim in claims:
         row = Row(claim)
         rows.append(row)
@@ -385,6 +389,22 @@ def reproduce_paper(
         _judge(row, quick, reduced)
         _let_go(row)
     return title, rows
+
+
+def _simulated_groups(claims: list[Claim], quick: bool, full_size: bool, out: Path) -> list[tuple]:
+    """(key, claim, scenario, directory) of each simulated run group the section's rows will read,
+    once each, in the rows' order; not a claim whose size a probe decides (it runs in the rows' turn)."""
+    plan: dict[str, tuple] = {}
+    for claim in claims:
+        if not claim.measured or claim.mode != "simulate" or (claim.full_size and not full_size):
+            continue
+        if claim.size_probe is not None and not quick:
+            continue
+        for point in claim.points():
+            key = claim.run_key(point, quick)
+            if key not in plan:
+                plan[key] = (key, claim, _scenario(claim, point, quick), out / key)
+    return list(plan.values())
 
 
 def _run_point(claim: Claim, point: dict[str, Any], quick: bool, out: Path, groups: Groups) -> PointRun:
@@ -634,6 +654,7 @@ def reproduce(
     full_size: bool = False,
     papers: tuple[str, ...] = PAPERS,
     plots: bool = True,
+    jobs: int = 1,
 ) -> Path:
     """Run the claims of ``which`` (a paper or ``all``) and write ``out/REPRODUCTION.md``
     (and, with ``write``, that file's block)."""
@@ -653,7 +674,7 @@ def reproduce(
 
             sections.append((paper, "scheduler mechanisms with known answers", mechanism_rows(emulate, echo)))
         else:
-            title, rows = reproduce_paper(paper, out, quick, emulate, echo, claims_dir, resume, full_size, plots)
+            title, rows = reproduce_paper(paper, out, quick, emulate, echo, claims_dir, resume, full_size, plots, jobs)
             sections.append((paper, title, rows))
         seconds[paper] = time.perf_counter() - t1
     report = out / "REPRODUCTION.md"

@@ -75,3 +75,49 @@ def test_a_section_that_holds_no_group_gives_the_same_rows_and_notes(tmp_path, m
     assert held == none and held_notes == none_notes
     note = next(n for n in held_notes if "FIFO took" in n)
     assert "FIFO took n/a" not in note  # the run's field, kept by the row before its runs went
+
+
+TWO_GROUPS = CLAIMS.replace(
+    "  - id: agree\n",
+    "  - id: fifo-big\n    claim: FIFO at twice the gradient\n    paper: {value: 1, unit: us, source: Table 2}\n"
+    f"    scenario: {CLAIMS.split('scenario: ')[1].splitlines()[0]}\n    scheduler: fifo\n    metric: makespan\n"
+    "    set: {job.args.gradient: 2MB}\n  - id: agree\n",
+)
+
+
+def jobs_section(tmp_path, jobs: int, monkeypatch, fail: str | None = None):
+    papers = tmp_path / "papers"
+    (papers / "dgtp").mkdir(parents=True, exist_ok=True)
+    (papers / "dgtp" / "claims.yaml").write_text(TWO_GROUPS)
+    real, runs = groups_mod.run_group, tmp_path / f"runs{jobs}"
+    runs.mkdir(exist_ok=True)
+
+    def run_group(claim, sc, out, *rest):  # forked workers inherit it: a file per run
+        (runs / f"{out.name}.{__import__('os').getpid()}").touch()
+        if fail and claim.id == fail:
+            raise RuntimeError(f"group of {fail} failed")
+        return real(claim, sc, out, *rest)
+
+    monkeypatch.setattr(groups_mod, "run_group", run_group)
+    said = []
+    _, rows = reproduce_paper("dgtp", tmp_path / f"out{jobs}", True, False, said.append, papers, plots=False, jobs=jobs)
+    cells = [(r.value, r.verdict, r.ran, r.room, r.fidelity) for r in rows]
+    return cells, notes(rows), sorted(runs.iterdir()), said
+
+
+def test_groups_run_at_once_give_the_rows_of_groups_run_in_turn(tmp_path, monkeypatch):
+    """``--jobs 2``: the two simulated groups run in two forked processes, once each, and the
+    rows and notes are those of the section run in turn; the crosscheck row is not run early."""
+    import os
+
+    one, one_notes, one_runs, _ = jobs_section(tmp_path, 1, monkeypatch)
+    two, two_notes, two_runs, said = jobs_section(tmp_path, 2, monkeypatch)
+    assert two == one and two_notes == one_notes
+    assert len(one_runs) == len(two_runs) == 2  # each group once
+    assert all(p.suffix != f".{os.getpid()}" for p in two_runs)  # in workers, not in this process
+    assert "  2 simulated run groups, 2 at once (--jobs 2)" in said
+
+
+def test_a_group_failing_in_a_worker_fails_the_section(tmp_path, monkeypatch):
+    with pytest.raises(RuntimeError, match="group of fifo-big failed"):
+        jobs_section(tmp_path, 2, monkeypatch, fail="fifo-big")
