@@ -47,17 +47,17 @@ class SmallFirst(Scheduler):
 
     def on_flows_changed(self, view):
         urgent = any(f.dscp >= 56 for f in view.active.values())
-        out = {}
+        look, out = view.now >= self.look, {}  # progress read at most once a ms (microseconds a read)
         for fid, f in view.active.items():
             if f.dscp == 0:
                 cap = view.cluster.servers[f.src.server].nic_rates[f.src.nic] / 2 if urgent else None
                 if cap != f.rate:  # only what changes
                     out[fid] = cap
-            elif f.remaining is not None and 2 * f.remaining < f.flow.size:  # half delivered: demote
+            elif look and f.remaining is not None and 2 * f.remaining < f.flow.size:  # half delivered: demote
                 out[fid] = Change(dscp=0)
-            elif view.now >= self.look:  # one wake-up at a time: look again in 1 ms
-                self.look = view.now + 1e-3
-                view.wake_at(self.look)
+        if look and any(f.dscp for f in view.active.values()):  # one wake-up at a time: look again in 1 ms
+            self.look = view.now + 1e-3
+            view.wake_at(self.look)
         return out
 
     def on_done(self, item, record, view):
