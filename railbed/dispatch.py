@@ -195,7 +195,7 @@ class Dispatcher:
         self.events: list[tuple[float, str, str]] = []
         self.notes: list[str] = [f"placement: {crowding}"] if crowding else []
         self.progress_source: ProgressSource | None = None
-        self._held = HeldItems()  # ready items the scheduler holds, and the events they wait for
+        self._held = HeldItems(self.view.sending)  # ready items the scheduler holds, and the events they wait for
         self._queues: dict[tuple[int, str], deque[str]] = {}
         self._busy: dict[tuple[int, str], int] = {}
         self._phase: dict[str, str] = {}  # flow id -> "src" | "net" | "dst" | "local" | "split"
@@ -518,6 +518,8 @@ class Dispatcher:
         if self._held.waiters:
             self._held.wake(OnNic(*flow.src, "src"))
             self._held.wake(OnNic(*flow.dst, "dst"))
+            if delta < 0:
+                self._held.freed(flow.src)
 
     def _in_flight(self) -> bool:
         return (

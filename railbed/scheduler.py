@@ -146,7 +146,19 @@ class OnReady(NamedTuple):
     ready: bool = True  # a second field: OnReady(x) must not equal OnDone(x)
 
 
-Wake = OnNic | OnDone | OnSlot | OnTime | OnReady  # tuples of distinct shapes: each equals only its own kind
+class OnFewer(NamedTuple):
+    """A held item's wake-up: fewer than ``limit`` network flows send from NIC ``nic`` of
+    ``server`` (``view.sending``). The holder promises that its answer is a hold while ``limit``
+    or more send there: the waiting items are then woken one at a time in ready order, the next
+    only if the count is still under ``limit`` after the last one's offer, not all at once."""
+
+    server: int
+    nic: int
+    limit: int
+    fewer: bool = True  # a fourth field: OnFewer never equals an OnNic
+
+
+Wake = OnNic | OnDone | OnSlot | OnTime | OnReady | OnFewer  # tuples of distinct shapes: each equals only its own kind
 
 
 def hold(*until: Wake) -> Decision:
@@ -158,7 +170,7 @@ def hold(*until: Wake) -> Decision:
         return HOLD
     for w in until:
         if type(w) not in _WAKES:
-            raise TypeError(f"hold() takes OnNic, OnDone, OnSlot, OnTime or OnReady events, got {w!r}")
+            raise TypeError(f"hold() takes OnNic, OnDone, OnSlot, OnTime, OnReady or OnFewer events, got {w!r}")
     return _hold(until)
 
 
@@ -167,7 +179,7 @@ def _hold(until: tuple[Wake, ...]) -> Decision:  # one immutable Decision per se
     return Decision(start=False, until=until)
 
 
-_WAKES = frozenset((OnNic, OnDone, OnSlot, OnTime, OnReady))
+_WAKES = frozenset((OnNic, OnDone, OnSlot, OnTime, OnReady, OnFewer))
 
 
 @dataclass(frozen=True)

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from railbed.errors import SpecError
 from railbed.job import Flow
-from railbed.scheduler import Change, Decision, OnNic, Scheduler, Split, SubFlow, default_placement, hold
+from railbed.scheduler import Change, Decision, OnFewer, Scheduler, Split, SubFlow, default_placement, hold
 
 
 class SmallFirst(Scheduler):
     """Small flows in high DSCP classes, demoted once half delivered (looked at every ms); at most ``limit``
-    flows per source NIC (held until a flow starts or ends there); flows over ``chunk`` bytes sent in chunks
+    flows per source NIC (held until fewer send there); flows over ``chunk`` bytes sent in chunks
     in turn; background capped to half a NIC while urgent flows run; the "acc" path; completion times."""
 
     name = "small-first"
@@ -41,7 +41,7 @@ class SmallFirst(Scheduler):
             return Split({item.id: [SubFlow(f"{item.id}.c{k}", size[k], deps=after[k]) for k in range(n)]})
         src = view.location(item.src)
         if view.sending.get((src.server, src.nic), 0) >= self.limit:  # active flows from this NIC
-            return hold(OnNic(src.server, src.nic))  # offered again only when that count may change
+            return hold(OnFewer(src.server, src.nic, self.limit))  # woken one at a time as flows there end
         cls = 7 if item.size is not None and item.size < 1 << 20 else 4 if (item.size or 0) < 64 << 20 else 0
         return Decision(dscp=cls << 3)
 

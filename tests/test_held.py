@@ -8,7 +8,7 @@ import pytest
 
 from railbed.dispatch import Dispatcher, SchedulerError, StartWait
 from railbed.job import Job, Location, Task
-from railbed.scheduler import HOLD, Decision, OnDone, OnNic, OnSlot, OnTime, Scheduler, Split, SubFlow, hold
+from railbed.scheduler import HOLD, Decision, OnDone, OnFewer, OnNic, OnSlot, OnTime, Scheduler, Split, SubFlow, hold
 from railbed.spec import ClusterSpec
 from schedulers import SmallFirst
 from simulator import simulate
@@ -23,7 +23,7 @@ class NicLimit(Scheduler):
 
     name = "nic-limit"
 
-    def __init__(self, limit: int, named: bool) -> None:
+    def __init__(self, limit: int, named: bool | str) -> None:
         self.limit, self.named, self.offers = limit, named, 0
 
     def on_ready(self, item, view):
@@ -33,6 +33,8 @@ class NicLimit(Scheduler):
         src = view.location(item.src)
         if view.sending.get((src.server, src.nic), 0) < self.limit:
             return Decision(dscp=8 * (hash(item.id) % 3))
+        if self.named == "fewer":  # one at a time, in ready order
+            return hold(OnFewer(src.server, src.nic, self.limit))
         return hold(OnNic(src.server, src.nic)) if self.named else HOLD
 
 
@@ -65,6 +67,32 @@ def test_a_named_hold_gives_the_run_of_a_plain_hold_with_fewer_offers(seed):
     b = simulate(job, named, SPEC, network=network)
     assert times(a) == times(b)  # equal to the bit: the same offers that matter, in the same order
     assert named.offers <= plain.offers
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_a_hold_until_fewer_flows_gives_the_run_of_a_plain_hold_waking_one_at_a_time(seed):
+    """``OnFewer``: the items waiting at a NIC are woken one at a time in ready order (the next
+    if the count is still under the limit after the last one's offer): the run of ``HOLD`` to
+    the bit, with no more offers than ``OnNic``'s wake-them-all."""
+    rng = random.Random(f"fewer/{seed}")
+    job, limit = random_job(rng), rng.choice([1, 2, 3])
+    network = rng.choice([NumbaNetwork, ReferenceNetwork])
+    plain, nic, fewer = NicLimit(limit, False), NicLimit(limit, True), NicLimit(limit, "fewer")
+    a = simulate(job, plain, SPEC, network=network)
+    b = simulate(job, nic, SPEC, network=network)
+    c = simulate(job, fewer, SPEC, network=network)
+    assert times(c) == times(a) == times(b)
+    assert fewer.offers <= nic.offers <= plain.offers
+
+
+def test_fewer_wakes_one_waiter_per_freed_slot():
+    """An all-to-all under a limit of 1 per NIC: each flow's end wakes one waiter there, so a
+    held flow is offered about twice (when ready, when woken), not once per flow ending at its NIC."""
+    job = all_to_all(n=8, size=1 << 20)
+    flows = sum(1 for it in job.items.values() if it.kind == "flow")
+    nic, fewer = NicLimit(1, True), NicLimit(1, "fewer")
+    assert times(simulate(job, fewer, SPEC)) == times(simulate(job, nic, SPEC))
+    assert fewer.offers <= 2 * flows + 8 < nic.offers
 
 
 def test_the_example_offers_only_the_flows_its_nic_can_release():
