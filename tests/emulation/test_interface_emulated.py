@@ -14,7 +14,7 @@ import pytest
 from emulator.runtime import run
 from emulator.testbed import Testbed
 from railbed.job import Job, Location
-from railbed.scheduler import Change, Decision, Scheduler, Split, SubFlow
+from railbed.scheduler import Change, Decision, OnFewer, Scheduler, Split, SubFlow, hold
 from railbed.spec import ClusterSpec
 from railbed.units import wire_bytes
 from simulator import simulate
@@ -187,3 +187,31 @@ def test_choose_spine_pins_flows_through_the_routers(sx, sy, factor):
     took = sorted(res.items[f].end - res.items[f].start for f in ("x", "y"))
     assert took[1] == pytest.approx(factor * T, rel=0.10), took
     assert took[0] >= T * (1 - 0.10), took
+
+
+class OneAtATime(Scheduler):
+    """One flow sending per NIC; the others held until fewer send there (``OnFewer``)."""
+
+    name = "one-at-a-time"
+
+    def on_ready(self, item, view):
+        src = view.location(item.src)
+        if view.sending.get((src.server, src.nic), 0) >= 1:
+            return hold(OnFewer(src.server, src.nic, 1))
+        return Decision()
+
+
+def test_items_held_until_fewer_flows_send_are_woken_one_at_a_time_as_flows_end():
+    job = job4()
+    for d in (1, 2, 3):
+        job.flow(f"a{d}", "w0", f"w{d}", S)
+    job.flow("b", "w1", "w2", S)
+    with Testbed(SPEC, scale=K) as tb:
+        emu = run(job, OneAtATime(), tb)
+    sim = simulate(job, OneAtATime(), SPEC)
+    for res in (emu, sim):
+        a = sorted((res.items[f"a{d}"].start, res.items[f"a{d}"].end) for d in (1, 2, 3))
+        assert all(nxt[0] >= prev[1] for prev, nxt in zip(a, a[1:]))  # w0's flows one after another
+        assert res.items["b"].start == pytest.approx(0.0, abs=0.05)  # w1's own flow is not held
+    assert all(r.received == r.size for r in emu.items.values() if r.kind == "flow")
+    assert emu.makespan == pytest.approx(sim.makespan, rel=0.10)  # 3T on both
