@@ -383,6 +383,9 @@ def _claim(raw: Any, base: Path, where: str, index: int) -> Claim:
         full_size=_flag(raw.get("full_size", False), f"{where}.full_size"),
     )
     _check_metric(claim, where)
+    if claim.full_size and not (claim.mode == "simulate" and backends.backend(claim.engine).capabilities.array_jobs):
+        raise SpecError(f"{where}.full_size", "a full-size row is simulated on an engine that builds jobs as arrays "
+                        "(engine: fluid-rules)")  # fmt: skip
     claim.kind = _kind(raw, claim, where)
     claim.band = _band(raw.get("band"), f"{where}.band") if "band" in raw else None
     for key in ("band_reason", "input_check", "stand_in"):

@@ -291,10 +291,11 @@ def test_a_row_on_the_compact_engine_reads_the_same_number_as_on_numba(tmp_path)
     assert (big.run_dir / "hermod" / "items.npz").exists()  # built as arrays: no per-item JSON
     assert big.ran == "moe, all 2 layers, 4 GPUs, 2 microbatches, 1 iteration; simulated (fluid-rules backend)"
     bad = tmp_path / "bad.yaml"
-    bad.write_text(f"claims:\n  - {row.format('x', tmp_path / 'moe.yaml', ', full_size: yes please')}\n")
-    with pytest.raises(SpecError) as err:
-        load_claims(bad)
-    assert err.value.field == "claims[0].full_size"
+    for extra in (", full_size: yes please", ", full_size: true", ", engine: packet, full_size: true"):
+        bad.write_text(f"claims:\n  - {row.format('x', tmp_path / 'moe.yaml', extra)}\n")
+        with pytest.raises(SpecError) as err:
+            load_claims(bad)
+        assert err.value.field == "claims[0].full_size", extra
     bad = tmp_path / "bad.yaml"
     for engine, backend in (("cuda", "simulate"), ("compact", "emulate"), ("emulate", "simulate")):
         extra = f", engine: {engine}, backend: {backend}"
