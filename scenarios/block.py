@@ -66,7 +66,7 @@ import yaml
 
 from railbed.backend import BACKENDS
 from railbed.errors import SpecError
-from scenarios.claims import DEFAULT_ENGINE, QUICK_VERDICT, REDUCED_VERDICT, TUNED_MARK
+from scenarios.claims import DEFAULT_ENGINE, EXPLAINED, QUICK_VERDICT, REDUCED_VERDICT, TUNED_MARK
 from scenarios.codegraph import TARGET, Graph, packages, parse
 from scenarios.codegraph import modules as modules_of
 
@@ -84,7 +84,7 @@ MACHINERY = ("scenarios.block", "scenarios.codegraph")  # this digest's own code
 COMMAND = Path("cli/main.py")  # the command: its file and top-level imports count, not its functions
 DATA = (".yaml", ".yml", ".json", ".csv", ".txt", ".toml", ".cpp", ".cc", ".h", ".hpp")  # read by code
 # the verdict column's words -> the summary's columns
-COLUMNS = ("claims", "hold", "do not hold", "input check", "quick: no verdict", "skipped", "not built",
+COLUMNS = ("claims", "hold", "do not hold", "explained", "input check", "quick: no verdict", "skipped", "not built",
            "not reproduced", "measured")  # fmt: skip
 REDUCED_COLUMN = REDUCED_VERDICT  # appended to COLUMNS only when a section has such a row (scenarios.sizeprobe)
 
@@ -379,6 +379,8 @@ def _rank(verdict: str) -> int:
 def _column(verdict: str) -> str:
     if verdict.startswith("holds"):
         return "hold"
+    if verdict.startswith(EXPLAINED):
+        return "explained"
     if verdict.startswith("does not hold") or verdict == "no value":
         return "do not hold"
     return {"not built yet": "not built", "not reproduced here": "not reproduced"}.get(verdict, verdict)

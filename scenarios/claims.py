@@ -51,7 +51,7 @@ BANDS = ("absolute", "relative", "factor")
 CLAIM_KEYS = {
     "id", "claim", "paper", "kind", "band", "bound", "scenario", "backend", "engine", "scheduler", "relative_to",
     "metric", "set", "quick", "sweep", "experiment", "note", "not_reproduced", "not_built", "band_reason",
-    "input_check", "stand_in", "size_probe", "full_size",
+    "input_check", "stand_in", "size_probe", "full_size", "explained",
 }  # fmt: skip
 PAPER_KEYS = {"value", "unit", "source", "text"}
 UNSTATED_KEYS = {"name", "set", "value", "reason", "range", "claims"}
@@ -125,6 +125,7 @@ class Claim:
     tuned_from: tuple[str, Any] | None = None  # a row variant at a tuned parameter's value before (Tuned)
     size_probe: SizeProbe | None = None  # the override setting the job's size, smaller values (scenarios.sizeprobe)
     full_size: bool = False  # runs only with --full-size: a job of 1000s of GPUs (minutes and GBs per run)
+    explained: str | None = None  # why the row falls short, if it does: the piece and where it is measured
 
     @property
     def label(self) -> str:
@@ -215,6 +216,9 @@ class Claim:
 QUICK_VERDICT = "quick: no verdict"  # a --quick section is a smoke test (issue 41)
 REDUCED_VERDICT = "reduced size: no verdict"  # ran below the claims' size, which cannot run here (sizeprobe)
 INPUT_CHECK = "input check"
+EXPLAINED = "does not hold (explained:"  # a row short of the paper's effect whose reason is measured
+MEASURED_AT = re.compile(r"\b(docs|bench)/[\w./-]+")  # where a claim's ``explained`` says it is measured
+ROOM_METRICS = ("makespan", "iteration_mean")  # speedups a baseline's room bounds (explain)
 
 
 def verdict(claim: Claim, value: float | None, quick: bool = False, reduced: bool = False) -> str:
@@ -237,6 +241,20 @@ def verdict(claim: Claim, value: float | None, quick: bool = False, reduced: boo
     inside = lo <= value <= hi and not (open_end and value == claim.paper.neutral)
     held = "holds" if inside else "does not hold"
     return f"{held} (direction only)" if claim.kind == "direction" else held
+
+
+def explain(claim: Claim, verdict: str, room: float | None = None) -> str:
+    """``verdict`` with why the row falls short, when it does and the reason is measured: the setup's
+    own room (``room``: the most any scheduler could speed the baseline's run up, its network-free
+    bound or busiest port, :mod:`railbed.analysis`) under the least speedup that holds, measured on
+    this run; else the claim's ``explained`` (the piece and where it is measured). The room bounds
+    the makespan; an iteration mean over whole iterations follows it (:data:`ROOM_METRICS`)."""
+    if verdict != "does not hold":
+        return verdict
+    lo = claim.interval()[0]
+    if room is not None and claim.paper.unit == "speedup" and claim.metric in ROOM_METRICS and room < lo:
+        return f"{EXPLAINED} the setup's room, {room:.3g}x, is under the {lo:.3g}x that holds)"
+    return f"{EXPLAINED} {claim.explained})" if claim.explained else verdict
 
 
 def fmt(unit: str, value: float | None, paper: bool = False) -> str:
@@ -388,11 +406,13 @@ def _claim(raw: Any, base: Path, where: str, index: int) -> Claim:
                         "(engine: fluid-rules)")  # fmt: skip
     claim.kind = _kind(raw, claim, where)
     claim.band = _band(raw.get("band"), f"{where}.band") if "band" in raw else None
-    for key in ("band_reason", "input_check", "stand_in"):
+    for key in ("band_reason", "input_check", "stand_in", "explained"):
         if raw.get(key) is not None:
             if not isinstance(raw[key], str) or len(raw[key]) < 10:
                 raise SpecError(f"{where}.{key}", "expected the reason, as text (cite the source)")
             setattr(claim, key, raw[key])
+    if claim.explained is not None and not MEASURED_AT.search(claim.explained):
+        raise SpecError(f"{where}.explained", "name where the shortfall is measured (a docs/ or bench/ file)")
     if claim.band is not None and claim.paper.value is not None and wider(claim) and not claim.band_reason:
         raise SpecError(f"{where}.band_reason", "a band wider than the default (10 points of a %, 20 % of "
                         "anything else) needs its cited reason (band_reason), printed in the row")  # fmt: skip

@@ -148,6 +148,7 @@ from scenarios.claims import (
     DEFAULT_ENGINE,
     NOTE_FIELD,
     Claim,
+    explain,
     fmt,
     load_claims,
     paper_cell,
@@ -331,6 +332,19 @@ def room(run: RunResult | None) -> str:
     return "; ".join(parts) or "n/a"
 
 
+def room_bound(run: RunResult | None) -> float | None:
+    """The most any scheduler could speed ``run`` up (its analysis's ``room``, else ``max_speedup``;
+    :mod:`railbed.analysis`), None without one."""
+    analysis = getattr(run, "analysis", None) if run is not None else None
+    if not isinstance(analysis, dict):
+        return None
+    for key in ("room", "max_speedup"):
+        value = analysis.get(key)
+        if isinstance(value, (int, float)) and math.isfinite(value) and value > 0:
+            return float(value)
+    return None
+
+
 def _overlap_pairs(overlap: dict) -> dict[str, float]:
     """``"a/b"`` -> share, from :func:`railbed.analysis.overlap`'s symmetric ``share[a][b]`` (each
     pair once, in its ``types`` order); a mapping already by pair is read as it is."""
@@ -436,6 +450,8 @@ def _judge(row: Row, quick: bool = False, reduced: tuple[str, str] | None = None
     if claim.metric in CURVE_METRICS:  # a load sweep: the reference's run at its lowest load
         baseline = _lowest_load(row.best.runs, claim.relative_to or claim.scheduler)
     row.room = room(baseline)
+    rooms = [room_bound(p.runs.get(claim.relative_to or "")) for p in row.points]  # every point's: a bound on all
+    row.verdict = explain(claim, row.verdict, max(rooms) if rooms and None not in rooms else None)
     names = ", ".join(_point_name(p.point) for p in row.points)
     many = {
         "up_to": f"; best of {len(row.points)} points ({names})",

@@ -548,3 +548,26 @@ def test_a_tie_between_points_goes_to_the_first_not_to_the_last_bits(tmp_path):
     row.points[1].value = 1.01  # a real difference still wins
     _judge(row, quick=True)
     assert row.best.point == {"job.args.dp": 2} and row.value == 1.01
+
+
+def test_a_row_whose_every_baseline_lacks_the_room_says_so(tmp_path):
+    """_judge reads each point's baseline (relative_to) room: a bound on every point explains an
+    "up to" row that does not hold; one point with room enough leaves it unexplained."""
+    from scenarios.claims import EXPLAINED
+    from scenarios.reproduce import PointRun, Row, _judge
+
+    up = _claim(tmp_path, "paper: {value: 1.5, unit: speedup}, kind: up_to, scheduler: a, relative_to: b, "
+                          "sweep: {job.args.dp: [1, 2]}")  # fmt: skip
+
+    def judged(rooms: list[float]) -> str:
+        row = Row(up)
+        for dp, r in zip((1, 2), rooms):
+            base = RunResult("simulator", "j", "b", "c")
+            base.analysis = {"max_speedup": r + 0.5, "room": r}
+            runs = {"b": base, "a": RunResult("simulator", "j", "a", "c")}
+            row.points.append(PointRun({"job.args.dp": dp}, 1.01, tmp_path / str(dp), f"dp {dp}", runs, {}))
+        _judge(row)
+        return row.verdict
+
+    assert judged([1.08, 1.2]) == f"{EXPLAINED} the setup's room, 1.2x, is under the 1.25x that holds)"
+    assert judged([1.08, 1.3]) == "does not hold"
