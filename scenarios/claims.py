@@ -217,7 +217,7 @@ QUICK_VERDICT = "quick: no verdict"  # a --quick section is a smoke test (issue 
 REDUCED_VERDICT = "reduced size: no verdict"  # ran below the claims' size, which cannot run here (sizeprobe)
 INPUT_CHECK = "input check"
 EXPLAINED = "does not hold (explained:"  # a row short of the paper's effect whose reason is measured
-MEASURED_AT = re.compile(r"\b(docs|bench)/[\w./-]+")  # where a claim's ``explained`` says it is measured
+MEASURED_AT = re.compile(r"\b(docs|bench|scenarios)/[\w./-]+")  # where a claim's ``explained`` says it is measured
 ROOM_METRICS = ("makespan", "iteration_mean")  # speedups a baseline's room bounds (explain)
 
 
@@ -412,7 +412,7 @@ def _claim(raw: Any, base: Path, where: str, index: int) -> Claim:
                 raise SpecError(f"{where}.{key}", "expected the reason, as text (cite the source)")
             setattr(claim, key, raw[key])
     if claim.explained is not None and not MEASURED_AT.search(claim.explained):
-        raise SpecError(f"{where}.explained", "name where the shortfall is measured (a docs/ or bench/ file)")
+        raise SpecError(f"{where}.explained", "name where the shortfall is measured (a docs/, bench/, scenarios/ file)")
     if claim.band is not None and claim.paper.value is not None and wider(claim) and not claim.band_reason:
         raise SpecError(f"{where}.band_reason", "a band wider than the default (10 points of a %, 20 % of "
                         "anything else) needs its cited reason (band_reason), printed in the row")  # fmt: skip
