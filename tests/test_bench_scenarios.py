@@ -36,7 +36,8 @@ def test_sebf_order_ranks_coflows_into_eight_classes():
     assert [dscp[c] >> 3 for c in order] == [7, 6, 5, 4, 3, 2, 1, 0, 0]
 
 
-def test_sebf_order_serves_the_smaller_coflow_first():
+@pytest.mark.parametrize("rank", ["remaining", "size"])
+def test_sebf_order_serves_the_smaller_coflow_first(rank):
     """Two coflows out of one 100 Gbit/s NIC, 100 MB and 300 MB: the smaller in the higher class ends
     at its own size over the NIC's rate (as if alone), the larger at the sum; max-min would end the
     smaller at twice its size over the rate."""
@@ -52,8 +53,17 @@ def test_sebf_order_serves_the_smaller_coflow_first():
     job.endpoint("b", Location(1, "gpu0", 0))
     job.flow("small", "a", "b", 100 << 20, coflow="s")
     job.flow("large", "a", "b", 300 << 20, coflow="l")
-    res = Simulation(job, cls(), ClusterSpec.load("examples/rail-4x4.yaml")).run()
+    res = Simulation(job, cls(rank=rank), ClusterSpec.load("examples/rail-4x4.yaml")).run()
     ends = {i: r.end for i, r in res.items.items()}
     rate = 100e9
     assert ends["small"] == pytest.approx(8 * wire_bytes(100 << 20) / rate, rel=0.01)
     assert ends["large"] == pytest.approx(8 * wire_bytes(400 << 20) / rate, rel=0.01)
+
+
+def test_sebf_order_names_a_bad_rank():
+    from railbed.errors import SpecError
+    from railbed.plugins import load_target
+
+    cls = load_target(str(FILES[0].parent.parent / "schedulers" / "sebf_order.py") + ":SebfOrder", "name")
+    with pytest.raises(SpecError, match="rank"):
+        cls(rank="arrival")
