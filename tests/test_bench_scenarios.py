@@ -1,6 +1,7 @@
 """The probes' scenario files under bench/scenarios/ (kept out of scenarios/<paper>/, whose every
 file is an input of that paper's reproduction sections) still load: cluster, job and schedulers."""
 
+import sys
 from pathlib import Path
 
 import pytest
@@ -30,7 +31,7 @@ def test_sebf_order_ranks_coflows_into_eight_classes():
 
     cls = load_target(str(FILES[0].parent.parent / "schedulers" / "sebf_order.py") + ":SebfOrder", "name")
     assert cls.name == "sebf-order"
-    module = __import__(cls.__module__)
+    module = sys.modules[cls.__module__]
     order = [f"c{i}" for i in range(9)]
     dscp = module.classes(order)
     assert [dscp[c] >> 3 for c in order] == [7, 6, 5, 4, 3, 2, 1, 0, 0]
