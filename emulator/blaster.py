@@ -2,11 +2,16 @@
 
 ``sink``  accepts connections on ``--bind``:``--port`` and records the bytes
           received over time (a timeline sampled every ``--sample`` seconds)
-          as JSON on stdout when it ends (after ``--seconds`` or SIGTERM).
+          as JSON on stdout when it ends (after ``--seconds`` or SIGTERM; it
+          first reads each connection to its end, for up to ``DRAIN`` seconds,
+          so bytes already on the wire are counted).
 ``send``  opens one TCP connection from ``--bind`` to ``--to``:``--port``,
           marks it with ``IP_TOS = dscp << 2``, optionally paces it with
           ``SO_MAX_PACING_RATE``, prints a ``connected`` line, and sends for
-          ``--seconds`` from then (or ``--bytes``); its byte count is the last line.
+          ``--seconds`` from then (or ``--bytes``); then half-closes and waits (up to
+          ``DRAIN`` seconds) for the sink to close after reading everything, so
+          the bytes it sent have left the host when it exits; its byte count is
+          the last line.
 
 Used by the platform demo and the shaping/priority tests; the traffic
 agents of the run-time build on the same socket options.
@@ -25,6 +30,11 @@ import time
 from emulator.sockopts import SO_MAX_PACING_RATE, set_congestion
 
 CHUNK = 256 * 1024
+# Seconds a sender waits for its sink to have read everything, and a stopped sink for its
+# connections' ends. At 10 Mbit/s an autotuned send buffer held about 0.5 s of data when the
+# sender's loop ended: the wire counters read then, and a sink stopped then, missed its tail
+# (payload/wire 0.9513 against 0.9564 in tests/emulation/test_shaping.py, in the suite).
+DRAIN = 10.0
 
 
 def open_flow(
@@ -68,8 +78,22 @@ def send(args: argparse.Namespace) -> dict:
     except (BrokenPipeError, ConnectionResetError):
         pass
     finally:
-        sock.close()
+        close_delivered(sock)
     return {"role": "send", "bytes": sent, "start": start, "end": time.time()}
+
+
+def close_delivered(sock: socket.socket, wait: float = DRAIN) -> None:
+    """Half-close, wait (at most ``wait`` s) for the peer to close after reading what was sent,
+    then close: what the sender wrote has then left its host and been read."""
+    try:
+        sock.shutdown(socket.SHUT_WR)
+        sock.settimeout(wait)
+        while sock.recv(4096):
+            pass
+    except OSError:  # a timeout, or a reset: the peer went first
+        pass
+    finally:
+        sock.close()
 
 
 def sink(args: argparse.Namespace) -> dict:
@@ -79,18 +103,19 @@ def sink(args: argparse.Namespace) -> dict:
     server.listen(64)
     server.settimeout(0.2)
     counts: list[int] = []
-    lock = threading.Lock()
+    live = [0]  # connections not yet at their end
+    lock = threading.Condition()
     stop = threading.Event()
 
     def serve(conn: socket.socket, slot: int) -> None:
         buf = bytearray(CHUNK)
         with conn:
-            while not stop.is_set():
-                n = conn.recv_into(buf)
-                if n == 0:
-                    return
+            while n := conn.recv_into(buf):  # to the end, stopped or not (the main thread bounds it)
                 with lock:
                     counts[slot] += n
+        with lock:
+            live[0] -= 1
+            lock.notify_all()
 
     def accept() -> None:
         while not stop.is_set():
@@ -100,6 +125,7 @@ def sink(args: argparse.Namespace) -> dict:
                 continue
             with lock:
                 counts.append(0)
+                live[0] += 1
                 slot = len(counts) - 1
             threading.Thread(target=serve, args=(conn, slot), daemon=True).start()
 
@@ -114,6 +140,7 @@ def sink(args: argparse.Namespace) -> dict:
         stop.wait(args.sample)
     stop.set()
     with lock:
+        lock.wait_for(lambda: live[0] == 0, timeout=DRAIN)
         timeline.append((time.time(), list(counts)))
     return {"role": "sink", "bytes": list(counts), "timeline": timeline}
 
