@@ -52,7 +52,7 @@ class Sebf(Scheduler):
         self._due = {}
         for f in job.flows:
             if not f.deps:
-                group = (_coflow_of(f), f.at or 0.0)
+                group = (coflow_of(f), f.at or 0.0)
                 self._due[group] = self._due.get(group, 0) + 1
         return super().place(job, cluster)
 
@@ -62,18 +62,30 @@ class Sebf(Scheduler):
         departures; CoflowSim's ``afterJobAdmission``/``afterJobDeparture``); a flow that ends
         inside a coflow that goes on changes nothing (``reschedule: flow``: it re-rates too, so what
         it freed is given out at once)."""
+        if not self.due(view):
+            return {}
+        return sebf_madd(*self.active_coflows(view), self.backfill)
+
+    def due(self, view: RunView) -> bool:
+        """Whether the coflows are to be re-rated now (the rule above); keeps the counts it needs."""
         new, gone, changed = self._changes(view)
         if not new and not changed and not (gone and self.reschedule == "flow"):
-            return {}
+            return False
         for flow in new:
-            group = (_coflow_of(flow), flow.at or 0.0)
+            group = (coflow_of(flow), flow.at or 0.0)
             if not flow.deps and group in self._due and flow.id not in self._seen:
                 self._seen.add(flow.id)
                 self._due[group] -= 1
         self._waiting.extend(new)
-        if any(self._due.get((_coflow_of(f), f.at or 0.0), 0) > 0 for f in self._waiting):
-            return {}  # more of a coflow are released in this instant: rate them all at once
+        if any(self._due.get((coflow_of(f), f.at or 0.0), 0) > 0 for f in self._waiting):
+            return False  # more of a coflow are released in this instant: rate them all at once
         self._waiting = []
+        return True
+
+    @staticmethod
+    def active_coflows(view: RunView) -> tuple[dict[str, list[CoflowFlow]], dict, dict, dict[str, float]]:
+        """The active flows by coflow (remaining wire bits, sender's NIC up, receiver's down), the
+        NICs' rates (bit/s) up and down, and each coflow's arrival (its first flow's ready time)."""
         coflows: dict[str, list[CoflowFlow]] = {}
         arrival: dict[str, float] = {}
         up_cap: dict = {}
@@ -83,10 +95,10 @@ class Sebf(Scheduler):
             up, down = (f.src.server, f.src.nic), (f.dst.server, f.dst.nic)
             up_cap[up] = float(servers[up[0]].nic_rates[up[1]])
             down_cap[down] = float(servers[down[0]].nic_rates[down[1]])
-            key = _coflow_of(f.flow)
+            key = coflow_of(f.flow)
             coflows.setdefault(key, []).append(CoflowFlow(fid, up, down, 8.0 * wire_bytes(f.remaining or 0)))
             arrival[key] = min(arrival.get(key, f.started), view.ready_at.get(fid, f.started))
-        return sebf_madd(coflows, up_cap, down_cap, arrival, self.backfill)
+        return coflows, up_cap, down_cap, arrival
 
     def _changes(self, view: RunView) -> tuple[list[Flow], list[str], bool]:
         """Flows started and ended since the last call, and whether a coflow arrived or departed
@@ -96,7 +108,7 @@ class Sebf(Scheduler):
         gone = list(self._known - active)
         changed = False
         for flow in new:
-            key = self._key[flow.id] = _coflow_of(flow)
+            key = self._key[flow.id] = coflow_of(flow)
             changed = changed or key not in self._live
             self._live[key] = self._live.get(key, 0) + 1
         for fid in gone:
@@ -117,7 +129,8 @@ class Sebf(Scheduler):
         return None  # rates follow the active set: not a pure function of the flow (no compact engine)
 
 
-def _coflow_of(flow: Flow) -> str:
+def coflow_of(flow: Flow) -> str:
+    """The coflow a flow belongs to: its ``coflow`` attribute, or a coflow of its own."""
     return f"coflow:{flow.coflow}" if flow.coflow is not None else f"flow:{flow.id}"
 
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 from railbed.errors import SpecError
 from railbed.scheduler import Change, RunView
 from railbed.units import wire_bytes
-from schedulers.varys import Sebf, _coflow_of
+from schedulers.varys import Sebf, coflow_of
 from schedulers.varys_alg import CoflowFlow, bottleneck, sebf_order
 
 
@@ -50,29 +50,17 @@ class SebfOrder(Sebf):
             up, down = ("up", src.server, src.nic), ("down", dst.server, dst.nic)
             cap[up] = float(cluster.servers[src.server].nic_rates[src.nic])
             cap[down] = float(cluster.servers[dst.server].nic_rates[dst.nic])
-            coflows.setdefault(_coflow_of(f), []).append(CoflowFlow(f.id, up, down, 8.0 * wire_bytes(f.size)))
+            coflows.setdefault(coflow_of(f), []).append(CoflowFlow(f.id, up, down, 8.0 * wire_bytes(f.size)))
         self._whole = {c: bottleneck(flows, cap, cap) for c, flows in coflows.items()}
         return placement
 
     def on_flows_changed(self, view: RunView):
-        rated = super().on_flows_changed(view)
-        if not rated:
+        if not self.due(view):
             return {}
-        coflows: dict[str, list[CoflowFlow]] = {}
-        up_cap: dict = {}
-        down_cap: dict = {}
-        arrival: dict[str, float] = {}
-        servers = view.cluster.servers
-        for fid, f in view.active.items():
-            up, down = (f.src.server, f.src.nic), (f.dst.server, f.dst.nic)
-            up_cap[up] = float(servers[up[0]].nic_rates[up[1]])
-            down_cap[down] = float(servers[down[0]].nic_rates[down[1]])
-            key = _coflow_of(f.flow)
-            coflows.setdefault(key, []).append(CoflowFlow(fid, up, down, 8.0 * wire_bytes(f.remaining or 0)))
-            arrival[key] = min(arrival.get(key, f.started), view.ready_at.get(fid, f.started))
+        coflows, up_cap, down_cap, arrival = self.active_coflows(view)
         if self.rank == "remaining":
             order = sebf_order(coflows, up_cap, down_cap, arrival)
         else:
             order = sorted(coflows, key=lambda c: (self._whole.get(c, 0.0), arrival[c], c))
         dscp = classes(order)
-        return {fid: Change(rate=None, dscp=dscp[_coflow_of(f.flow)]) for fid, f in view.active.items()}
+        return {fid: Change(rate=None, dscp=dscp[coflow_of(f.flow)]) for fid, f in view.active.items()}
