@@ -42,6 +42,24 @@ class Registry:
         """The canonical names, in registration order (aliases not included)."""
         return tuple(self._targets)
 
+    def __contains__(self, name: object) -> bool:
+        """Whether ``name`` is a canonical name or an old spelling (nothing is imported)."""
+        return name in self._targets or name in self._aliases
+
+    def __iter__(self):
+        """The canonical names (:meth:`names`)."""
+        return iter(self._targets)
+
+    def __getitem__(self, name: str) -> Any:
+        """:meth:`get` for a known name (imported on first use); ``KeyError`` for another."""
+        if name not in self:
+            raise KeyError(name)
+        return self.get(name)
+
+    def items(self) -> list[tuple[str, Any]]:
+        """(name, plug-in) of every canonical name: imports them all (listings, tests)."""
+        return [(name, self.get(name)) for name in self._targets]
+
     def spellings(self) -> tuple[str, ...]:
         """Every name an input may use: the canonical names, then the old spellings."""
         return (*self._targets, *self._aliases)

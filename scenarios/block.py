@@ -26,17 +26,25 @@ code of the packages the runs import"), its digest's files:
   strings: the backends are those the claims file's ``engine`` keys name and
   the default, with ``--emulate`` every one; without it no lookup reaches a
   backend that needs root (:class:`railbed.backend.Capabilities`: its rows are
-  skipped). The hardware-model kinds: every entry (too few to resolve).
+  skipped). A scenario file with a backend's own key (``timeout``) adds what
+  importing every backend runs (:func:`railbed.backend.owners` reads each one's
+  keys, the owner parses them): their modules' top-level imports, no function.
+  The schedulers (``schedulers.REGISTRY``): those the paper's files name (any
+  YAML scalar or string constant of its ``.py`` files equal to a registered
+  name), and those the schedulers reached name in turn. The hardware-model
+  kinds: every entry (too few to resolve).
 
-So a change to the emulator leaves a simulated section current, and so does a
-change to another paper's scripts (``scenarios/hermod/rows.py``) or to the
-packet backend for a section whose claims run none. It is still coarse where
-Python is: ``schedulers/__init__.py`` and ``workloads/__init__.py`` import every
-scheduler and generator to fill their registries, so every section depends on
-all of them. This module and :mod:`scenarios.codegraph` are left out: they
-compute the digest and place sections, and write no row (the regeneration test
-of the ``--quick`` sections checks what they write); counting them would make a
-change of the rule itself mark every section stale.
+So a change to the emulator's runs leaves a simulated section current, and so
+does a change to another paper's scripts (``scenarios/hermod/rows.py``), to
+the packet backend for a section whose claims run none, or to a scheduler its
+paper does not name (``tests/test_digest_covers_imports.py`` runs small
+sections and checks that every module they import is counted). It is still
+coarse where Python is: ``workloads/__init__.py`` imports every generator to
+fill its registry, so every section depends on all of them. This module and
+:mod:`scenarios.codegraph` are left out: they compute the digest and place
+sections, and write no row (the regeneration test of the ``--quick`` sections
+checks what they write); counting them would make a change of the rule itself
+mark every section stale.
 
 Two styles of inputs line: ``v2_`` and 12 hex digits is this rule's; 12 hex
 digits alone is the rule before (every ``.py`` file of railbed, simulator,
@@ -67,7 +75,7 @@ import yaml
 from railbed.backend import BACKENDS
 from railbed.errors import SpecError
 from scenarios.claims import DEFAULT_ENGINE, EXPLAINED, QUICK_VERDICT, REDUCED_VERDICT, TUNED_MARK
-from scenarios.codegraph import TARGET, Graph, packages, parse
+from scenarios.codegraph import TARGET, Graph, packages, parse, strings_of
 from scenarios.codegraph import modules as modules_of
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -79,6 +87,7 @@ STALE = re.compile(r"^\*\*Stale since [^\n]*\n\n", re.M)
 WALL = re.compile(r"^Wall time of the command: [^\n]*\n\n", re.M)
 PACKAGES = ("railbed", "simulator", "schedulers", "workloads", "hwmodels")  # an old-style digest's
 V2 = "v2_"  # a digest's prefix: of the code its runs can execute (none: of all code, the rule before)
+SCHEDULERS = "schedulers.REGISTRY"  # the scheduler registry (codegraph.REGISTRIES), narrowed per section
 ENTRY = "scenarios.reproduce"  # where ``railbed reproduce`` enters (cli.main calls it)
 MACHINERY = ("scenarios.block", "scenarios.codegraph")  # this digest's own code: writes no row (docstring)
 COMMAND = Path("cli/main.py")  # the command: its file and top-level imports count, not its functions
@@ -145,12 +154,69 @@ def code_modules(paper: str, flags: str, claims_dir: Path, root: Path = ROOT) ->
     """The modules a (paper, flags) section's runs can execute (see the module's docstring)."""
     graph = _graph(root)
     emulate = "--emulate" in flags.split()
-    chosen = {"railbed.backend.BACKENDS": None if emulate else _engines(claims_dir / paper / "claims.yaml")}
+    chosen: dict[str, set[str] | None] = {
+        "railbed.backend.BACKENDS": None if emulate else _engines(claims_dir / paper / "claims.yaml")
+    }
     start = {ENTRY, *_command_imports(root, graph)}
     for path in _data(paper, claims_dir):  # a scheduler (or any plug-in) named as module:Class
         if path.suffix == ".yaml":
             start |= {m[1] for m in TARGET.finditer(path.read_text()) if m[1] in graph.imports}
-    return graph.closure(sorted(start), chosen, frozenset() if emulate else _needs_root())
+    avoid = frozenset() if emulate else _needs_root()
+    loaded = set()  # a scenario key of a backend's: loading the scenario imports every backend for its keys
+    if not emulate and _backend_keys(paper, claims_dir):
+        loaded = graph.imported_with(t.partition(":")[0] for t in map(BACKENDS.target, BACKENDS.names()))
+    known = graph.spellings(SCHEDULERS)
+    named = _paper_strings(paper, claims_dir) & known
+    while True:  # the schedulers the paper's files name, and those a scheduler reached names
+        chosen[SCHEDULERS] = set(named)
+        mods = graph.closure(sorted(start), chosen, avoid)
+        inner = [m for m in mods if m.startswith(SCHEDULERS.split(".")[0] + ".")]  # not the table itself
+        more = set().union(*(graph.strings[m] & known for m in inner)) - named
+        if not more:
+            return mods | loaded
+        named |= more
+
+
+def _backend_keys(paper: str, claims_dir: Path) -> set[str]:
+    """The keys of the paper's scenario files that no core reader knows (:data:`scenarios.runner.KEYS`):
+    a backend's settings. Loading such a file asks every backend for its keys
+    (:func:`railbed.backend.owners`, which imports each) and has the owner parse them
+    (:func:`scenarios.runner.backend_settings`), on any backend the run is on."""
+    from scenarios.runner import KEYS
+
+    out: set[str] = set()
+    for path in _data(paper, claims_dir):
+        if path.suffix == ".yaml" and path.name != "claims.yaml":
+            try:
+                data = yaml.safe_load(path.read_text())
+            except yaml.YAMLError:
+                continue
+            if isinstance(data, dict) and "job" in data:
+                out |= {str(k) for k in data} - KEYS
+    return out
+
+
+def _paper_strings(paper: str, claims_dir: Path) -> set[str]:
+    """Every string in the paper's files: the YAML files' scalars (keys and values, at any depth) and
+    the string constants of its ``.py`` files; a scheduler is named by one of them (or by a module)."""
+    out: set[str] = set()
+    for path in _data(paper, claims_dir) | set((claims_dir / paper).rglob("*.py")):
+        if path.suffix == ".py":
+            out |= strings_of(parse(path))
+        elif path.suffix in (".yaml", ".yml"):
+            try:
+                out |= _scalars(yaml.safe_load(path.read_text()))
+            except yaml.YAMLError:
+                out |= set(re.findall(r"[\w./:-]+", path.read_text()))  # unreadable: every word, to be safe
+    return out
+
+
+def _scalars(node) -> set[str]:
+    if isinstance(node, dict):
+        return set().union(*(_scalars(k) | _scalars(v) for k, v in node.items()))
+    if isinstance(node, list):
+        return set().union(*(_scalars(v) for v in node))
+    return {node} if isinstance(node, str) else set()
 
 
 def _engines(claims: Path) -> set[str] | None:

@@ -77,6 +77,40 @@ def read_imports(root: Path, packages) -> list[Import]:
     return found
 
 
+def on_import(tree: ast.Module) -> list[ast.Import | ast.ImportFrom]:
+    """The import statements a module runs when it is imported: those outside function bodies."""
+    out, todo = [], list(tree.body)
+    while todo:
+        node = todo.pop()
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            out.append(node)
+        elif not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            todo.extend(ast.iter_child_nodes(node))
+    return out
+
+
+def strings_of(tree: ast.AST) -> frozenset[str]:
+    """The string constants of a module's tree (docstrings included)."""
+    return frozenset(n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str))
+
+
+def _top_imports(name: str, path: Path, mods: dict[str, Path]) -> set[str]:
+    out = set()
+    is_pkg = path.name == "__init__.py"
+    for node in on_import(parse(path)):
+        if isinstance(node, ast.Import):
+            bases = [a.name for a in node.names]
+        else:
+            base = _absolute(node, name, is_pkg)
+            bases = [f"{base}.{a.name}" for a in node.names] + [base] if base else []
+        for target in bases:
+            while target and target not in mods:
+                target = target.rpartition(".")[0]
+            if target:
+                out.add(target)
+    return out
+
+
 def _absolute(node: ast.ImportFrom, module: str, is_pkg: bool) -> str | None:
     if not node.level:
         return node.module
@@ -93,6 +127,7 @@ def _absolute(node: ast.ImportFrom, module: str, is_pkg: bool) -> str | None:
 REGISTRIES = {
     "railbed.backend.BACKENDS": "run backends (simulator/, emulator/): the backend seam",
     "railbed.hosts.KINDS": "hardware-model kinds (hwmodels/): a cluster file's server-group keys",
+    "schedulers.REGISTRY": "schedulers by name (a scenario's schedulers, --scheduler)",
 }
 TARGET = re.compile(r"([A-Za-z_]\w*(?:\.\w+)*):([A-Za-z_]\w*)")  # a "module:attr" string
 
@@ -227,6 +262,8 @@ class Graph:
     imports: dict[str, set[str]]
     lookups: dict[str, set[str]]
     entries: dict[str, list[tuple[str, str, str]]]
+    strings: dict[str, frozenset[str]]  # the string constants of each module (names it may look up)
+    top: dict[str, set[str]]  # the modules each module imports when it is imported (not in its functions)
 
     @classmethod
     def read(cls, root: Path, pkgs=None) -> Graph:
@@ -248,7 +285,27 @@ class Graph:
             if reg in REGISTRIES:
                 for spelling, target in table.items():
                     entries.setdefault(reg.rpartition(".")[0], []).append((reg, spelling, target.partition(":")[0]))
-        return cls(imports, lookups, entries)
+        strings = {name: strings_of(parse(path)) for name, path in mods.items()}
+        top = {name: _top_imports(name, path, mods) for name, path in mods.items()}
+        return cls(imports, lookups, entries, strings, top)
+
+    def imported_with(self, start) -> set[str]:
+        """The modules importing ``start`` runs (their top-level imports, transitively, and the
+        packages around each), none of their functions."""
+        seen: set[str] = set()
+        todo = list(start)
+        while todo:
+            name = todo.pop()
+            if name in seen or name not in self.top:
+                continue
+            seen.add(name)
+            parts = name.split(".")
+            todo += [".".join(parts[:i]) for i in range(1, len(parts))] + sorted(self.top[name])
+        return seen
+
+    def spellings(self, registry: str) -> set[str]:
+        """Every name an entry of ``registry`` (of :data:`REGISTRIES`) is registered as."""
+        return {spelling for table in self.entries.values() for reg, spelling, _ in table if reg == registry}
 
     def closure(self, start, chosen: dict[str, set[str] | None], avoid=frozenset()) -> set[str]:
         """The modules a run entering ``start`` can execute: what they import, inside functions too,

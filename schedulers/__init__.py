@@ -31,39 +31,59 @@ from typing import Any
 from railbed import plugins
 from railbed.errors import SpecError
 from railbed.scheduler import HOLD, Decision, OnDone, OnNic, OnReady, OnSlot, OnTime, RunView, Scheduler, hold
-from schedulers.cagnet import SCHEDULERS as _CAGNET
-from schedulers.cassini import Cassini
-from schedulers.crux import Crux
-from schedulers.dgcl import SCHEDULERS as _DGCL
-from schedulers.dgtp import Dgtp, DgtpLiteral, DgtpOes, DgtpPlace, DistDgl, DistDglPrefetch, Mrtf, OmCoflow
-from schedulers.example import SmallFirst
-from schedulers.fifo import Fifo
-from schedulers.hermod import SCHEDULERS as _HERMOD
-from schedulers.leo import SCHEDULERS as _LEO
-from schedulers.multijob import SCHEDULERS as _MULTIJOB
-from schedulers.tagged import TagPriority
-from schedulers.varys import SCHEDULERS as _VARYS
 
-REGISTRY: dict[str, type[Scheduler]] = {
-    "fifo": Fifo,
-    "tag-priority": TagPriority,
-    "small-first": SmallFirst,
-    "dgtp": Dgtp,
-    "dgtp-literal": DgtpLiteral,
-    "dgtp-oes": DgtpOes,
-    "dgtp-place": DgtpPlace,
-    "distdgl": DistDgl,
-    "distdgl-prefetch": DistDglPrefetch,
-    "omcoflow": OmCoflow,
-    "mrtf": Mrtf,
-}
-REGISTRY.update({cls.name: cls for cls in _HERMOD})  # seed 004, chapter 5
-REGISTRY.update({cls.name: cls for cls in _LEO})  # seed 004, chapter 6
-REGISTRY.update({cls.name: cls for cls in _DGCL})  # seed 002
-REGISTRY.update({cls.name: cls for cls in _CAGNET})  # seed 001, SANCUS
-REGISTRY.update({cls.name: cls for cls in _MULTIJOB})  # issue 45: several jobs
-REGISTRY.update({cls.name: cls for cls in (Cassini, Crux)})  # issue 45: NSDI'24, SIGCOMM'24
-REGISTRY.update({cls.name: cls for cls in _VARYS})  # Varys (SIGCOMM'14 §5): coflow baseline for traces
+# name -> "module:Class", imported the first time the name is used (railbed.plugins.Registry): a run
+# imports only the schedulers it names, and a REPRODUCTION.md section depends only on those
+# (scenarios/block.py; tests/test_schedulers_registry.py checks the table against the classes).
+REGISTRY = plugins.Registry(
+    "scheduler",
+    {
+        "fifo": "schedulers.fifo:Fifo",
+        "tag-priority": "schedulers.tagged:TagPriority",
+        "small-first": "schedulers.example:SmallFirst",
+        # seed 000 (DGTP) and its baselines
+        "dgtp": "schedulers.dgtp:Dgtp",
+        "dgtp-literal": "schedulers.dgtp:DgtpLiteral",
+        "dgtp-oes": "schedulers.dgtp:DgtpOes",
+        "dgtp-place": "schedulers.dgtp:DgtpPlace",
+        "distdgl": "schedulers.dgtp:DistDgl",
+        "distdgl-prefetch": "schedulers.dgtp:DistDglPrefetch",
+        "omcoflow": "schedulers.dgtp:OmCoflow",
+        "mrtf": "schedulers.dgtp:Mrtf",
+        # seed 004, chapter 5
+        "hermod": "schedulers.hermod:Hermod",
+        "hermod-literal": "schedulers.hermod:HermodLiteral",
+        "hermod-inter": "schedulers.hermod:HermodInter",
+        "hermod-intra": "schedulers.hermod:HermodIntra",
+        "megatron": "schedulers.hermod:Megatron",
+        "lina": "schedulers.hermod:Lina",
+        "dp-first": "schedulers.hermod:DpFirst",
+        "pp-first": "schedulers.hermod:PpFirst",
+        "ep-first": "schedulers.hermod:EpFirst",
+        # seed 004, chapter 6
+        "leo": "schedulers.leo:Leo",
+        "leo-literal": "schedulers.leo:LeoLiteral",
+        "leo-lp": "schedulers.leo:LeoLp",
+        "greedy-intra": "schedulers.leo:GreedyIntra",
+        "greedy-e2e": "schedulers.leo:GreedyE2e",
+        "cpu-only": "schedulers.leo:CpuOnly",
+        "acc-only": "schedulers.leo:AccOnly",
+        # seed 002
+        "dgcl": "schedulers.dgcl:Dgcl",
+        "p2p": "schedulers.dgcl:PeerToPeer",
+        "swap": "schedulers.dgcl:Swap",
+        # seed 001, SANCUS
+        "cagnet": "schedulers.cagnet:Cagnet",
+        # issue 45: several jobs
+        "job-priority": "schedulers.multijob:JobPriority",
+        "delay": "schedulers.multijob:Delay",
+        # issue 45: NSDI'24, SIGCOMM'24
+        "cassini": "schedulers.cassini:Cassini",
+        "crux": "schedulers.crux:Crux",
+        # Varys (SIGCOMM'14 §5): coflow baseline for traces
+        "sebf": "schedulers.varys:Sebf",
+    },
+)
 
 
 @dataclass(frozen=True)
@@ -130,7 +150,7 @@ ENTRY_POINTS = "railbed.schedulers"  # the entry-point group of schedulers from 
 def scheduler_class(name: str, field: str) -> type[Scheduler]:
     """The class ``name`` names: registered, an entry point of :data:`ENTRY_POINTS`, or ``module:Class``
     / ``file.py:Class`` (module docstring). Anything else: a :class:`SpecError` naming ``field``."""
-    cls = REGISTRY.get(name)
+    cls = REGISTRY.get(name, field) if name in REGISTRY else None
     if cls is None and not plugins.is_target(name):
         cls = plugins.entry_point(ENTRY_POINTS, name, field)
         if cls is None:
@@ -202,13 +222,10 @@ __all__ = [
     "OnSlot",
     "OnTime",
     "OnReady",
-    "Fifo",
     "REGISTRY",
     "RunView",
     "Scheduler",
     "SchedulerSpec",
-    "SmallFirst",
-    "TagPriority",
     "by_name",
     "default_label",
     "scheduler_class",

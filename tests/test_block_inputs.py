@@ -183,18 +183,33 @@ def _scheduler_names(paper: str) -> set[str]:
     return names
 
 
-def test_dgtps_section_depends_on_its_schedulers_not_on_hermods_scripts_or_the_emulator():
+def test_dgtps_section_depends_on_its_schedulers_not_on_hermods_scripts_or_the_emulators_runs():
+    """DGTP's files name its schedulers (not Hermod's); its testbed files carry the emulator's
+    ``timeout``, so loading them imports every backend for its keys (their modules' top-level
+    imports count, the emulator's testbed and run-time do not)."""
     from schedulers import REGISTRY
 
     mods = block.code_modules("dgtp", " --quick", HERE)
     named = {REGISTRY[name].__module__ for name in _scheduler_names("dgtp")}
     assert "schedulers.dgtp" in named and named <= mods
+    assert not {"schedulers.hermod", "schedulers.leo", "schedulers.varys"} & mods
     assert {"scenarios.reproduce", "scenarios.runner", "simulator.fluid.backend", "workloads.gnn"} <= mods
-    assert not {m for m in mods if m.startswith(("emulator", "scenarios.hermod", "scenarios.dgtp"))}
+    assert not {m for m in mods if m.startswith(("scenarios.hermod", "scenarios.dgtp"))}
+    on_import = block._graph(ROOT).imported_with(["emulator.backend"])
+    assert "emulator.backend" in mods and {m for m in mods if m.startswith("emulator")} <= on_import
+    assert not {"emulator.testbed", "emulator.runtime"} & mods
     files = {str(p.relative_to(ROOT)) for p in block._files("dgtp", " --quick", HERE)}
     assert "scenarios/dgtp/claims.yaml" in files and "scenarios/dgtp/sim-products.yaml" in files
-    assert not {f for f in files if f.startswith(("scenarios/hermod/", "emulator/", "scenarios/dgtp/draw"))}
+    assert not {f for f in files if f.startswith(("scenarios/hermod/", "scenarios/dgtp/draw", "emulator/runtime"))}
     assert "emulator/backend.py" in {str(p.relative_to(ROOT)) for p in block._files("dgtp", " --quick --emulate", HERE)}
+    assert "emulator/runtime.py" in {str(p.relative_to(ROOT)) for p in block._files("dgtp", " --quick --emulate", HERE)}
+
+
+def test_a_scenario_with_a_backends_key_counts_what_importing_the_backends_runs(tmp_path):
+    root = _tree(tmp_path, TREE | {"scenarios/p/s.yaml": "cluster: c.yaml\njob: {generator: g}\ntimeout: 5\n"})
+    before = _digest(root)
+    _edit(root, "emulator/backend.py")  # imported by railbed.backend.owners() for its keys
+    assert _digest(root) != before
 
 
 def test_the_refresh_command_leaves_a_section_without_inputs_stale(tmp_path, capsys):

@@ -10,7 +10,7 @@ from railbed.dispatch import Dispatcher, SchedulerError, StartWait
 from railbed.job import Job, Location, Task
 from railbed.scheduler import HOLD, Decision, OnDone, OnFewer, OnNic, OnSlot, OnTime, Scheduler, Split, SubFlow, hold
 from railbed.spec import ClusterSpec
-from schedulers import SmallFirst
+from schedulers.example import SmallFirst
 from simulator import simulate
 from simulator.fluid.network import NumbaNetwork, ReferenceNetwork
 from workloads import all_to_all

@@ -19,7 +19,8 @@ from railbed.topology import Topology, default_scale
 from railbed.units import RateScale
 from scenarios.runner import PARTIAL, Scenario, preflight, results_dir, simulate_scenario
 from scenarios.sweep import scenario_mapping, set_dotted
-from schedulers import REGISTRY, SchedulerSpec, TagPriority, _parameters, make
+from schedulers import REGISTRY, SchedulerSpec, _parameters, make
+from schedulers.tagged import TagPriority
 from simulator import simulate
 
 SECONDS = 20.0  # pre-flight with an accepted argument: ETP, SPST or a MILP on a small job takes ~1 s
@@ -65,7 +66,7 @@ def test_tag_priority_checks_the_tags_it_reads(tmp_path, dscp):
         TagPriority().check(two_endpoint_job(tags={"rate": "fast"}), sc.cluster)
 
 
-def test_a_placement_the_scheduler_gets_wrong_is_bad_input(tmp_path, monkeypatch):
+def test_a_placement_the_scheduler_gets_wrong_is_bad_input(tmp_path):
     class Offside(Scheduler):
         name = "offside"
 
@@ -74,13 +75,16 @@ def test_a_placement_the_scheduler_gets_wrong_is_bad_input(tmp_path, monkeypatch
             placement.locations["b"] = Location(7)
             return placement
 
-    monkeypatch.setitem(REGISTRY, "offside", Offside)
+    REGISTRY.register("offside", Offside)
     job = Job("j")
     job.endpoint("a")
     job.endpoint("b")
     job.flow("f", "a", "b", 1)
-    with pytest.raises(SpecError) as err:
-        preflight(scenario(job.validate(), ["offside"]), specs("fifo", "offside"), tmp_path / "out")
+    try:
+        with pytest.raises(SpecError) as err:
+            preflight(scenario(job.validate(), ["offside"]), specs("fifo", "offside"), tmp_path / "out")
+    finally:
+        REGISTRY.unregister("offside")
     assert err.value.field == "schedulers[1]" and "server 7" in str(err.value)
 
 

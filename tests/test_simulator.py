@@ -13,7 +13,8 @@ from railbed.scheduler import Change, Split, SubFlow
 from railbed.spec import ClusterSpec
 from railbed.topology import Topology
 from railbed.units import wire_bytes
-from schedulers import Decision, Scheduler, SmallFirst, by_name
+from schedulers import Decision, Scheduler, by_name
+from schedulers.example import SmallFirst
 from simulator import Simulation, simulate
 from simulator.fabric import Fabric
 from simulator.fluid.network import NumbaNetwork, ReferenceNetwork, peak_utilisation
