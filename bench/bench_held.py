@@ -30,7 +30,7 @@ sys.meta_path = [f for f in sys.meta_path if "__editable__" not in getattr(f, "_
 from railbed.spec import ClusterSpec
 from schedulers import by_name
 from simulator import simulate
-from workloads import all_to_all
+from workloads.synthetic import all_to_all
 n, size, iterations, name = int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), sys.argv[5]
 cluster = ClusterSpec.load(sys.argv[1] + "/examples/rail-4x4.yaml")
 simulate(all_to_all(n=3, size=1000), by_name(name), cluster)  # compile (or load) the kernels first

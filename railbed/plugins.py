@@ -56,6 +56,10 @@ class Registry:
             raise KeyError(name)
         return self.get(name)
 
+    def find(self, name: object) -> Any | None:
+        """The plug-in ``name`` names (imported on first use), or None when it names none."""
+        return self.get(name) if isinstance(name, str) and name in self else None
+
     def items(self) -> list[tuple[str, Any]]:
         """(name, plug-in) of every canonical name: imports them all (listings, tests)."""
         return [(name, self.get(name)) for name in self._targets]

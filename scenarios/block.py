@@ -29,18 +29,19 @@ code of the packages the runs import"), its digest's files:
   skipped). A scenario file with a backend's own key (``timeout``) adds what
   importing every backend runs (:func:`railbed.backend.owners` reads each one's
   keys, the owner parses them): their modules' top-level imports, no function.
-  The schedulers (``schedulers.REGISTRY``): those the paper's files name (any
-  YAML scalar or string constant of its ``.py`` files equal to a registered
-  name), and those the schedulers reached name in turn. The hardware-model
-  kinds: every entry (too few to resolve).
+  The schedulers (``schedulers.REGISTRY``) and job generators
+  (``workloads.GENERATORS``, with their item estimates and array forms): those
+  the paper's files name (any YAML scalar or string constant of its ``.py``
+  files equal to a registered name), and those the modules reached in the
+  same package name in turn. The hardware-model kinds: every entry (too few
+  to resolve).
 
 So a change to the emulator's runs leaves a simulated section current, and so
 does a change to another paper's scripts (``scenarios/hermod/rows.py``), to
 the packet backend for a section whose claims run none, or to a scheduler its
-paper does not name (``tests/test_digest_covers_imports.py`` runs small
-sections and checks that every module they import is counted). It is still
-coarse where Python is: ``workloads/__init__.py`` imports every generator to
-fill its registry, so every section depends on all of them. This module and
+paper does not name, or to a generator it does not use
+(``tests/test_digest_covers_imports.py`` runs small sections and checks that
+every module they import is counted). This module and
 :mod:`scenarios.codegraph` are left out: they compute the digest and place
 sections, and write no row (the regeneration test of the ``--quick`` sections
 checks what they write); counting them would make a change of the rule itself
@@ -87,7 +88,10 @@ STALE = re.compile(r"^\*\*Stale since [^\n]*\n\n", re.M)
 WALL = re.compile(r"^Wall time of the command: [^\n]*\n\n", re.M)
 PACKAGES = ("railbed", "simulator", "schedulers", "workloads", "hwmodels")  # an old-style digest's
 V2 = "v2_"  # a digest's prefix: of the code its runs can execute (none: of all code, the rule before)
-SCHEDULERS = "schedulers.REGISTRY"  # the scheduler registry (codegraph.REGISTRIES), narrowed per section
+# the registries (codegraph.REGISTRIES) narrowed to the names a section's files use: schedulers, and the
+# generators with their item estimates and array forms (registered under the generator's name)
+NAMED = ("schedulers.REGISTRY", "workloads.GENERATORS", "workloads.SIZE_HINTS", "workloads.ARRAY_FORMS",
+         "workloads.DESCRIPTIONS")  # fmt: skip
 ENTRY = "scenarios.reproduce"  # where ``railbed reproduce`` enters (cli.main calls it)
 MACHINERY = ("scenarios.block", "scenarios.codegraph")  # this digest's own code: writes no row (docstring)
 COMMAND = Path("cli/main.py")  # the command: its file and top-level imports count, not its functions
@@ -165,16 +169,20 @@ def code_modules(paper: str, flags: str, claims_dir: Path, root: Path = ROOT) ->
     loaded = set()  # a scenario key of a backend's: loading the scenario imports every backend for its keys
     if not emulate and _backend_keys(paper, claims_dir):
         loaded = graph.imported_with(t.partition(":")[0] for t in map(BACKENDS.target, BACKENDS.names()))
-    known = graph.spellings(SCHEDULERS)
-    named = _paper_strings(paper, claims_dir) & known
-    while True:  # the schedulers the paper's files name, and those a scheduler reached names
-        chosen[SCHEDULERS] = set(named)
+    strings = _paper_strings(paper, claims_dir)
+    named = {reg: strings & graph.spellings(reg) for reg in NAMED}
+    while True:  # the plug-ins the paper's files name, and those a plug-in reached names in turn
+        chosen.update({reg: set(names) for reg, names in named.items()})
         mods = graph.closure(sorted(start), chosen, avoid)
-        inner = [m for m in mods if m.startswith(SCHEDULERS.split(".")[0] + ".")]  # not the table itself
-        more = set().union(*(graph.strings[m] & known for m in inner)) - named
-        if not more:
+        grown = False
+        for reg in NAMED:
+            package = reg.split(".")[0]
+            inner = [m for m in mods if m.startswith(package + ".")]  # not the table's own module
+            more = set().union(*(graph.strings[m] for m in inner)) & graph.spellings(reg) - named[reg]
+            named[reg] |= more
+            grown = grown or bool(more)
+        if not grown:
             return mods | loaded
-        named |= more
 
 
 def _backend_keys(paper: str, claims_dir: Path) -> set[str]:

@@ -128,6 +128,10 @@ REGISTRIES = {
     "railbed.backend.BACKENDS": "run backends (simulator/, emulator/): the backend seam",
     "railbed.hosts.KINDS": "hardware-model kinds (hwmodels/): a cluster file's server-group keys",
     "schedulers.REGISTRY": "schedulers by name (a scenario's schedulers, --scheduler)",
+    "workloads.GENERATORS": "job generators by name (a scenario's job.generator)",
+    "workloads.SIZE_HINTS": "the generators' item estimates, by generator",
+    "workloads.ARRAY_FORMS": "the generators' array forms, by generator",
+    "workloads.DESCRIPTIONS": "what a generator's job runs (a row's label), by generator",
 }
 TARGET = re.compile(r"([A-Za-z_]\w*(?:\.\w+)*):([A-Za-z_]\w*)")  # a "module:attr" string
 

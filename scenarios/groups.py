@@ -21,6 +21,7 @@ group then took the process to 14.07 GB RSS, and the kernel's OOM killer ended i
 
 from __future__ import annotations
 
+import os
 from collections import OrderedDict
 from collections.abc import Callable
 from pathlib import Path
@@ -119,15 +120,33 @@ def prerun(plan: list[tuple], jobs: int, groups: Groups) -> None:
                     groups.echo(f"  run groups finished: {done} of {len(todo)}")
             except BaseException:
                 pool.shutdown(wait=False, cancel_futures=True)
+                _interrupt_workers()
                 raise
     finally:
         _PLAN = []
 
 
+def _interrupt_workers() -> None:
+    """SIGINT to every worker still alive: a Ctrl-C reaches them with the terminal's process group,
+    but a SIGINT sent to this process alone (``kill -INT``) or an error here did not, and the pool
+    waited for their groups (tens of minutes) and started the one it had queued."""
+    import multiprocessing
+    import signal
+
+    for child in multiprocessing.active_children():
+        try:
+            os.kill(child.pid, signal.SIGINT)
+        except ProcessLookupError:
+            pass
+
+
 def _run_planned(i: int, resume: bool, plots: bool, inputs: str) -> None:
     """In a worker: run group ``i`` of :data:`_PLAN` (its results stay in its directory)."""
     _key, claim, sc, out = _PLAN[i]
-    run_group(claim, sc, out, print, resume, plots, inputs)
+    try:
+        run_group(claim, sc, out, print, resume, plots, inputs)
+    except KeyboardInterrupt:  # its group cleaned up: the worker ends, so the pool starts no other
+        os._exit(130)
 
 
 class Groups:

@@ -31,10 +31,10 @@ def _plural(n: int, word: str) -> str:
     return f"{n:,} {word}{'' if n == 1 else 's'}"
 
 
-def _moe(args: dict[str, Any]) -> list[str]:
-    from workloads.moe import describe
+def _moe(args: dict[str, Any], generator: str = "moe_training") -> list[str]:
+    from workloads import DESCRIPTIONS
 
-    d = describe(**args)
+    d = DESCRIPTIONS.get(generator)(**args)  # by the generator's name: a section counts it only if it runs it
     layers = f"{d['layers']} of {d['model_layers']} layers" if d["layers"] != d["model_layers"] else (
         f"all {d['layers']} layers")  # fmt: skip
     out = [d["model"], layers, _plural(d["gpus"], "GPU"), _plural(d["microbatches"], "microbatch").replace(

@@ -182,7 +182,7 @@ def _generated(raw: dict, iterations: Any, where: str) -> Job:
         raise SpecError(f"{where}.args", f"expected a mapping of argument to value, got {describe(args)}")
     if iterations is not None:
         field = "duration" if "duration" in raw else "iterations"
-        gen = GENERATORS.get(raw["generator"]) if isinstance(raw["generator"], str) else None
+        gen = GENERATORS.find(raw["generator"])
         if gen is not None and "iterations" not in inspect.signature(gen).parameters:
             raise SpecError(f"{where}.{field}", f"generator {raw['generator']} takes no iterations")
         args = {**args, "iterations": iterations}

@@ -532,7 +532,7 @@ def _generator_default(source: dict, path: str):
     from workloads import GENERATORS
 
     job = (source or {}).get("job") or {}
-    gen = GENERATORS.get(job.get("generator")) if isinstance(job, dict) else None
+    gen = GENERATORS.find(job.get("generator")) if isinstance(job, dict) else None
     if gen is None or not path.startswith("job.args.") or path.count(".") != 2:
         return None
     param = inspect.signature(gen).parameters.get(path.rsplit(".", 1)[1])

@@ -90,7 +90,7 @@ def current_value(claim: Claim, param: Unstated) -> Any:
 
             got = get_dotted({"cluster": ClusterSpec.from_dict(data["cluster"]).to_dict()}, path)
         if got is None and path.startswith("job.args."):
-            gen = GENERATORS.get((data.get("job") or {}).get("generator"))
+            gen = GENERATORS.find((data.get("job") or {}).get("generator"))
             p = inspect.signature(gen).parameters.get(path.split(".")[-1]) if gen else None
             got = p.default if p is not None and p.default is not inspect.Parameter.empty else None
         out.append(got)

@@ -121,3 +121,31 @@ def test_groups_run_at_once_give_the_rows_of_groups_run_in_turn(tmp_path, monkey
 def test_a_group_failing_in_a_worker_fails_the_section(tmp_path, monkeypatch):
     with pytest.raises(RuntimeError, match="group of fifo-big failed"):
         jobs_section(tmp_path, 2, monkeypatch, fail="fifo-big")
+
+
+def test_an_interrupt_of_this_process_alone_stops_the_workers_and_starts_no_other_group(tmp_path, monkeypatch):
+    """``kill -INT`` of the section's process (not of its process group): its workers are
+    interrupted too, and the group the pool had queued never starts (it waited for two groups of
+    tens of minutes and started a third, 2026-11-30)."""
+    import multiprocessing
+    import os
+    import signal
+    import threading
+    import time
+
+    def run_group(claim, sc, out, echo, resume, plots, inputs):
+        (tmp_path / f"started-{out.name}").touch()
+        time.sleep(60)
+
+    monkeypatch.setattr(groups_mod, "run_group", run_group)
+    plan = [(f"g{i}", _Claim(), None, tmp_path / f"g{i}") for i in range(4)]
+    said = []
+    threading.Timer(2.0, os.kill, (os.getpid(), signal.SIGINT)).start()
+    t = time.monotonic()
+    with pytest.raises(KeyboardInterrupt):
+        groups_mod.prerun(plan, 2, Groups(said.append, False, False, "v2_x"))
+    assert time.monotonic() - t < 20
+    assert sorted(p.name for p in tmp_path.glob("started-*")) == ["started-g0", "started-g1"]
+    time.sleep(1.0)
+    assert sorted(p.name for p in tmp_path.glob("started-*")) == ["started-g0", "started-g1"]
+    assert multiprocessing.active_children() == []

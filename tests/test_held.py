@@ -13,7 +13,7 @@ from railbed.spec import ClusterSpec
 from schedulers.example import SmallFirst
 from simulator import simulate
 from simulator.fluid.network import NumbaNetwork, ReferenceNetwork
-from workloads import all_to_all
+from workloads.synthetic import all_to_all
 
 SPEC = ClusterSpec.load("examples/rail-4x4.yaml")
 

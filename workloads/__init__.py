@@ -10,113 +10,61 @@ from __future__ import annotations
 import math
 import types
 import typing
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from railbed.errors import SpecError
 from railbed.job import Job
+from railbed.plugins import Registry
 from railbed.safeload import describe, key_name
 from railbed.units import parse_duration, parse_size
-from workloads.collectives import collective
-from workloads.collectives import item_estimate as _collective_items
-from workloads.gnn import gnn_training
-from workloads.gnn_cagnet import gnn_cagnet
-from workloads.gnn_epoch import gnn_epoch
-from workloads.gnn_fullgraph import gnn_fullgraph
-from workloads.gnn_hybrid import gnn_hybrid
-from workloads.llm import hybrid_parallel
-from workloads.mechanisms import leo_toll, oes_incast, periodic, pp_chain, relay_allgather
-from workloads.moe import item_estimate as _moe_items
-from workloads.moe import moe_arrays, moe_training
-from workloads.requests import presets as _request_presets
-from workloads.requests import requests
-from workloads.synthetic import all_to_all
 
-GENERATORS: dict[str, Callable[..., Job]] = {
-    "hybrid_parallel": hybrid_parallel,
-    "all_to_all": all_to_all,
-    "collective": collective,  # one collective over n ranks, nccl-tests style (workloads/collectives.py)
-    "gnn_training": gnn_training,
-    "gnn_fullgraph": gnn_fullgraph,
-    "gnn_cagnet": gnn_cagnet,
-    "gnn_hybrid": gnn_hybrid,
-    "gnn_epoch": gnn_epoch,
-    "moe_training": moe_training,
-    "requests": requests,
-    "pp_chain": pp_chain,  # the mechanism tests' tiny jobs (workloads/mechanisms.py)
-    "oes_incast": oes_incast,
-    "relay_allgather": relay_allgather,
-    "leo_toll": leo_toll,
-    "periodic": periodic,  # issue 45: the two-job mechanism
-}
+# name -> "module:function", imported the first time the name is used (railbed.plugins.Registry): a
+# run imports only its generator, and a REPRODUCTION.md section's digest counts only the generators
+# its paper's files name (scenarios/block.py). Each generator's module also gives its item estimate
+# (an upper bound, checked against MAX_ITEMS before anything is built) and, for some, an array form.
+GENERATORS = Registry(
+    "generator",
+    {
+        "hybrid_parallel": "workloads.llm:hybrid_parallel",
+        "all_to_all": "workloads.synthetic:all_to_all",
+        "collective": "workloads.collectives:collective",  # one collective over n ranks, nccl-tests style
+        "gnn_training": "workloads.gnn:gnn_training",
+        "gnn_fullgraph": "workloads.gnn_fullgraph:gnn_fullgraph",
+        "gnn_cagnet": "workloads.gnn_cagnet:gnn_cagnet",
+        "gnn_hybrid": "workloads.gnn_hybrid:gnn_hybrid",
+        "gnn_epoch": "workloads.gnn_epoch:gnn_epoch",
+        "moe_training": "workloads.moe:moe_training",
+        "requests": "workloads.requests:requests",
+        "pp_chain": "workloads.mechanisms:pp_chain",  # the mechanism tests' tiny jobs (workloads/mechanisms.py)
+        "oes_incast": "workloads.mechanisms:oes_incast",
+        "relay_allgather": "workloads.mechanisms:relay_allgather",
+        "leo_toll": "workloads.mechanisms:leo_toll",
+        "periodic": "workloads.mechanisms:periodic",  # issue 45: the two-job mechanism
+    },
+)
+SIZE_HINTS = Registry(
+    "item estimate",
+    {
+        "gnn_hybrid": "workloads.gnn_hybrid:item_estimate",
+        "gnn_cagnet": "workloads.gnn_cagnet:item_estimate",
+        "gnn_fullgraph": "workloads.gnn_fullgraph:item_estimate",
+        "hybrid_parallel": "workloads.llm:item_estimate",
+        "all_to_all": "workloads.synthetic:item_estimate",
+        "gnn_training": "workloads.gnn:item_estimate",
+        "moe_training": "workloads.moe:item_estimate",
+        "requests": "workloads.requests:item_estimate",
+        "collective": "workloads.collectives:item_estimate",
+    },
+)
 SIZE_ARGS = {"activation", "gradient", "size"}
 TIME_ARGS = {"fwd", "bwd", "compute", "duration"}
 
 
 MAX_ITEMS = 5_000_000  # the 8192-GPU benchmark job has 2.3 million items (about 3 GB in memory)
-
-
-def _hybrid_items(dp=4, pp=1, microbatches=1, iterations=1, tp=1, **_) -> int:
-    """Upper bound of hybrid_parallel's items: per rank and iteration 2 tasks and up to
-    2 pipeline flows per microbatch, 2 (dp - 1) ring flows."""
-    return iterations * tp * dp * pp * (4 * microbatches + 2 * dp)
-
-
-def _a2a_items(n=4, iterations=1, **_) -> int:
-    return iterations * n * n
-
-
-def _request_items(preset="kvs-c", requests=None, load=1e6, duration=None, **_) -> int:
-    """requests' items: per request its arrival task and two flows per round trip."""
-    types = _request_presets().get(preset, ())
-    trips = max((len(t.round_trips) for t in types), default=1)
-    count = requests if duration is None else load * duration  # both given: the generator refuses it
-    return int(count if count is not None else 2000) * (1 + 2 * trips)
-
-
-def _gnn_items(machines=4, workers=6, samplers_per_worker=2, iterations=10, **_) -> int:
-    """gnn_training's items per iteration: stores, fetches, samplers, mini-batches, 4 per worker, the PS."""
-    s = workers * samplers_per_worker
-    return iterations * (machines + s * (machines + 2) + 3 * workers + 1)
-
-
-def _fullgraph_items(gpus=8, layers=2, epochs=1, **_) -> int:
-    """gnn_fullgraph's items: per epoch 2 layers x gpus tasks and 2 (layers - 1) exchanges of gpus^2 flows."""
-    return epochs * (2 * layers * gpus + 2 * max(0, layers - 1) * gpus * gpus)
-
-
-def _cagnet_items(gpus=8, layers=2, epochs=6, **_) -> int:
-    """gnn_cagnet's items at most: per epoch and layer, forward and backward, p stages of p - 1
-    flows and p SpMMs, p dense products, and a ring all-reduce of 2 (p - 1) p flows."""
-    return epochs * layers * (2 * gpus * (2 * gpus - 1) + 2 * gpus + 2 * (gpus - 1) * gpus)
-
-
-def _hybrid_items(dataset="ogbn-products", workers=16, layers=2, epochs=1, bin_size=5000, scale=0.02, **_) -> int:
-    """gnn_hybrid's items, roughly from above: per epoch and layer, forward and backward, a load and a
-    compute per bin and a flow per (bin, other worker); ring all-reduces of 2 (w - 1) w flows."""
-    from workloads.graphs import DATASETS, dataset_shape
-
-    ds = DATASETS.get({"products": "ogbn-products"}.get(dataset, dataset))
-    nodes = dataset_shape(ds, scale)[0] if ds is not None and isinstance(scale, (int, float)) and scale > 0 else 0
-    bins = nodes // max(1, bin_size) + workers if isinstance(bin_size, int) else workers
-    return epochs * layers * (4 * bins + 2 * bins * (workers - 1) + 2 * (workers - 1) * workers)
-
-
-SIZE_HINTS: dict[str, Callable[..., int]] = {
-    "gnn_hybrid": _hybrid_items,
-    "gnn_cagnet": _cagnet_items,
-    "gnn_fullgraph": _fullgraph_items,
-    "hybrid_parallel": _hybrid_items,
-    "all_to_all": _a2a_items,
-    "gnn_training": _gnn_items,
-    "moe_training": _moe_items,
-    "requests": _request_items,
-    "collective": _collective_items,
-}
-
-
 MAX_ARRAY_ITEMS = 70_000_000  # by item_estimate (an upper bound): Mixtral-8x22B at 8192 GPUs 40 M (27 M made)
-ARRAY_FORMS: dict[str, Callable[..., Any]] = {"moe_training": moe_arrays}  # generators with an ArrayJob form
+ARRAY_FORMS = Registry("array form", {"moe_training": "workloads.moe:moe_arrays"})  # generators with an ArrayJob form
+DESCRIPTIONS = Registry("job description", {"moe_training": "workloads.moe:describe"})  # the model a job runs
 
 
 # the arguments whose product is the GPUs a generator pins (messages of check_fits name them)
@@ -186,16 +134,16 @@ def generate_arrays(name: str, args: Mapping[str, Any] | None = None, field: str
         raise SpecError(f"{field}.generator", f"{name} has no array form (those that do: {', '.join(ARRAY_FORMS)})")
     if items > MAX_ARRAY_ITEMS:
         raise SpecError(f"{field}.args", f"{name} would make about {items:.3g} items; at most {MAX_ARRAY_ITEMS}")
-    return _call(ARRAY_FORMS[name], kwargs, hints, field)
+    return _call(ARRAY_FORMS.get(name), kwargs, hints, field)
 
 
 def checked_args(name, args, field):
     """(generator, checked keyword arguments, its annotations, item estimate); see :func:`generate`."""
-    gen = GENERATORS.get(name) if isinstance(name, str) else None
-    if gen is None:
+    if not isinstance(name, str) or name not in GENERATORS:
         raise SpecError(
             f"{field}.generator", f"unknown generator {describe(name)} (known: {', '.join(sorted(GENERATORS))})"
         )
+    gen = GENERATORS.get(name, f"{field}.generator")
     if args is None:
         args = {}
     if not isinstance(args, Mapping):
@@ -212,7 +160,7 @@ def checked_args(name, args, field):
         elif key in TIME_ARGS:
             value = parse_duration(value, where)
         kwargs[key] = check_type(value, hints[key], where)
-    items = SIZE_HINTS[name](**kwargs) if name in SIZE_HINTS else 0
+    items = SIZE_HINTS.get(name)(**kwargs) if name in SIZE_HINTS else 0
     return gen, kwargs, hints, items
 
 

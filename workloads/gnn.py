@@ -291,3 +291,9 @@ def _iteration(job: Job, n: int, stores, group, drawn, profiles, model: int, tim
             f"i{n}.pull.{w}", "ps", w, model, [f"i{n}.update", *prev(f"pull.{w}")],
             coflow=f"i{n + 1}.{w}", coflow_type="parameter", **it,
         )  # fmt: skip
+
+
+def item_estimate(machines=4, workers=6, samplers_per_worker=2, iterations=10, **_) -> int:
+    """gnn_training's items per iteration: stores, fetches, samplers, mini-batches, 4 per worker, the PS."""
+    s = workers * samplers_per_worker
+    return iterations * (machines + s * (machines + 2) + 3 * workers + 1)

@@ -271,3 +271,9 @@ def _epoch(job: Job, e: int, s: _Shape, send: np.ndarray, after: list[str]) -> l
                               coflow_type="DP", iteration=e, layer=layer)  # fmt: skip
         barrier = [done[w] for w in ws]
     return barrier
+
+
+def item_estimate(gpus=8, layers=2, epochs=6, **_) -> int:
+    """gnn_cagnet's items at most: per epoch and layer, forward and backward, p stages of p - 1
+    flows and p SpMMs, p dense products, and a ring all-reduce of 2 (p - 1) p flows."""
+    return epochs * layers * (2 * gpus * (2 * gpus - 1) + 2 * gpus + 2 * (gpus - 1) * gpus)

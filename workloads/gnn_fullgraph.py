@@ -246,3 +246,8 @@ def _epoch(job: Job, e: int, workers, layers: int, sizes, graph: dict, compute, 
             deps_of = lambda a, lyr=layer: [f"e{e}.b{lyr}.w{a}"]  # noqa: E731
             into = _exchange(job, cid, [(d, s, (s, d)) for s, d in pairs], sizes, deps_of, attrs)
     return [f"e{e}.b1.w{g}" for g in g_range]
+
+
+def item_estimate(gpus=8, layers=2, epochs=1, **_) -> int:
+    """gnn_fullgraph's items: per epoch 2 layers x gpus tasks and 2 (layers - 1) exchanges of gpus^2 flows."""
+    return epochs * (2 * layers * gpus + 2 * max(0, layers - 1) * gpus * gpus)

@@ -369,3 +369,14 @@ class _Build:
             for w in range(self.W):
                 done[w].append(ends[f"w{w}"])
         return done
+
+
+def item_estimate(dataset="ogbn-products", workers=16, layers=2, epochs=1, bin_size=5000, scale=0.02, **_) -> int:
+    """gnn_hybrid's items, roughly from above: per epoch and layer, forward and backward, a load and a
+    compute per bin and a flow per (bin, other worker); ring all-reduces of 2 (w - 1) w flows."""
+    from workloads.graphs import DATASETS, dataset_shape
+
+    ds = DATASETS.get({"products": "ogbn-products"}.get(dataset, dataset))
+    nodes = dataset_shape(ds, scale)[0] if ds is not None and isinstance(scale, (int, float)) and scale > 0 else 0
+    bins = nodes // max(1, bin_size) + workers if isinstance(bin_size, int) else workers
+    return epochs * layers * (4 * bins + 2 * bins * (workers - 1) + 2 * (workers - 1) * workers)

@@ -209,3 +209,9 @@ def _pipeline(job, it, d, t, pp, microbatches, fwd, bwd, activation, ep, last_of
                 )  # fmt: skip
     for p in range(pp):
         done_bwd[ep(p, d, t)] = prev_bwd[p]
+
+
+def item_estimate(dp=4, pp=1, microbatches=1, iterations=1, tp=1, **_) -> int:
+    """Upper bound of hybrid_parallel's items: per rank and iteration 2 tasks and up to
+    2 pipeline flows per microbatch, 2 (dp - 1) ring flows."""
+    return iterations * tp * dp * pp * (4 * microbatches + 2 * dp)

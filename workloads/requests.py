@@ -195,3 +195,11 @@ def requests(
     _check(size, "size", isinstance(size, int) and size >= 2, "at least 2 bytes")
     _check(keys, "keys", isinstance(keys, int) and keys >= 1, "at least 1")
     return request_stream(table[preset], float(load), requests, arrival, seed, keys, name=f"{preset}-{load:g}rps")
+
+
+def item_estimate(preset="kvs-c", requests=None, load=1e6, duration=None, **_) -> int:
+    """requests' items: per request its arrival task and two flows per round trip."""
+    types = presets().get(preset, ())
+    trips = max((len(t.round_trips) for t in types), default=1)
+    count = requests if duration is None else load * duration  # both given: the generator refuses it
+    return int(count if count is not None else 2000) * (1 + 2 * trips)

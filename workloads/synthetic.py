@@ -38,3 +38,7 @@ def all_to_all(n: int = 4, size: int = 4 << 20, compute: float = 0.0, iterations
                     nxt[j].append(f)
         inbound = nxt
     return job.validate()
+
+
+def item_estimate(n=4, iterations=1, **_) -> int:
+    return iterations * n * n
