@@ -198,8 +198,9 @@ def _backend_keys(paper: str, claims_dir: Path) -> set[str]:
             try:
                 data = yaml.safe_load(path.read_text())
             except yaml.YAMLError:
+                out.add(f"{path.name}: unreadable")  # counted as having one: the safe side
                 continue
-            if isinstance(data, dict) and "job" in data:
+            if isinstance(data, dict) and ("job" in data or "jobs" in data):
                 out |= {str(k) for k in data} - KEYS
     return out
 
