@@ -48,9 +48,11 @@ def test_every_module_a_quick_section_imports_is_in_its_digest(tmp_path, paper):
     assert sorted(imported - counted) == []
 
 
-def test_a_section_counts_the_schedulers_its_paper_names_and_not_the_others():
+def test_a_section_counts_the_schedulers_and_generators_its_paper_names_and_not_the_others():
     crux = code_modules("crux", " --quick", HERE)
     assert "schedulers.crux" in crux and "schedulers.hermod" not in crux and "schedulers.varys" not in crux
+    assert "workloads.llm" in crux and not {"workloads.moe", "workloads.gnn"} & crux  # hybrid_parallel only
     hermod = code_modules("hermod", " --quick", HERE)
     assert {"schedulers.hermod", "schedulers.hermod_alg"} <= hermod and "schedulers.leo" not in hermod
+    assert "workloads.moe" in hermod and "workloads.gnn" not in hermod
     assert {"schedulers.hermod", "schedulers.leo", "schedulers.dgtp"} <= code_modules("mechanisms", " --quick", HERE)
