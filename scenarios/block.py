@@ -170,7 +170,8 @@ def code_modules(paper: str, flags: str, claims_dir: Path, root: Path = ROOT) ->
     if not emulate and _backend_keys(paper, claims_dir):
         loaded = graph.imported_with(t.partition(":")[0] for t in map(BACKENDS.target, BACKENDS.names()))
     strings = _paper_strings(paper, claims_dir)
-    named = {reg: strings & graph.spellings(reg) for reg in NAMED}
+    known = {reg: graph.spellings(reg) for reg in NAMED}
+    named = {reg: strings & known[reg] for reg in NAMED}
     while True:  # the plug-ins the paper's files name, and those a plug-in reached names in turn
         chosen.update({reg: set(names) for reg, names in named.items()})
         mods = graph.closure(sorted(start), chosen, avoid)
@@ -178,7 +179,7 @@ def code_modules(paper: str, flags: str, claims_dir: Path, root: Path = ROOT) ->
         for reg in NAMED:
             package = reg.split(".")[0]
             inner = [m for m in mods if m.startswith(package + ".")]  # not the table's own module
-            more = set().union(*(graph.strings[m] for m in inner)) & graph.spellings(reg) - named[reg]
+            more = set().union(*(graph.strings[m] for m in inner)) & known[reg] - named[reg]
             named[reg] |= more
             grown = grown or bool(more)
         if not grown:

@@ -103,12 +103,15 @@ def _top_imports(name: str, path: Path, mods: dict[str, Path]) -> set[str]:
         else:
             base = _absolute(node, name, is_pkg)
             bases = [f"{base}.{a.name}" for a in node.names] + [base] if base else []
-        for target in bases:
-            while target and target not in mods:
-                target = target.rpartition(".")[0]
-            if target:
-                out.add(target)
+        out |= {m for m in (_module_of(t, mods) for t in bases) if m}
     return out
+
+
+def _module_of(target: str, mods) -> str:
+    """The module of the tree a dotted name lives in (``a.b.name`` -> ``a.b``), or ``""``."""
+    while target and target not in mods:
+        target = target.rpartition(".")[0]
+    return target
 
 
 def _absolute(node: ast.ImportFrom, module: str, is_pkg: bool) -> str | None:
@@ -279,9 +282,7 @@ class Graph:
         imports: dict[str, set[str]] = {name: set() for name in mods}
         lookups: dict[str, set[str]] = {name: set() for name in mods}
         for imp in read_imports(root, pkgs) + [imp for imp in found if imp not in skip]:
-            target = imp.target
-            while target and target not in mods:  # ``from m import name`` read as a dotted target
-                target = target.rpartition(".")[0]
+            target = _module_of(imp.target, mods)  # ``from m import name`` read as a dotted target
             if target:
                 (lookups if imp.how.startswith("looks up") else imports)[imp.module].add(target)
         entries: dict[str, list[tuple[str, str, str]]] = {}
@@ -296,16 +297,7 @@ class Graph:
     def imported_with(self, start) -> set[str]:
         """The modules importing ``start`` runs (their top-level imports, transitively, and the
         packages around each), none of their functions."""
-        seen: set[str] = set()
-        todo = list(start)
-        while todo:
-            name = todo.pop()
-            if name in seen or name not in self.top:
-                continue
-            seen.add(name)
-            parts = name.split(".")
-            todo += [".".join(parts[:i]) for i in range(1, len(parts))] + sorted(self.top[name])
-        return seen
+        return _walk(start, self.top, lambda name: self.top[name])
 
     def spellings(self, registry: str) -> set[str]:
         """Every name an entry of ``registry`` (of :data:`REGISTRIES`) is registered as."""
@@ -321,18 +313,28 @@ class Graph:
         missing = [m for m in start if m not in self.imports]
         if missing:
             raise KeyError(f"no module {missing[0]}")
-        seen: set[str] = set()
-        todo = list(start)
-        while todo:
-            name = todo.pop()
-            if name in seen or name not in self.imports:
-                continue
-            seen.add(name)
-            parts = name.split(".")
-            todo += [".".join(parts[:i]) for i in range(1, len(parts))]
-            todo += self.imports[name]
-            todo += [m for m in self.lookups[name] if m not in avoid]
-            for reg, spelling, target in self.entries.get(name, ()):
-                if (chosen.get(reg) is None or spelling in chosen[reg]) and target not in avoid:
-                    todo.append(target)
-        return seen
+
+        def step(name: str) -> list[str]:
+            entries = [
+                target for reg, spelling, target in self.entries.get(name, ())
+                if (chosen.get(reg) is None or spelling in chosen[reg]) and target not in avoid
+            ]  # fmt: skip
+            return [*self.imports[name], *(m for m in self.lookups[name] if m not in avoid), *entries]
+
+        return _walk(start, self.imports, step)
+
+
+def _walk(start, known, step) -> set[str]:
+    """The modules of ``known`` reached from ``start`` by ``step`` (a module -> the modules it
+    reaches), with the packages around each dotted module (Python runs ``a/__init__.py`` first)."""
+    seen: set[str] = set()
+    todo = list(start)
+    while todo:
+        name = todo.pop()
+        if name in seen or name not in known:
+            continue
+        seen.add(name)
+        parts = name.split(".")
+        todo += [".".join(parts[:i]) for i in range(1, len(parts))]
+        todo += step(name)
+    return seen
