@@ -31,8 +31,12 @@ if [ "$select" = 1 ]; then
   exit "$rc"
 fi
 
-"$VENV/bin/python" -m pytest -m emulation "$@"
-emulated=$?
+# The emulation run's short summary is kept and printed again at the end when it failed: a log
+# read from its tail (CI's) then names the failed emulation tests, not only the last run's.
+emu_log="$(mktemp)"
+trap 'rm -f "$emu_log"' EXIT
+"$VENV/bin/python" -m pytest -m emulation -rfE "$@" | tee "$emu_log"
+emulated=${PIPESTATUS[0]}
 [ "$emulated" = 5 ] && emulated=0 # no emulation test collected: the second run must run some
 workers="${RAILBED_TEST_WORKERS:-$(nproc)}"
 spread=()
@@ -40,5 +44,9 @@ spread=()
 "$VENV/bin/python" -m pytest -m "not emulation" "${spread[@]}" "$@"
 rest=$?
 [ "$rest" = 5 ] && none_ran
-[ "$emulated" != 0 ] && exit "$emulated"
+if [ "$emulated" != 0 ]; then
+  echo "test.sh: the emulation run failed (pytest exit $emulated):" >&2
+  grep -E '^(FAILED|ERROR) ' "$emu_log" >&2 || tail -n 20 "$emu_log" >&2
+  exit "$emulated"
+fi
 exit "$rest"
