@@ -35,7 +35,7 @@ fi
 # read from its tail (CI's) then names the failed emulation tests, not only the last run's.
 emu_log="$(mktemp)"
 trap 'rm -f "$emu_log"' EXIT
-"$VENV/bin/python" -m pytest -m emulation -rfE "$@" | tee "$emu_log"
+"$VENV/bin/python" -u -m pytest -m emulation -rfE "$@" | tee "$emu_log"
 emulated=${PIPESTATUS[0]}
 [ "$emulated" = 5 ] && emulated=0 # no emulation test collected: the second run must run some
 workers="${RAILBED_TEST_WORKERS:-$(nproc)}"
