@@ -45,8 +45,10 @@ spread=()
 rest=$?
 [ "$rest" = 5 ] && none_ran
 if [ "$emulated" != 0 ]; then
-  echo "test.sh: the emulation run failed (pytest exit $emulated):" >&2
-  grep -E '^(FAILED|ERROR) ' "$emu_log" >&2 || tail -n 20 "$emu_log" >&2
+  { # on both streams: a log may keep either
+    echo "test.sh: the emulation run failed (pytest exit $emulated):"
+    grep -E '^(FAILED|ERROR) ' "$emu_log" || tail -n 20 "$emu_log"
+  } | tee /dev/stderr
   exit "$emulated"
 fi
 exit "$rest"
