@@ -49,8 +49,8 @@ class ClusterTopo(Topo):
         framing = spec.fabric.framing
 
         def plan(rate: float, host: bool):
-            if (rate, host) not in plans:
-                queue = HOST_QUEUE_PACKETS if host else None
+            if (rate, host) not in plans:  # a switch port: fabric.buffer in frames, else the policy's default
+                queue = HOST_QUEUE_PACKETS if host else spec.fabric.queue_packets()
                 real = framing.shaped_rate(scale.real_rate(rate))
                 plans[(rate, host)] = policy.compile(real, delay, queue, framing.frame)
             return plans[(rate, host)]

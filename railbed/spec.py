@@ -38,6 +38,13 @@ Every fabric may declare its MTU (``mtu: 9000``; 1500 by default, or 4096)
 and its framing (``framing: none`` for payload-only links; ``ethernet`` by
 default): :class:`railbed.units.Framing`, read by every backend.
 
+``buffer`` (``buffer: 1.3MB``) is each switch port's egress queue in bytes,
+counted in the fabric's frames (:meth:`Fabric.queue_packets`) and the same at
+every scale factor k: the emulator's leaf queues and the packet backend's bands
+hold it. Without it a switch port holds the emulator's default, ``max(64, 5 ms
+of frames)`` at the real rate, which is 5 us of model time at k = 1000: a
+shallow buffer no switch of the papers has.
+
 A server group may name one hardware model by the key of its kind
 (:data:`railbed.hosts.KINDS`: ``intra_host: dgx1-v100``, ``datapath: {...}``);
 the kind reads and checks the value (:attr:`Server.host`).
@@ -55,13 +62,14 @@ from railbed.errors import SpecError
 from railbed.hosts import KINDS, HostSpec
 from railbed.safeload import MAX_YAML_BYTES as _MAX_BYTES
 from railbed.safeload import describe, key_name, load_yaml, read_text
-from railbed.units import ETHERNET, Framing, format_rate, parse_duration, parse_framing, parse_rate
+from railbed.units import ETHERNET, Framing, format_rate, parse_duration, parse_framing, parse_rate, parse_size
 
 FABRIC_KINDS = ("single_switch", "leaf_spine", "rail_optimized")
 MAX_LEAVES = 250  # one /16 of 10.0.0.0/8 per leaf or rail
 MAX_SPINES = 250
 MAX_PORTS_PER_LEAF = 60000
 MAX_NICS_PER_SERVER = 64
+MAX_BUFFER_BYTES = 1 << 30  # 1 GiB per port: far above any switch's whole shared buffer
 
 
 @dataclass(frozen=True)
@@ -97,6 +105,11 @@ class Fabric:
     servers_per_leaf: int | None = None
     rails: int | None = None
     framing: Framing = ETHERNET  # the MTU and what a rate counts (``mtu``, ``framing`` keys)
+    buffer: int | None = None  # bytes per switch-port egress queue; None: the emulator's default
+
+    def queue_packets(self) -> int | None:
+        """A switch port's queue in packets: ``buffer`` in whole frames (None: the backend's default)."""
+        return None if self.buffer is None else -(-self.buffer // self.framing.frame)
 
 
 @dataclass(frozen=True)
@@ -173,6 +186,8 @@ class ClusterSpec:
         if self.fabric.framing != ETHERNET:
             fab["mtu"] = self.fabric.framing.mtu
             fab["framing"] = "none" if self.fabric.framing.payload_only else "ethernet"
+        if self.fabric.buffer is not None:
+            fab["buffer"] = self.fabric.buffer
         return {
             "name": self.name,
             "servers": [
@@ -221,6 +236,8 @@ class ClusterSpec:
             lines.append(f"  link latency {f.latency * 1e6:g} us")
         if f.framing != ETHERNET:
             lines.append(f"  {f.framing.describe()}")
+        if f.buffer is not None:
+            lines.append(f"  switch buffer {f.buffer} bytes per port ({f.queue_packets()} frames)")
         return "\n".join(lines)
 
 
@@ -320,7 +337,7 @@ def _host(group: dict, gpus: int, where: str) -> HostSpec | None:
     return HostSpec(kinds[0], kind.parse(group[kinds[0]], f"{where}.{kinds[0]}", gpus))
 
 
-_FABRIC_KEYS = {"type", "spines", "uplink_rate", "latency", "servers_per_leaf", "rails", "mtu", "framing"}
+_FABRIC_KEYS = {"type", "spines", "uplink_rate", "latency", "servers_per_leaf", "rails", "mtu", "framing", "buffer"}
 
 
 def _fabric(value: object, servers: tuple[Server, ...]) -> Fabric:
@@ -330,6 +347,7 @@ def _fabric(value: object, servers: tuple[Server, ...]) -> Fabric:
         raise SpecError("fabric.type", f"unknown fabric {describe(kind)} (known: {', '.join(FABRIC_KINDS)})")
     latency = parse_duration(doc.get("latency", 0), "fabric.latency")
     framing = parse_framing(doc.get("mtu", ETHERNET.mtu), doc.get("framing", "ethernet"))
+    buffer = _buffer(doc.get("buffer"), framing)
     max_nic = max(max(s.nic_rates) for s in servers)
     uplink = parse_rate(doc["uplink_rate"], "fabric.uplink_rate") if "uplink_rate" in doc else max_nic
 
@@ -343,7 +361,7 @@ def _fabric(value: object, servers: tuple[Server, ...]) -> Fabric:
         ports = sum(s.nics for s in servers)
         if ports > MAX_PORTS_PER_LEAF:
             raise SpecError("servers", f"{ports} NICs exceed one switch's {MAX_PORTS_PER_LEAF} ports")
-        return Fabric(kind, latency=latency, framing=framing)
+        return Fabric(kind, latency=latency, framing=framing, buffer=buffer)
 
     spines = check_int(doc.get("spines", 1), "fabric.spines", 1 if kind == "leaf_spine" else 0, MAX_SPINES)
     if kind == "leaf_spine":
@@ -352,7 +370,7 @@ def _fabric(value: object, servers: tuple[Server, ...]) -> Fabric:
         leaves = -(-len(servers) // per_leaf)
         if leaves > MAX_LEAVES:
             raise SpecError("fabric.servers_per_leaf", f"gives {leaves} leaves; at most {MAX_LEAVES}")
-        return Fabric(kind, spines, uplink, latency, servers_per_leaf=per_leaf, framing=framing)
+        return Fabric(kind, spines, uplink, latency, servers_per_leaf=per_leaf, framing=framing, buffer=buffer)
 
     reject("servers_per_leaf")
     rails = check_int(doc.get("rails", servers[0].nics), "fabric.rails", 1, MAX_LEAVES)
@@ -366,4 +384,16 @@ def _fabric(value: object, servers: tuple[Server, ...]) -> Fabric:
             )
     if len(servers) > MAX_PORTS_PER_LEAF:
         raise SpecError("servers", f"{len(servers)} servers exceed a rail switch's ports")
-    return Fabric(kind, spines, uplink, latency, rails=rails, framing=framing)
+    return Fabric(kind, spines, uplink, latency, rails=rails, framing=framing, buffer=buffer)
+
+
+def _buffer(value: object, framing: Framing) -> int | None:
+    """``fabric.buffer`` in bytes: at least one frame, at most :data:`MAX_BUFFER_BYTES` (None: absent)."""
+    if value is None:
+        return None
+    nbytes = parse_size(value, "fabric.buffer")
+    if not framing.frame <= nbytes <= MAX_BUFFER_BYTES:
+        raise SpecError(
+            "fabric.buffer", f"must hold one frame ({framing.frame} bytes) and at most 1 GiB, got {nbytes} bytes"
+        )
+    return nbytes

@@ -135,6 +135,7 @@ fabric = maybe_dict(
         "rails": field(st.integers(0, 300)),
         "mtu": field(st.sampled_from([1500, 4096, 9000, 0, 1499, 65536, "9000", 9000.0, True])),
         "framing": field(st.sampled_from(["ethernet", "none", "roce", "", None, 0])),
+        "buffer": field(st.sampled_from(["1.3MB", "42MiB", 1514, 1, "2GiB", "-1MB", "4M", None, True, "1.3 MB"])),
     }
 )
 cluster_doc = st.one_of(

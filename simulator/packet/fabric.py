@@ -103,7 +103,8 @@ def check_fits(topo: Topology) -> None:
 
 def plan(topo: Topology, buffer: int | None, host_buffer: int, k: RateScale) -> Plan:
     """The ns-3 network of ``topo``; switch ports hold ``buffer`` packets per band (None: the
-    emulator's leaf queue at scale ``k``, :func:`switch_buffer`), host NICs ``host_buffer``."""
+    fabric's ``buffer`` in frames, :meth:`railbed.spec.Fabric.queue_packets`, else the emulator's
+    leaf queue at scale ``k``, :func:`switch_buffer`), host NICs ``host_buffer``."""
     check_fits(topo)
     nodes = [*topo.hosts, *topo.switches, *topo.spines]
     index = {name: i for i, name in enumerate(nodes)}
@@ -112,6 +113,7 @@ def plan(topo: Topology, buffer: int | None, host_buffer: int, k: RateScale) -> 
     server_of = {name: s for s, name in enumerate(topo.hosts)}
     links, host_ports, nic_leaf_port, down, up = [], {}, {}, [], []
     framing = topo.spec.fabric.framing
+    buffer = buffer or topo.spec.fabric.queue_packets()
     for link in topo.links:
         port = 2 * len(links)
         a, b = link.a, link.b
