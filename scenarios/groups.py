@@ -14,6 +14,13 @@ rows then read each from its directory. Emulated and crosscheck groups stay in t
 (one testbed per machine), as do groups whose size a probe decides. N groups at once need N
 times the memory of one.
 
+A group is planned as its scenario's mapping (:class:`Planned`), and its jobs are built only
+where it runs (:func:`run_group`): reading it back (:func:`finished`) and labelling its rows
+need the mapping and its run labels. A job at the papers' sizes takes about 50 s to build
+(DGTP's testbed products), and the parent of ``--jobs N`` built every group's jobs to plan it,
+to label its rows and to read it back, which its workers then built again: about 40 of DGTP's
+95-minute section.
+
 Why: ``railbed reproduce hermod --full-size`` held every group it had run until it
 wrote the section: 25 groups whose results fill 0.4-2.7 GB each on disk. Table 5.2's
 group then took the process to 14.07 GB RSS, and the kernel's OOM killer ended it.
@@ -24,6 +31,7 @@ from __future__ import annotations
 import os
 from collections import OrderedDict
 from collections.abc import Callable
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -37,17 +45,55 @@ INPUTS = "inputs.txt"  # a run group's inputs digest (run_group, --resume)
 KEEP = 2  # groups held in memory: the one a row reads and the one before it (a sweep's rows alternate)
 
 
+class Planned:
+    """A run group's scenario before it is built: its mapping and the base directory its relative
+    paths name (``arrays``: how its job is built, ``Claim.arrays``). Building the scenario
+    (:attr:`scenario`, once) builds its jobs, about 50 s each at the papers' sizes, so only the
+    process that runs the group does it; planning the group, reading it back (:func:`finished`) and
+    labelling its rows need the mapping and its run labels (:attr:`labels`)."""
+
+    def __init__(self, mapping: dict[str, Any], base: Path = Path("."), arrays: bool | str = False):
+        self.mapping, self.base, self.arrays = mapping, base, arrays
+
+    @cached_property
+    def scenario(self):
+        """The :class:`scenarios.runner.Scenario`, its jobs built (the first time only)."""
+        from scenarios.runner import Scenario
+
+        return Scenario.from_dict(self.mapping, self.base, arrays=self.arrays)
+
+    @cached_property
+    def labels(self) -> list[str]:
+        """Its runs' labels (their directories), in the order of its runs, no job built."""
+        from scenarios.runner import run_labels
+
+        return run_labels(self.mapping, self.base)
+
+    @property
+    def name(self) -> str:
+        """The scenario's name (``Scenario.name``) as its mapping gives it."""
+        return self.mapping.get("name", "scenario")
+
+
 def run_group(
-    claim: Claim, sc, out: Path, echo: Callable[[str], None], resume: bool = False, plots: bool = True, inputs: str = ""
+    claim: Claim,
+    planned: Planned,
+    out: Path,
+    echo: Callable[[str], None],
+    resume: bool = False,
+    plots: bool = True,
+    inputs: str = "",
 ) -> dict[str, Any]:
-    """Run scenario ``sc`` of ``claim`` once; return what its rows read (results, crosschecks).
-    With ``resume``, an earlier finished run of the same scenario in ``out`` is read instead, if it was
-    made from ``inputs`` (the section's inputs digest, kept in ``out/inputs.txt``)."""
+    """Run the scenario ``planned`` of ``claim`` once (its jobs built here); return what its rows read
+    (results, crosschecks). With ``resume``, an earlier finished run of the same scenario in ``out`` is
+    read instead (no job built), if it was made from ``inputs`` (the section's inputs digest, kept in
+    ``out/inputs.txt``)."""
     made = (out / INPUTS).read_text().strip() if resume and (out / INPUTS).exists() else "unknown"
-    got = finished(sc, claim.mode, out) if resume and made == inputs else None
+    got = finished(planned, claim.mode, out) if resume and made == inputs else None
     if got is not None:
-        echo(f"  {claim.mode} {sc.name}: finished earlier in {out} (--resume)")
+        echo(f"  {claim.mode} {planned.name}: finished earlier in {out} (--resume)")
         return got
+    sc = planned.scenario
     if resume and made != inputs and (out / "scenario.yaml").exists():
         echo(f"  {claim.mode} {sc.name}: {out} was made from other inputs ({made}, now {inputs}): run again")
     echo(f"  {claim.mode} {sc.name} -> {out}")
@@ -71,18 +117,19 @@ def _run(claim: Claim, sc, out: Path, plots: bool) -> dict[str, Any]:
     return {"runs": runs, "checks": checks}
 
 
-def finished(sc, mode: str, out: Path) -> dict[str, Any] | None:
-    """What :func:`run_group` returns, read from ``out`` if a run of exactly ``sc`` finished there."""
+def finished(planned: Planned, mode: str, out: Path) -> dict[str, Any] | None:
+    """What :func:`run_group` returns, read from ``out`` if a run of exactly the scenario ``planned``
+    finished there: its saved ``scenario.yaml`` is the mapping, its runs read by their labels (no
+    job built: the group ran elsewhere, in a worker or an earlier section)."""
     from scenarios.runner import PARTIAL
 
     saved = out / "scenario.yaml"
     if (out / PARTIAL).exists() or not saved.exists():
         return None
-    if yaml.safe_load(saved.read_text()) != yaml.safe_load(yaml.safe_dump(sc.source or {}, sort_keys=False)):
+    if yaml.safe_load(saved.read_text()) != yaml.safe_load(yaml.safe_dump(planned.mapping, sort_keys=False)):
         return None
-    labels = [spec.run_label for spec, _job in sc.points(sc.schedulers)]
     names = ("result.json", "simulated.json") if mode == "crosscheck" else ("result.json",)
-    paths = [[out / label / name for name in names] for label in labels]
+    paths = [[out / label / name for name in names] for label in planned.labels]
     if not all(p.exists() for group in paths for p in group):
         return None
     runs = [RunResult.load(group[0]) for group in paths]
@@ -95,10 +142,11 @@ _PLAN: list[tuple] = []  # prerun's groups, read by the forked workers (_run_pla
 
 
 def prerun(plan: list[tuple], jobs: int, groups: Groups) -> None:
-    """Run the groups of ``plan`` ((key, claim, scenario, directory) each) in ``jobs`` processes
-    forked from this one, each as :func:`run_group` would in the rows' turn; they are then made
-    in this section (``groups.made``) and the rows read them from their directories. A group that
-    fails fails the section, as it would in turn; Ctrl-C stops the workers (they clean up)."""
+    """Run the groups of ``plan`` ((key, claim, :class:`Planned`, directory) each) in ``jobs``
+    processes forked from this one, each as :func:`run_group` would in the rows' turn (its jobs built
+    in its worker, none here); they are then made in this section (``groups.made``) and the rows read
+    them from their directories. A group that fails fails the section, as it would in turn; Ctrl-C
+    stops the workers (they clean up)."""
     from concurrent.futures import ProcessPoolExecutor, as_completed
     from multiprocessing import get_context
 
@@ -141,10 +189,11 @@ def _interrupt_workers() -> None:
 
 
 def _run_planned(i: int, resume: bool, plots: bool, inputs: str) -> None:
-    """In a worker: run group ``i`` of :data:`_PLAN` (its results stay in its directory)."""
-    _key, claim, sc, out = _PLAN[i]
+    """In a worker: run group ``i`` of :data:`_PLAN` (its jobs built here, its results stay in its
+    directory)."""
+    _key, claim, planned, out = _PLAN[i]
     try:
-        run_group(claim, sc, out, print, resume, plots, inputs)
+        run_group(claim, planned, out, print, resume, plots, inputs)
     except KeyboardInterrupt:  # its group cleaned up: the worker ends, so the pool starts no other
         os._exit(130)
 
@@ -160,18 +209,19 @@ class Groups:
         self.made: set[str] = set()  # keys run (or resumed) in this section
         self.reads = 0  # groups read again after being let go
 
-    def get(self, key: str, claim: Claim, sc, out: Path) -> dict[str, Any]:
-        """The group ``key`` (scenario ``sc`` of ``claim``, results in ``out``)."""
+    def get(self, key: str, claim: Claim, planned: Planned, out: Path) -> dict[str, Any]:
+        """The group ``key`` (scenario ``planned`` of ``claim``, results in ``out``); its jobs are
+        built only if it runs here."""
         if key in self.held:
             self.held.move_to_end(key)
             return self.held[key]
         if key in self.made:
-            got = finished(sc, claim.mode, out)
+            got = finished(planned, claim.mode, out)
             if got is None:
                 raise RuntimeError(f"run group {out} finished in this section but cannot be read again")
             self.reads += 1
         else:
-            got = run_group(claim, sc, out, self.echo, self.resume, self.plots, self.inputs)
+            got = run_group(claim, planned, out, self.echo, self.resume, self.plots, self.inputs)
             self.made.add(key)
         self.held[key] = got
         while len(self.held) > self.keep:

@@ -133,14 +133,24 @@ def _with_iterations(entry: dict[str, Any]) -> dict[str, Any]:
     return {**entry, "args": {**(entry.get("args") or {}), "iterations": entry["iterations"]}}
 
 
+def needs_job(source: dict[str, Any]) -> bool:
+    """Whether :func:`job_label` reads the built job of scenario mapping ``source``: only a job no
+    describer reads (a saved job, a trace, a generator without one) is described from its items.
+    Every other label comes from the mapping alone, so a row whose run group ran elsewhere (another
+    process, an earlier section) builds no job for its label (a minute at the papers' sizes)."""
+    if isinstance(source.get("jobs"), list):  # several jobs: each one's from its entry, never built
+        return False
+    return (source.get("job") or {}).get("generator") not in DESCRIBERS
+
+
 def job_label(source: dict[str, Any], job: Job | None) -> str:
-    """The job part of a label from the scenario mapping (and the built job, for saved ones)."""
+    """The job part of a label from the scenario mapping (and the built job where :func:`needs_job`)."""
     if isinstance(source.get("jobs"), list):  # several jobs (issue 45): each one's, by name
         return "; ".join(f"job {e.get('name', f'job{i}')}: {job_label({'job': _with_iterations(e)}, None)}"
                          for i, e in enumerate(source["jobs"]) if isinstance(e, dict))  # fmt: skip
     spec = source.get("job") or {}
     generator = spec.get("generator")
-    if generator in DESCRIBERS:
+    if not needs_job(source):
         parts = DESCRIBERS[generator](dict(spec.get("args") or {}))
     elif job is not None:
         parts = _saved(job)

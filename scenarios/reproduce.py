@@ -154,7 +154,7 @@ from scenarios.claims import (
     paper_cell,
     verdict,
 )
-from scenarios.groups import Groups, prerun
+from scenarios.groups import Groups, Planned, prerun
 from scenarios.sizeprobe import sized
 
 PAPERS = (
@@ -213,16 +213,15 @@ class Row:
         return self.best.run_dir if self.best else None
 
 
-def _scenario(claim: Claim, point: dict[str, Any], quick: bool, extra: dict[str, Any] | None = None):
-    """The claim's scenario with its set, sweep point, quick (and ``extra``) overrides, cluster inline."""
-    from scenarios.runner import Scenario
-
-    data, base = _mapping(claim, point, quick, extra)
-    return Scenario.from_dict(data, base, arrays=claim.arrays)
+def _planned(claim: Claim, point: dict[str, Any], quick: bool) -> Planned:
+    """The claim's scenario with its set, sweep point and quick overrides, cluster inline, not yet
+    built (:class:`scenarios.groups.Planned`: its jobs are built only where its group runs)."""
+    data, base = _mapping(claim, point, quick, None)
+    return Planned(data, base, claim.arrays)
 
 
 def _mapping(claim: Claim, point: dict[str, Any], quick: bool, extra: dict[str, Any] | None):
-    """(the mapping, its base directory) :func:`_scenario` builds."""
+    """(the mapping, its base directory) of :func:`_planned`'s scenario, with ``extra`` overrides."""
     from scenarios.sweep import scenario_mapping, set_dotted
 
     data, base = scenario_mapping(str(claim.scenario_of(point)), Path("."))
@@ -406,8 +405,9 @@ def reproduce_paper(
 
 
 def _simulated_groups(claims: list[Claim], quick: bool, full_size: bool, out: Path) -> list[tuple]:
-    """(key, claim, scenario, directory) of each simulated run group the section's rows will read,
-    once each, in the rows' order; not a claim whose size a probe decides (it runs in the rows' turn)."""
+    """(key, claim, :class:`Planned`, directory) of each simulated run group the section's rows will
+    read, once each, in the rows' order; not a claim whose size a probe decides (it runs in the rows'
+    turn). No job is built here: each is built in the worker that runs its group."""
     plan: dict[str, tuple] = {}
     for claim in claims:
         if not claim.measured or claim.mode != "simulate" or (claim.full_size and not full_size):
@@ -417,21 +417,23 @@ def _simulated_groups(claims: list[Claim], quick: bool, full_size: bool, out: Pa
         for point in claim.points():
             key = claim.run_key(point, quick)
             if key not in plan:
-                plan[key] = (key, claim, _scenario(claim, point, quick), out / key)
+                plan[key] = (key, claim, _planned(claim, point, quick), out / key)
     return list(plan.values())
 
 
 def _run_point(claim: Claim, point: dict[str, Any], quick: bool, out: Path, groups: Groups) -> PointRun:
-    """One point of ``claim``'s sweep, its group run once."""
-    from scenarios.labels import run_label
+    """One point of ``claim``'s sweep, its group run once (its jobs built only if it runs here, or
+    where its label reads the job: :func:`scenarios.labels.needs_job`)."""
+    from scenarios.labels import needs_job, run_label
 
     key = claim.run_key(point, quick)
-    sc = _scenario(claim, point, quick)
-    got = groups.get(key, claim, sc, out / key)
+    planned = _planned(claim, point, quick)
+    got = groups.get(key, claim, planned, out / key)
     runs = {r.scheduler: r for r in got["runs"]}
     scale = next(iter(runs.values())).scale if claim.mode != "simulate" else None
-    label = run_label(sc.source or {}, sc.job, claim.mode, claim.engine, scale, quick)
-    return PointRun(point, measure(claim, got), out / key, label, runs, sc.source or {})
+    job = planned.scenario.job if needs_job(planned.mapping) else None
+    label = run_label(planned.mapping, job, claim.mode, claim.engine, scale, quick)
+    return PointRun(point, measure(claim, got), out / key, label, runs, planned.mapping)
 
 
 def _judge(row: Row, quick: bool = False, reduced: tuple[str, str] | None = None) -> None:

@@ -137,14 +137,11 @@ class Scenario:
         )
 
     def points(self, specs: list[SchedulerSpec]) -> list[tuple[SchedulerSpec, Job]]:
-        """(scheduler, job) of every run: each scheduler on the job, or at each load (``label@load``)."""
+        """(scheduler, job) of every run: each scheduler on the job, or at each load (``label@load``,
+        :func:`at_loads`)."""
         if not self.loads:
             return [(spec, self.job_of(spec)) for spec in specs]
-        return [
-            (SchedulerSpec(spec.name, spec.args, f"{spec.run_label}@{load:g}"), job)
-            for load, job in zip(self.loads, self.jobs or [])
-            for spec in specs
-        ]
+        return list(zip(at_loads(specs, self.loads), [job for job in self.jobs or [] for _ in specs]))
 
     def job_of(self, spec: SchedulerSpec) -> Job:
         """The job ``spec``'s run takes: its variant's when its entry overrides job arguments."""
@@ -324,6 +321,23 @@ def _loads(value: Any, job: Any) -> list[float] | None:
     if len(set(loads)) != len(loads):
         raise SpecError("loads", "lists a load twice")
     return loads
+
+
+def at_loads(specs: list[SchedulerSpec], loads: list[float] | None) -> list[SchedulerSpec]:
+    """The scheduler of every run, in :meth:`Scenario.points`' order: each of ``specs``, or each at
+    each load as ``<label>@<load>``. Apart from the jobs, so that :func:`run_labels` needs none."""
+    if not loads:
+        return list(specs)
+    return [SchedulerSpec(spec.name, spec.args, f"{spec.run_label}@{load:g}") for load in loads for spec in specs]
+
+
+def run_labels(data: dict, base: Path = Path(".")) -> list[str]:
+    """The run labels (``<label>/`` results directories) of scenario mapping ``data``'s runs, in
+    :meth:`Scenario.points`' order, without building its job: a run group read back from its
+    directory (``scenarios.groups.finished``) needs its labels only, and a job at the papers'
+    sizes takes a minute to build."""
+    specs = _scheduler_specs(data["schedulers"], base)
+    return [spec.run_label for spec in at_loads(specs, _loads(data.get("loads"), data.get("job")))]
 
 
 def _with_load(job: dict, load: float) -> dict:

@@ -4,6 +4,7 @@ The rows of a section read the same numbers whether it holds every group or none
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -92,11 +93,11 @@ def jobs_section(tmp_path, jobs: int, monkeypatch, fail: str | None = None):
     real, runs = groups_mod.run_group, tmp_path / f"runs{jobs}"
     runs.mkdir(exist_ok=True)
 
-    def run_group(claim, sc, out, *rest):  # forked workers inherit it: a file per run
+    def run_group(claim, planned, out, *rest):  # forked workers inherit it: a file per run
         (runs / f"{out.name}.{__import__('os').getpid()}").touch()
         if fail and claim.id == fail:
             raise RuntimeError(f"group of {fail} failed")
-        return real(claim, sc, out, *rest)
+        return real(claim, planned, out, *rest)
 
     monkeypatch.setattr(groups_mod, "run_group", run_group)
     said = []
@@ -116,6 +117,63 @@ def test_groups_run_at_once_give_the_rows_of_groups_run_in_turn(tmp_path, monkey
     assert len(one_runs) == len(two_runs) == 2  # each group once
     assert all(p.suffix != f".{os.getpid()}" for p in two_runs)  # in workers, not in this process
     assert "  2 simulated run groups, 2 at once (--jobs 2)" in said
+
+
+def counting_builds(monkeypatch, where: Path) -> Callable[[], tuple[int, int]]:
+    """Count every job built (``scenarios.runner._job``), in this process and in the workers it
+    forks (a file each in ``where``): returns () -> (builds here, builds elsewhere)."""
+    import itertools
+    import os
+
+    import scenarios.runner as runner
+
+    real, where, here, n = runner._job, where / "builds", os.getpid(), itertools.count()
+    where.mkdir()
+
+    def job(*args):
+        (where / f"{os.getpid()}.{next(n)}").touch()  # a name of its own in each process
+        return real(*args)
+
+    monkeypatch.setattr(runner, "_job", job)
+    pids = lambda: [int(p.name.split(".")[0]) for p in where.iterdir()]  # noqa: E731
+    return lambda: (pids().count(here), len(pids()) - pids().count(here))
+
+
+@pytest.mark.parametrize("jobs, here, workers", [(1, 2, 0), (2, 0, 2)])
+def test_a_groups_job_is_built_once_and_only_where_the_group_runs(tmp_path, monkeypatch, jobs, here, workers):
+    """Two run groups (three rows read them): each one's job is built once, by the process that runs
+    it, and neither planning the groups (``--jobs 2``) nor labelling a row builds one. A job at the
+    papers' sizes takes a minute to build; this process built every group's job to plan it and each
+    row's again, and its workers built them once more (about 40 of DGTP's 95-minute section)."""
+    builds = counting_builds(monkeypatch, tmp_path)
+    jobs_section(tmp_path, jobs, monkeypatch)
+    assert builds() == (here, workers)
+
+
+def test_a_section_resumed_reads_its_groups_without_building_a_job(tmp_path, monkeypatch):
+    papers = tmp_path / "papers"
+    (papers / "dgtp").mkdir(parents=True)
+    (papers / "dgtp" / "claims.yaml").write_text(TWO_GROUPS)
+    made = [reproduce_paper("dgtp", tmp_path / "out", True, False, lambda _: None, papers, plots=False)]
+    builds = counting_builds(monkeypatch, tmp_path)
+    made.append(reproduce_paper("dgtp", tmp_path / "out", True, False, lambda _: None, papers, True, plots=False))
+    assert builds() == (0, 0)
+    cells = [[(r.value, r.verdict, r.ran, r.room, r.fidelity) for r in rows] for _, rows in made]
+    assert cells[0] == cells[1]
+
+
+def test_a_planned_groups_labels_are_its_runs_without_a_job_built():
+    """A load sweep's runs are ``<label>@<load>``: :func:`scenarios.runner.run_labels` reads them from
+    the mapping, in the order the built scenario runs them."""
+    from scenarios.sweep import scenario_mapping
+
+    data, base = scenario_mapping(str(Path(groups_mod.__file__).parent / "leo" / "kvs-b.yaml"), Path("."))
+    data["job"]["args"]["duration"], data["loads"] = "20us", [5e5, 3e6]  # two small loads
+    planned = groups_mod.Planned(data, base)
+    labels = planned.labels
+    assert "scenario" not in planned.__dict__ and any("@" in label for label in labels)
+    sc = planned.scenario
+    assert labels == [spec.run_label for spec, _job in sc.points(sc.schedulers)]
 
 
 def test_a_group_failing_in_a_worker_fails_the_section(tmp_path, monkeypatch):

@@ -125,7 +125,7 @@ def test_a_tuned_parameter_adds_its_row_at_the_value_before(tmp_path):
 
 
 def test_a_scheduler_option_value_before_runs_the_two_runs_of_the_row(tmp_path):
-    from scenarios.reproduce import _scenario
+    from scenarios.reproduce import _planned
 
     path = tmp_path / "claims.yaml"
     path.write_text(TUNED.replace("claims: []", "claims: [a]"))
@@ -137,7 +137,7 @@ def test_a_scheduler_option_value_before_runs_the_two_runs_of_the_row(tmp_path):
     _scheduler_args(data, before, {"host_wait": "off"})
     assert data["schedulers"] == [{"name": "fifo"}, {"name": "tag-priority", "args": {"host_wait": "off"},
                                                       "label": "tag-priority"}]  # fmt: skip
-    assert callable(_scenario)
+    assert callable(_planned)
 
 
 @pytest.mark.parametrize("path", sorted((ROOT / "scenarios").glob("*/claims.yaml")), ids=lambda p: p.parent.name)
