@@ -216,16 +216,16 @@ class Row:
 def _planned(claim: Claim, point: dict[str, Any], quick: bool) -> Planned:
     """The claim's scenario with its set, sweep point and quick overrides, cluster inline, not yet
     built (:class:`scenarios.groups.Planned`: its jobs are built only where its group runs)."""
-    data, base = _mapping(claim, point, quick)
+    data, base = _mapping(claim, point, quick, None)
     return Planned(data, base, claim.arrays)
 
 
-def _mapping(claim: Claim, point: dict[str, Any], quick: bool):
-    """(the mapping, its base directory) of :func:`_planned`'s scenario."""
+def _mapping(claim: Claim, point: dict[str, Any], quick: bool, extra: dict[str, Any] | None):
+    """(the mapping, its base directory) of :func:`_planned`'s scenario, with ``extra`` overrides."""
     from scenarios.sweep import scenario_mapping, set_dotted
 
     data, base = scenario_mapping(str(claim.scenario_of(point)), Path("."))
-    for name, overrides in claim.overrides(point, quick):
+    for name, overrides in [*claim.overrides(point, quick), ("extra", extra or {})]:
         for key, value in overrides.items():
             if key != "scheduler_args":
                 set_dotted(data, key, copy.deepcopy(value), f"{name}.{key}")

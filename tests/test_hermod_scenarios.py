@@ -93,7 +93,7 @@ def test_each_claims_points_take_the_rank_order_the_rule_takes():
         if not claim.measured or claim.tuned_from is not None:
             continue
         for point in claim.points():
-            job = _mapping(claim, point, False)[0]["job"]
+            job = _mapping(claim, point, False, None)[0]["job"]
             if job.get("generator") != "moe_training":
                 continue
             chosen, best, kept = _orders(job["args"])
