@@ -302,10 +302,18 @@ def head_commit() -> str:
     return out.stdout.strip() or "unknown"
 
 
-def wall_line(seconds: float | None) -> str:
-    """The section's wall time (varies between runs of the same code: left out of comparisons)."""
+def wall_line(seconds: float | None, tally: dict | None = None) -> str:
+    """The section's wall time (varies between runs of the same code: left out of comparisons) and,
+    from ``tally`` (:func:`scenarios.reproduce.reproduce_paper`'s), how many of its run groups it
+    read from earlier runs (``--resume``) and the commits they were made at: such a section's wall
+    time is not what its runs cost."""
     took = "not measured" if seconds is None else f"{seconds:.0f} s ({seconds / 60:.1f} min)"
-    return f"Wall time of the command: {took}, at commit {head_commit()}."
+    read = (tally or {}).get("read") or []
+    if not read:
+        return f"Wall time of the command: {took}, at commit {head_commit()}."
+    at = ", ".join(f"{n} at {c}" for c, n in sorted(Counter(read).items()))
+    return (f"Wall time of the command: {took}, at commit {head_commit()}; {len(read)} of its {tally['groups']} "
+            f"run groups read from earlier runs of the same inputs (`--resume`; made {at}).")  # fmt: skip
 
 
 def inputs_line(paper: str, flags: str, claims_dir: Path) -> str:

@@ -23,6 +23,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -126,6 +127,7 @@ class Claim:
     size_probe: SizeProbe | None = None  # the override setting the job's size, smaller values (scenarios.sizeprobe)
     full_size: bool = False  # runs only with --full-size: a job of 1000s of GPUs (minutes and GBs per run)
     explained: str | None = None  # why the row falls short, if it does: the piece and where it is measured
+    home: Path | None = None  # the claims file's folder: run keys name scenarios from it (any copy of the tree)
 
     @property
     def label(self) -> str:
@@ -158,12 +160,15 @@ class Claim:
         return [("set", self.set), ("sweep", here), ("quick", self.quick if quick else {})]
 
     def run_key(self, point: dict[str, Any], quick: bool) -> str:
-        """The run a point of this row reads: rows with equal keys share it."""
+        """The run a point of this row reads: rows with equal keys share it. The scenario is named
+        by its path from the claims file's folder, so that a copy of the tree (a frozen worktree)
+        gives the same keys and ``--resume`` finds its groups."""
         scenario = self.scenario_of(point)
+        where = os.path.relpath(scenario, self.home) if self.home is not None else str(scenario)
         layers = json.dumps([o for _, o in self.overrides(point, quick)], sort_keys=True, default=str)
         engine = "" if self.engine == DEFAULT_ENGINE else f"|{self.engine}"  # fluid rows keep their old keys
         engine += "|arrays" if self.full_size else ""  # its job built as arrays: not the group of a Job
-        digest = hashlib.sha1(f"{scenario}|{self.mode}{engine}|{layers}".encode()).hexdigest()[:6]
+        digest = hashlib.sha1(f"{where}|{self.mode}{engine}|{layers}".encode()).hexdigest()[:6]
         return f"{scenario.stem}-{self.mode}{'-quick' if quick else ''}-{digest}"
 
     def to_unit(self, value: float, reference: float | None = None) -> float:
@@ -387,6 +392,7 @@ def _claim(raw: Any, base: Path, where: str, index: int) -> Claim:
         claim=str(raw["claim"]),
         paper=paper,
         scenario=_scenario_path(raw["scenario"], base, f"{where}.scenario"),
+        home=base.resolve(),
         metric=str(raw["metric"]),
         id=cid,
         mode=_one_of(raw.get("backend", "simulate"), MODES, f"{where}.backend"),

@@ -21,6 +21,14 @@ need the mapping and its run labels. A job at the papers' sizes takes about 50 s
 to label its rows and to read it back, which its workers then built again: about 40 of DGTP's
 95-minute section.
 
+A group's directory keeps, in ``inputs.txt``, the digest of the code it ran and the commit it was
+made at. The digest is that of the group's own mode (:class:`Inputs`): a simulated group counts the
+code a simulated run can execute, the section's digest without ``--emulate``; an emulated or
+crosscheck group the section's with it. So ``railbed reproduce X --emulate --resume`` reads the
+simulated groups ``railbed reproduce X --resume`` made from the same code into the same ``--out``,
+and runs only the emulated ones; the section's header says how many groups it read from earlier
+runs and at which commits (:attr:`Groups.read`).
+
 Why: ``railbed reproduce hermod --full-size`` held every group it had run until it
 wrote the section: 25 groups whose results fill 0.4-2.7 GB each on disk. Table 5.2's
 group then took the process to 14.07 GB RSS, and the kernel's OOM killer ended it.
@@ -38,10 +46,11 @@ from typing import Any
 import yaml
 
 from railbed.results import RunResult
-from scenarios.claims import Claim
+from scenarios.block import head_commit
+from scenarios.claims import MODES, Claim
 from scenarios.crosscheck import compare
 
-INPUTS = "inputs.txt"  # a run group's inputs digest (run_group, --resume)
+INPUTS = "inputs.txt"  # a run group's inputs digest and the commit it was made at (run_group, --resume)
 KEEP = 2  # groups held in memory: the one a row reads and the one before it (a sweep's rows alternate)
 
 
@@ -86,20 +95,30 @@ def run_group(
 ) -> dict[str, Any]:
     """Run the scenario ``planned`` of ``claim`` once (its jobs built here); return what its rows read
     (results, crosschecks). With ``resume``, an earlier finished run of the same scenario in ``out`` is
-    read instead (no job built), if it was made from ``inputs`` (the section's inputs digest, kept in
-    ``out/inputs.txt``)."""
-    made = (out / INPUTS).read_text().strip() if resume and (out / INPUTS).exists() else "unknown"
+    read instead (no job built), if it was made from ``inputs`` (the digest of the group's mode,
+    :class:`Inputs`, kept in ``out/inputs.txt`` with the commit); such a group's answer says so
+    (``made_at``: that commit)."""
+    made, commit = made_from(out) if resume else ("unknown", "unknown")
     got = finished(planned, claim.mode, out) if resume and made == inputs else None
     if got is not None:
         echo(f"  {claim.mode} {planned.name}: finished earlier in {out} (--resume)")
-        return got
+        return {**got, "made_at": commit}
     sc = planned.scenario
     if resume and made != inputs and (out / "scenario.yaml").exists():
         echo(f"  {claim.mode} {sc.name}: {out} was made from other inputs ({made}, now {inputs}): run again")
     echo(f"  {claim.mode} {sc.name} -> {out}")
     got = _run(claim, sc, out, plots)
-    (out / INPUTS).write_text(inputs + "\n")
+    (out / INPUTS).write_text(f"{inputs} {head_commit()}\n")
     return got
+
+
+def made_from(out: Path) -> tuple[str, str]:
+    """(inputs digest, commit) a group's directory was made from; ``unknown`` for what it does not
+    record (a directory from before the commit was kept holds the digest alone)."""
+    if not (out / INPUTS).exists():
+        return "unknown", "unknown"
+    digest, _, commit = (out / INPUTS).read_text().strip().partition(" ")
+    return digest or "unknown", commit or "unknown"
 
 
 def _run(claim: Claim, sc, out: Path, plots: bool) -> dict[str, Any]:
@@ -159,12 +178,14 @@ def prerun(plan: list[tuple], jobs: int, groups: Groups) -> None:
     _PLAN = todo
     try:
         with ProcessPoolExecutor(workers, mp_context=get_context("fork")) as pool:
-            futures = {pool.submit(_run_planned, i, groups.resume, groups.plots, groups.inputs): i
+            futures = {pool.submit(_run_planned, i, groups.resume, groups.plots, groups.inputs["simulate"]): i
                        for i in range(len(todo))}  # fmt: skip
             try:
                 for done, future in enumerate(as_completed(futures), 1):
-                    future.result()
+                    made_at = future.result()
                     groups.made.add(todo[futures[future]][0])
+                    if made_at is not None:
+                        groups.read.append(made_at)
                     groups.echo(f"  run groups finished: {done} of {len(todo)}")
             except BaseException:
                 pool.shutdown(wait=False, cancel_futures=True)
@@ -188,26 +209,30 @@ def _interrupt_workers() -> None:
             pass
 
 
-def _run_planned(i: int, resume: bool, plots: bool, inputs: str) -> None:
+def _run_planned(i: int, resume: bool, plots: bool, inputs: str) -> str | None:
     """In a worker: run group ``i`` of :data:`_PLAN` (its jobs built here, its results stay in its
-    directory)."""
+    directory); the commit it was made at if it was read from an earlier run instead."""
     _key, claim, planned, out = _PLAN[i]
     try:
-        run_group(claim, planned, out, print, resume, plots, inputs)
+        return run_group(claim, planned, out, print, resume, plots, inputs).get("made_at")
     except KeyboardInterrupt:  # its group cleaned up: the worker ends, so the pool starts no other
         os._exit(130)
 
 
 class Groups:
     """One section's run groups by key: each made once (:func:`run_group`), the :data:`KEEP` most
-    recently used held, the others read again from their directories when asked for."""
+    recently used held, the others read again from their directories when asked for. ``inputs``:
+    the digest a group of each mode is made from (one string: every mode's)."""
 
-    def __init__(self, echo: Callable[[str], None], resume: bool, plots: bool, inputs: str, keep: int | None = None):
-        self.echo, self.resume, self.plots, self.inputs = echo, resume, plots, inputs
+    def __init__(self, echo: Callable[[str], None], resume: bool, plots: bool, inputs: str | dict[str, str],
+                 keep: int | None = None):  # fmt: skip
+        self.echo, self.resume, self.plots = echo, resume, plots
+        self.inputs = inputs if isinstance(inputs, dict) else dict.fromkeys(MODES, inputs)
         self.keep = KEEP if keep is None else keep
         self.held: OrderedDict[str, dict[str, Any]] = OrderedDict()
         self.made: set[str] = set()  # keys run (or resumed) in this section
         self.reads = 0  # groups read again after being let go
+        self.read: list[str] = []  # per group read from an earlier run (--resume): the commit it was made at
 
     def get(self, key: str, claim: Claim, planned: Planned, out: Path) -> dict[str, Any]:
         """The group ``key`` (scenario ``planned`` of ``claim``, results in ``out``); its jobs are
@@ -221,8 +246,10 @@ class Groups:
                 raise RuntimeError(f"run group {out} finished in this section but cannot be read again")
             self.reads += 1
         else:
-            got = run_group(claim, planned, out, self.echo, self.resume, self.plots, self.inputs)
+            got = run_group(claim, planned, out, self.echo, self.resume, self.plots, self.inputs[claim.mode])
             self.made.add(key)
+            if "made_at" in got:
+                self.read.append(got["made_at"])
         self.held[key] = got
         while len(self.held) > self.keep:
             self.held.popitem(last=False)

@@ -93,8 +93,10 @@ emulated and crosscheck rows need ``--emulate`` (root; one testbed per
 machine) and ``full_size: true`` rows ``--full-size``; otherwise they are listed
 as skipped. ``--resume`` reuses a group's finished results directory when its
 ``scenario.yaml`` is the one the row would run and its ``inputs.txt`` holds the
-section's inputs digest as it is now (:func:`scenarios.block.inputs_digest`), so a
-section resumed across sessions never mixes two versions of the code. Runs are
+digest of what a group of its mode runs, as it is now (:func:`group_inputs`: a simulated
+group's is the section's without ``--emulate``, so a section with ``--emulate`` reads the
+simulated groups of the one without), so a section resumed across sessions never mixes
+two versions of the code; the section's header counts the groups read so. Runs are
 normal results directories under ``--out`` (default ``reproduction/``).
 
 ``--write REPRODUCTION.md`` replaces, in that file's block between
@@ -366,9 +368,12 @@ def reproduce_paper(
     full_size: bool = False,
     plots: bool = True,
     jobs: int = 1,
+    tally: dict[str, Any] | None = None,
 ) -> tuple[str, list[Row]]:
     """Run one paper's claims; return (title, rows). No claims file: ("not built yet", []).
-    ``jobs`` > 1: the simulated run groups first, that many at once (:func:`scenarios.groups.prerun`)."""
+    ``jobs`` > 1: the simulated run groups first, that many at once (:func:`scenarios.groups.prerun`).
+    ``tally``, if given, gets the section's run groups (``groups``) and, per group read from an
+    earlier run with ``resume``, the commit it was made at (``read``)."""
     path = claims_dir / paper / "claims.yaml"
     if not path.exists():
         return "not built yet", []
@@ -376,8 +381,7 @@ def reproduce_paper(
     echo(f"{paper}: {len(claims)} claims")
     probes: dict[str, list] = {}  # size probes (scenarios.sizeprobe) by run
     rows = []
-    inputs = inputs_digest(paper, flags(quick, emulate, full_size), claims_dir)
-    groups = Groups(echo, resume, plots, inputs)
+    groups = Groups(echo, resume, plots, group_inputs(paper, quick, emulate, full_size, claims_dir))
     if jobs > 1:
         prerun(_simulated_groups(claims, quick, full_size, out / paper), jobs, groups)
     for claim in claims:
@@ -401,7 +405,19 @@ def reproduce_paper(
             row.points.append(_run_point(ran, point, quick, out / paper, groups))
         _judge(row, quick, reduced)
         _let_go(row)
+    if tally is not None:
+        tally.update(groups=len(groups.made), read=list(groups.read))
     return title, rows
+
+
+def group_inputs(paper: str, quick: bool, emulate: bool, full_size: bool, claims_dir: Path) -> dict[str, str]:
+    """The digest each mode's run groups are made from: a simulated group's is the section's without
+    ``--emulate`` (the code a simulated run can execute), so a section with ``--emulate`` and one
+    without share their simulated groups under ``--resume``; an emulated or crosscheck group's is the
+    section's."""
+    simulated = inputs_digest(paper, flags(quick, False, full_size), claims_dir)
+    emulated = inputs_digest(paper, flags(quick, True, full_size), claims_dir) if emulate else simulated
+    return {"simulate": simulated, "emulate": emulated, "crosscheck": emulated}
 
 
 def _simulated_groups(claims: list[Claim], quick: bool, full_size: bool, out: Path) -> list[tuple]:
@@ -636,7 +652,8 @@ def render(sections: list[tuple[str, str, list]], out: Path, how: str, seconds: 
 
 
 def write_block(path: Path, sections: list[tuple[str, str, list]], how: str, claims_dir: Path = HERE,
-                papers: tuple[str, ...] = PAPERS, seconds: dict[str, float] | None = None) -> None:  # fmt: skip
+                papers: tuple[str, ...] = PAPERS, seconds: dict[str, float] | None = None,
+                tallies: dict[str, dict[str, Any]] | None = None) -> None:  # fmt: skip
     """Replace, in ``path``'s block between the reproduce markers, the sections of the papers just
     run with these flags (tables and notes, no figures, each with its inputs line); other sections
     stay as they were, marked "Stale since" when their inputs changed; the summary is rewritten."""
@@ -649,7 +666,7 @@ def write_block(path: Path, sections: list[tuple[str, str, list]], how: str, cla
     for paper, title, rows in sections:
         mark = f"<!-- reproduce:section {paper}{how} -->"
         lines = section(paper, title, rows, how)
-        wall = wall_line((seconds or {}).get(paper))  # after the provenance line
+        wall = wall_line((seconds or {}).get(paper), (tallies or {}).get(paper))  # after the provenance line
         body = [mark, inputs_line(paper, how, claims_dir), "", *lines[:4], wall, "", *lines[4:]]
         kept[(paper, how)] = "\n".join(body).rstrip() + "\n"
     old_ones = stale(kept, claims_dir)
@@ -684,7 +701,7 @@ def reproduce(
     how = flags(quick, emulate, full_size)
     t0 = time.perf_counter()
     out.mkdir(parents=True, exist_ok=True)
-    sections, seconds = [], {}
+    sections, seconds, tallies = [], {}, {}
     for paper in chosen:
         t1 = time.perf_counter()
         if paper == "mechanisms":
@@ -692,13 +709,15 @@ def reproduce(
 
             sections.append((paper, "scheduler mechanisms with known answers", mechanism_rows(emulate, echo)))
         else:
-            title, rows = reproduce_paper(paper, out, quick, emulate, echo, claims_dir, resume, full_size, plots, jobs)
+            tallies[paper] = {}
+            title, rows = reproduce_paper(paper, out, quick, emulate, echo, claims_dir, resume, full_size, plots, jobs,
+                                          tallies[paper])  # fmt: skip
             sections.append((paper, title, rows))
         seconds[paper] = time.perf_counter() - t1
     report = out / "REPRODUCTION.md"
     report.write_text(render(sections, out, how, time.perf_counter() - t0))
     provenance.write(out, extra_seeds=None)
     if write is not None:
-        write_block(write, sections, how, claims_dir, papers, seconds)
+        write_block(write, sections, how, claims_dir, papers, seconds, tallies)
     echo(f"report: {report}")
     return report

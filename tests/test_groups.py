@@ -4,6 +4,7 @@ The rows of a section read the same numbers whether it holds every group or none
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from pathlib import Path
 
@@ -12,7 +13,7 @@ import pytest
 import scenarios.groups as groups_mod
 from scenarios.groups import Groups
 from scenarios.reproduce import notes, reproduce_paper
-from tests.test_reproduce import CLAIMS
+from tests.test_reproduce import CLAIMS, SCENARIO
 
 
 def counting(monkeypatch, readable: bool = True):
@@ -207,3 +208,75 @@ def test_an_interrupt_of_this_process_alone_stops_the_workers_and_starts_no_othe
     time.sleep(1.0)
     assert sorted(p.name for p in tmp_path.glob("started-*")) == ["started-g0", "started-g1"]
     assert multiprocessing.active_children() == []
+
+
+def test_a_section_with_emulate_reads_the_simulated_groups_of_the_one_without(tmp_path):
+    """A simulated group's digest is its section's without ``--emulate`` (the code a simulated run can
+    execute): ``X --emulate --resume`` reads the simulated groups ``X`` made into the same ``--out``.
+    Before, the emulator's files in the section's digest made it run them all again (DGTP's 34
+    simulated minutes before its emulated ones), and its header now counts the groups it read."""
+    from scenarios.block import head_commit
+
+    papers, out = tmp_path / "papers", tmp_path / "out"
+    (papers / "dgtp").mkdir(parents=True)
+    simulated = re.sub(r"  - id: agree\n(    .*\n)+", "", TWO_GROUPS)  # no emulated row: no testbed here
+    assert "backend: crosscheck" not in simulated
+    (papers / "dgtp" / "claims.yaml").write_text(simulated)
+    made, said, tally = {}, [], {}
+    reproduce_paper("dgtp", out, True, False, lambda _: None, papers, plots=False, tally=made)
+    assert made == {"groups": 2, "read": []}
+    _, rows = reproduce_paper("dgtp", out, True, True, said.append, papers, True, plots=False, tally=tally)
+    assert tally == {"groups": 2, "read": [head_commit()] * 2}, said
+    assert not any(" -> " in line for line in said), said  # nothing ran again
+    assert len([line for line in said if "finished earlier" in line]) == 2
+
+
+def test_a_groups_inputs_file_keeps_its_commit_and_an_older_one_still_reads(tmp_path):
+    from scenarios.block import head_commit
+
+    papers, out = tmp_path / "papers", tmp_path / "out"
+    (papers / "dgtp").mkdir(parents=True)
+    (papers / "dgtp" / "claims.yaml").write_text(CLAIMS)
+    reproduce_paper("dgtp", out, True, False, lambda _: None, papers, plots=False)
+    [run_dir] = [p for p in (out / "dgtp").iterdir() if p.is_dir()]
+    digest, commit = groups_mod.made_from(run_dir)
+    assert digest.startswith("v2_") and commit == head_commit()
+    (run_dir / "inputs.txt").write_text(digest + "\n")  # a group made before the commit was kept
+    assert groups_mod.made_from(run_dir) == (digest, "unknown")
+    tally = {}
+    reproduce_paper("dgtp", out, True, False, lambda _: None, papers, True, plots=False, tally=tally)
+    assert tally["read"] == ["unknown"]
+    assert groups_mod.made_from(tmp_path) == ("unknown", "unknown")
+
+
+def test_a_copy_of_the_tree_gives_the_same_run_keys(tmp_path):
+    """A run key names its scenario from the claims file's folder, so a frozen copy of the tree
+    (a worktree made to regenerate a section) finds the groups another copy made (``--resume``);
+    different scenarios keep different keys."""
+    from scenarios.claims import load_claims
+
+    keys = []
+    for copy in ("a", "deeper/b"):
+        here = tmp_path / copy / "papers" / "dgtp"
+        here.mkdir(parents=True)
+        for name in ("one.yaml", "two.yaml"):
+            cluster = str(SCENARIO.parent.parent / "rail-4x4.yaml")
+            (here / name).write_text(SCENARIO.read_text().replace("../rail-4x4.yaml", cluster))
+        (here / "claims.yaml").write_text(CLAIMS.replace(str(SCENARIO), "one.yaml"))
+        _, claims, _ = load_claims(here / "claims.yaml")
+        keys.append([c.run_key({}, q) for c in claims if c.scenario for q in (False, True)])
+        claims[0].scenario = here / "two.yaml"
+        keys[-1].append(claims[0].run_key({}, False))
+    assert keys[0] == keys[1]
+    assert keys[0][-1] != keys[0][0]  # another scenario file: another group
+
+
+def test_the_wall_line_says_how_many_groups_were_read_from_earlier_runs():
+    from scenarios.block import WALL, head_commit, wall_line
+
+    assert wall_line(60.0) == f"Wall time of the command: 60 s (1.0 min), at commit {head_commit()}."
+    line = wall_line(6.0, {"groups": 3, "read": ["abc1234", "def5678", "abc1234"]})
+    assert line.endswith("; 3 of its 3 run groups read from earlier runs of the same inputs (`--resume`; "
+                         "made 2 at abc1234, 1 at def5678).")  # fmt: skip
+    assert WALL.sub("", line + "\n\n") == ""  # left out of the comparison of two sections, as the time
+    assert wall_line(6.0, {"groups": 3, "read": []}) == wall_line(6.0)
