@@ -22,7 +22,7 @@ to label its rows and to read it back, which its workers then built again: about
 95-minute section.
 
 A group's directory keeps, in ``inputs.txt``, the digest of the code it ran and the commit it was
-made at. The digest is that of the group's own mode (:class:`Inputs`): a simulated group counts the
+made at. The digest is that of the group's own mode (``reproduce.group_inputs``): a simulated group counts the
 code a simulated run can execute, the section's digest without ``--emulate``; an emulated or
 crosscheck group the section's with it. So ``railbed reproduce X --emulate --resume`` reads the
 simulated groups ``railbed reproduce X --resume`` made from the same code into the same ``--out``,
@@ -96,7 +96,7 @@ def run_group(
     """Run the scenario ``planned`` of ``claim`` once (its jobs built here); return what its rows read
     (results, crosschecks). With ``resume``, an earlier finished run of the same scenario in ``out`` is
     read instead (no job built), if it was made from ``inputs`` (the digest of the group's mode,
-    :class:`Inputs`, kept in ``out/inputs.txt`` with the commit); such a group's answer says so
+    ``reproduce.group_inputs``, kept in ``out/inputs.txt`` with the commit); such a group's answer says so
     (``made_at``: that commit)."""
     made, commit = made_from(out) if resume else ("unknown", "unknown")
     got = finished(planned, claim.mode, out) if resume and made == inputs else None
