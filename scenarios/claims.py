@@ -162,14 +162,16 @@ class Claim:
     def run_key(self, point: dict[str, Any], quick: bool) -> str:
         """The run a point of this row reads: rows with equal keys share it. The scenario is named
         by its path from the claims file's folder, so that a copy of the tree (a frozen worktree)
-        gives the same keys and ``--resume`` finds its groups."""
+        gives the same keys and ``--resume`` finds its groups. A row without ``quick`` overrides
+        runs the same at both sizes, so its ``--quick`` key is its claims'-size one: the two
+        sections read one group (Hermod's emulated rows: 35 minutes of testbed each, once)."""
         scenario = self.scenario_of(point)
         where = os.path.relpath(scenario, self.home) if self.home is not None else str(scenario)
         layers = json.dumps([o for _, o in self.overrides(point, quick)], sort_keys=True, default=str)
         engine = "" if self.engine == DEFAULT_ENGINE else f"|{self.engine}"  # fluid rows keep their old keys
         engine += "|arrays" if self.full_size else ""  # its job built as arrays: not the group of a Job
         digest = hashlib.sha1(f"{where}|{self.mode}{engine}|{layers}".encode()).hexdigest()[:6]
-        return f"{scenario.stem}-{self.mode}{'-quick' if quick else ''}-{digest}"
+        return f"{scenario.stem}-{self.mode}{'-quick' if quick and self.quick else ''}-{digest}"
 
     def to_unit(self, value: float, reference: float | None = None) -> float:
         """A metric (and the reference run's, for a comparison) in the paper's unit."""

@@ -280,3 +280,25 @@ def test_the_wall_line_says_how_many_groups_were_read_from_earlier_runs():
                          "made 2 at abc1234, 1 at def5678).")  # fmt: skip
     assert WALL.sub("", line + "\n\n") == ""  # left out of the comparison of two sections, as the time
     assert wall_line(6.0, {"groups": 3, "read": []}) == wall_line(6.0)
+
+
+def test_a_row_without_quick_overrides_reads_one_group_at_both_sizes(tmp_path):
+    """A row whose claim has no ``quick`` overrides runs the same job at both sizes, so ``--quick``
+    and the claims' size name one run group, and the second section made into the same ``--out``
+    reads it (``--resume``) instead of running it again (Hermod's and AdaGL's emulated rows: one
+    testbed run for the two sections). A row with ``quick`` overrides keeps two groups."""
+    from scenarios.claims import load_claims
+
+    papers, out = tmp_path / "papers", tmp_path / "out"
+    (papers / "dgtp").mkdir(parents=True)
+    same = CLAIMS.replace("    quick: {job.args.gradient: 1MB}\n", "", 1)  # prio: no quick overrides
+    same = re.sub(r"  - id: agree\n(    .*\n)+", "", same)  # no emulated row: no testbed here
+    (papers / "dgtp" / "claims.yaml").write_text(same)
+    _, claims, _ = load_claims(papers / "dgtp" / "claims.yaml")
+    prio, fifo_time = claims[0], claims[1]
+    assert prio.run_key({}, True) == prio.run_key({}, False)
+    assert fifo_time.run_key({}, True) != fifo_time.run_key({}, False) and fifo_time.run_key({}, True).count("-quick")
+    reproduce_paper("dgtp", out, False, False, lambda _: None, papers, plots=False)
+    said, tally = [], {}
+    reproduce_paper("dgtp", out, True, False, said.append, papers, True, plots=False, tally=tally)
+    assert tally["groups"] == 2 and len(tally["read"]) == 1, said  # prio's group read, fifo-time's made
