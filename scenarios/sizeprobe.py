@@ -32,6 +32,13 @@ at the largest probe value whose measured memory fits at all points (the smalles
 the row says so (:func:`reduced_text`) with verdict :data:`scenarios.claims.REDUCED_VERDICT`.
 Probing stops before a value whose memory, extrapolated from the two before, exceeds the budget (the
 probe must not exhaust the machine it measures), and after a build that fails once two succeeded.
+
+A ``full_size`` row's job is built as arrays and compacted before its run (``workloads.generate_arrays``,
+``simulator.rules.compact_arrays``); its probe builds the arrays and compacts them under the row's
+scheduler (:func:`_arrays_built`), since the compaction, not the arrays, is what sets the run's memory
+(Mixtral-8x22B at 8192 GPUs under ``hermod``: 27 M items, about 2 GB of arrays, 6.4 GB at the run's peak).
+Hermod's Fig. 5.12 rows (8192 GPUs, two iterations: about 80 M items, over ``MAX_ARRAY_ITEMS``) probe
+``job.args.dp``.
 """
 
 from __future__ import annotations
@@ -190,11 +197,15 @@ def budget_bytes() -> float:
     return BUDGET_FRACTION * total
 
 
-def measure_build(data: dict, base: Path, size: float, warm: dict | None = None) -> Build:
+def measure_build(data: dict, base: Path, size: float, warm: dict | None = None, arrays: bool | str = False,
+                  scheduler: str | None = None) -> Build:  # fmt: skip
     """Build the scenario mapping ``data`` (no run) in a fresh process, after ``warm`` (the smallest
-    probe's: imports, compiled kernels and caches are then not counted); its jobs' size and peak RSS growth."""
+    probe's: imports, compiled kernels and caches are then not counted); its jobs' size and peak RSS growth.
+    ``arrays``: how the claim builds its job (``Claim.arrays``); a job built as arrays is also compacted
+    under ``scheduler`` (:func:`_arrays_built`)."""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
-    payload = json.dumps({"data": data, "base": str(base), "warm": warm}, default=str)
+    payload = json.dumps({"data": data, "base": str(base), "warm": warm, "arrays": arrays, "scheduler": scheduler},
+                         default=str)  # fmt: skip
     done = subprocess.run([sys.executable, "-m", "scenarios.sizeprobe"], input=payload, capture_output=True,
                           text=True, env=env, cwd=ROOT)  # fmt: skip
     if done.returncode != 0:
@@ -204,16 +215,17 @@ def measure_build(data: dict, base: Path, size: float, warm: dict | None = None)
     return Build(size, got["items"], got["deps"], got["bytes"])
 
 
-def probe(key: str, values: tuple[float, ...], mapping, budget: float, echo) -> list[Build]:
+def probe(key: str, values: tuple[float, ...], mapping, budget: float, echo, arrays: bool | str = False,
+          scheduler: str | None = None) -> list[Build]:  # fmt: skip
     """Builds at ``values`` (increasing) of ``mapping(value) -> (data, base)``, stopping before one
-    whose extrapolated memory exceeds ``budget``."""
+    whose extrapolated memory exceeds ``budget`` (``arrays``, ``scheduler``: :func:`measure_build`)."""
     builds: list[Build] = []
     for value in values:
         if not next_fits(builds, value, budget):
             echo(f"    size probe: {key} {value:g} skipped (estimated over the budget)")
             break
         try:
-            builds.append(measure_build(*mapping(value), value, warm=mapping(values[0])[0]))
+            builds.append(measure_build(*mapping(value), value, mapping(values[0])[0], arrays, scheduler))
         except SpecError as e:  # killed (out of memory) or failed: the sizes before it are what ran
             if len(builds) < 2:
                 raise
@@ -244,7 +256,8 @@ def sized(claim, quick: bool, mapping, cache: dict, echo) -> tuple[Any, tuple[st
         key = json.dumps([mapping(claim, point, False, None)[0], p.set, p.values], sort_keys=True, default=str)
         if key not in cache:
             echo(f"  size probe of {claim.id}{f' {point}' if point else ''}: {p.set} {', '.join(map(_g, p.values))}")
-            cache[key] = probe(p.set, p.values, lambda v, pt=point: mapping(claim, pt, False, {p.set: v}), budget, echo)
+            cache[key] = probe(p.set, p.values, lambda v, pt=point: mapping(claim, pt, False, {p.set: v}), budget, echo,
+                               claim.arrays, claim.scheduler)  # fmt: skip
         points.append(cache[key])
     d = decide(points, max(targets), budget)
     echo(f"  size probe of {claim.id}: " + ("fits" if d.fits else reduced_text(d, p.set)))
@@ -266,19 +279,43 @@ def _child() -> None:
     from scenarios.runner import Scenario
 
     got = json.loads(sys.stdin.read())
+    arrays = got.get("arrays") or False
     if got.get("warm") is not None:
-        Scenario.from_dict(got["warm"], Path(got["base"]))
+        Scenario.from_dict(got["warm"], Path(got["base"]), arrays=arrays)  # a job built as arrays: not here
+        import simulator.rules  # noqa: F401 (what _arrays_built runs: imported, not counted)
+
         gc.collect()
     try:
         Path("/proc/self/clear_refs").write_text("5")  # reset VmHWM to the current RSS
     except OSError:
         pass
     before = _status("VmRSS")
-    sc = Scenario.from_dict(got["data"], Path(got["base"]))
-    jobs = {id(j): j for j in [sc.job, *(sc.variants or {}).values()] if j is not None}.values()
-    sizes = [(len(j.items), sum(len(i.deps) for i in j.items.values())) for j in jobs]
-    items, deps = max(sizes, key=lambda s: s[1]) if sizes else (0, 0)
+    sc = Scenario.from_dict(got["data"], Path(got["base"]), arrays=arrays)
+    if sc.arrays is not None:
+        items, deps = _arrays_built(sc, got.get("scheduler"))
+    else:
+        jobs = {id(j): j for j in [sc.job, *(sc.variants or {}).values()] if j is not None}.values()
+        sizes = [(len(j.items), sum(len(i.deps) for i in j.items.values())) for j in jobs]
+        items, deps = max(sizes, key=lambda s: s[1]) if sizes else (0, 0)
     print(json.dumps({"items": items, "deps": deps, "bytes": max(_status("VmHWM") - before, 0)}))
+
+
+def _arrays_built(sc, scheduler: str | None) -> tuple[int, int]:
+    """A job built as arrays (``sc.arrays``: a ``full_size`` row's) as its run builds it: the arrays,
+    then their compaction under the row's ``scheduler`` (the CompactJob, Hermod's sub-flows included,
+    beside the arrays: the run's largest stage, 2-3x the arrays' memory), so that the memory measured
+    is what the run needs, not the arrays' alone. Returns the arrays' items and dependencies."""
+    from schedulers import make
+    from simulator.rules import compact_arrays
+    from workloads import generate_arrays
+
+    name, args = sc.arrays
+    aj = generate_arrays(name, args, "job")
+    items, deps = int(aj.items), int(len(aj.deps))
+    spec = next((s for s in sc.schedulers if s.run_label == scheduler), None)
+    if spec is not None:
+        compact_arrays(aj, make(spec), sc.cluster, sc.policy)
+    return items, deps
 
 
 if __name__ == "__main__":

@@ -179,3 +179,46 @@ def test_the_budget_is_half_the_machines_memory_not_what_is_free(monkeypatch):
         sizeprobe.budget_bytes()
     monkeypatch.setenv(BUDGET_ENV, "3")
     assert sizeprobe.budget_bytes() == 3e9
+
+
+def test_a_full_size_rows_probe_builds_its_arrays_and_compacts_them_under_its_scheduler(tmp_path, monkeypatch):
+    """A ``full_size`` row's job is built as arrays (``Claim.arrays``) and compacted before it runs:
+    its probe builds the arrays (a ``Job`` of its size is refused) and compacts them under the row's
+    scheduler, so the memory it measures is the run's largest stage, not the arrays' alone
+    (Hermod's Fig. 5.12 rows at 8192 GPUs: the arrays are a third of the run's peak)."""
+    import scenarios.sizeprobe as sizeprobe
+    from scenarios.runner import Scenario
+    from tests.test_reproduce import TINY_MOE
+    from workloads import generate_arrays
+
+    (tmp_path / "moe.yaml").write_text(TINY_MOE)
+    papers = tmp_path / "papers"
+    (papers / "hermod").mkdir(parents=True)
+    (papers / "hermod" / "claims.yaml").write_text(
+        "claims:\n  - {claim: c, paper: {value: 1.5, unit: speedup, source: Fig. 1}, "
+        f"scenario: {tmp_path / 'moe.yaml'}, scheduler: hermod, relative_to: megatron, metric: makespan, "
+        "engine: compact, full_size: true, set: {job.args.microbatches: 8}, "
+        "size_probe: {set: job.args.microbatches, values: [1, 2]}}\n"
+    )
+    monkeypatch.setenv(BUDGET_ENV, "0")  # nothing fits: the row runs at the smallest probe value
+    said = []
+    _, (row,) = reproduce_paper("hermod", tmp_path / "out", False, False, said.append, papers, plots=False,
+                                full_size=True)  # fmt: skip
+    assert row.verdict == REDUCED_VERDICT and get_dotted(row.best.source, "job.args.microbatches") == 1
+    assert (row.run_dir / "hermod" / "items.npz").exists()  # it ran as arrays
+    aj = generate_arrays("moe_training", {**block.yaml.safe_load(TINY_MOE)["job"]["args"], "microbatches": 2})
+    assert f"size probe: job.args.microbatches 2: {aj.items:,} items, {len(aj.deps):,} dependencies" in "\n".join(said)
+    compacted = []  # in this process: the child's function, its compaction seen
+    monkeypatch.setattr("simulator.rules.compact_arrays", lambda aj, s, c, p: compacted.append((s.name, c.name, p)))
+    sc = Scenario.from_dict(block.yaml.safe_load(TINY_MOE), tmp_path, arrays="always")
+    assert sc.job is None and sizeprobe._arrays_built(sc, "hermod") == (aj.items, len(aj.deps))
+    assert compacted == [("hermod", sc.cluster.name, "dscp-priority")]
+    assert sizeprobe._arrays_built(sc, None) == (aj.items, len(aj.deps)) and len(compacted) == 1
+
+
+def test_a_size_probe_on_an_emulated_row_names_its_field(tmp_path):
+    path = tmp_path / "claims.yaml"
+    path.write_text(CLAIMS.replace("metric: makespan", "metric: makespan\n    backend: emulate"))
+    with pytest.raises(SpecError) as e:
+        load_claims(path)
+    assert e.value.field == "claims[0].size_probe" and "emulated" in e.value.message
