@@ -122,6 +122,7 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 import numpy as np
+from numba import njit
 from scipy.optimize import linear_sum_assignment
 
 CTYPES = ("EP", "PP", "DP")
@@ -247,7 +248,17 @@ def _checked_matrix(matrix) -> np.ndarray:
 def _phases(matrix: np.ndarray) -> Iterator[tuple[list[int], list[int], list[int], int]]:
     """Alg. 3's loop on a copy of ``matrix``: per sub-phase the matching (senders, receivers), the
     residual bytes of its pairs before the phase (0: a pair the matching takes that has no bytes
-    left, not part of the phase) and the portion every other pair carries."""
+    left, not part of the phase) and the portion every other pair carries. The loop runs in
+    :func:`_phases_kernel`; :func:`phases_reference` is the same loop over scipy's solver."""
+    cols, got, weight = _phases_kernel(np.ascontiguousarray(matrix, np.int64))
+    rows = list(range(matrix.shape[0]))
+    for c, g, w in zip(cols.tolist(), got.tolist(), weight.tolist()):
+        yield rows, c, g, w
+
+
+def phases_reference(matrix: np.ndarray) -> Iterator[tuple[list[int], list[int], list[int], int]]:
+    """:func:`_phases`' twin: the loop in Python, each matching from scipy's
+    ``linear_sum_assignment`` (``tests/test_hermod_alg.py`` holds the two equal)."""
     n = matrix.shape[1]
     t = matrix.astype(np.float64)  # what the Hungarian solver reads (it works in doubles)
     flat = t.reshape(-1)
@@ -266,12 +277,121 @@ def _phases(matrix: np.ndarray) -> Iterator[tuple[list[int], list[int], list[int
         yield rl, cl, got, weight
 
 
-def _memo_phases(memo: dict[bytes, list], matrix: np.ndarray) -> list:
-    """``list(_phases(matrix))``, kept in ``memo`` by the matrix's bytes (a pure function of them)."""
+@njit(cache=True)
+def _phases_kernel(matrix):  # pragma: no cover - numba
+    """Alg. 3's loop over an n x n matrix of byte counts (int64): per sub-phase, row by row, the
+    matched column and the residual before the phase, and the phase's portion (the smallest positive
+    matched residual, subtracted from every positive matched entry), until the matrix is zero. At
+    most one phase per positive entry (each phase zeroes one at least)."""
+    n = matrix.shape[0]
+    res = matrix.copy()
+    left = 0
+    for i in range(n):
+        for j in range(n):
+            if res[i, j] > 0:
+                left += 1
+    cols = np.empty((left, n), np.int64)
+    got = np.empty((left, n), np.int64)
+    weight = np.empty(left, np.int64)
+    cost = np.empty((n, n), np.float64)
+    col4row = np.empty(n, np.int64)
+    scratch = (np.empty(n), np.empty(n), np.empty(n), np.empty(n, np.int64), np.empty(n, np.int64),
+               np.empty(n, np.bool_), np.empty(n, np.bool_), np.empty(n, np.int64))  # fmt: skip
+    p = 0
+    while left > 0:
+        for i in range(n):
+            for j in range(n):
+                cost[i, j] = -np.float64(res[i, j])  # maximize: scipy negates the matrix
+        _min_cost_matching(cost, col4row, *scratch)
+        w = -1
+        for i in range(n):
+            g = res[i, col4row[i]]
+            cols[p, i], got[p, i] = col4row[i], g
+            if g > 0 and (w < 0 or g < w):
+                w = g
+        for i in range(n):
+            g = got[p, i]
+            if g > 0:
+                res[i, col4row[i]] = g - w
+                if g == w:
+                    left -= 1
+        weight[p] = w
+        p += 1
+    return cols[:p], got[:p], weight[:p]
+
+
+@njit(cache=True)
+def _min_cost_matching(cost, col4row, u, v, spc, path, row4col, sr, sc, remaining):  # pragma: no cover - numba
+    """A minimum-cost perfect matching of the square ``cost`` into ``col4row`` (row i's column):
+    the shortest augmenting path method of Crouse (IEEE TAES 52(4), 2016, the pseudocode of
+    pp. 1685-1686), in the order scipy's ``linear_sum_assignment`` follows it: rows augmented in
+    order, columns scanned from the last, a tie in path cost going to a free column, the dual
+    variables updated after each row. Where several matchings are optimal it returns scipy's
+    (``tests/test_hermod_alg.py``, on random and Alg.-3 matrices with many ties); the rest
+    (u, v, ...) is scratch of length n. scipy's call costs about 15 us on an 8 x 8 matrix, most
+    of it the call; Alg. 3 makes one per sub-phase, about 56 per 8 x 8 coflow."""
+    n = cost.shape[0]
+    u[:] = 0.0
+    v[:] = 0.0
+    path[:] = -1
+    col4row[:] = -1
+    row4col[:] = -1
+    for cur in range(n):
+        min_val = 0.0
+        left = n
+        for k in range(n):
+            remaining[k] = n - k - 1
+        sr[:] = False
+        sc[:] = False
+        spc[:] = np.inf
+        sink = -1
+        i = cur
+        while sink == -1:
+            index = -1
+            lowest = np.inf
+            sr[i] = True
+            for k in range(left):
+                j = remaining[k]
+                r = min_val + cost[i, j] - u[i] - v[j]
+                if r < spc[j]:
+                    path[j] = i
+                    spc[j] = r
+                if spc[j] < lowest or (spc[j] == lowest and row4col[j] == -1):
+                    lowest = spc[j]
+                    index = k
+            min_val = lowest
+            j = remaining[index]
+            if row4col[j] == -1:
+                sink = j
+            else:
+                i = row4col[j]
+            sc[j] = True
+            left -= 1
+            remaining[index] = remaining[left]
+        u[cur] += min_val
+        for i in range(n):
+            if sr[i] and i != cur:
+                u[i] += min_val - spc[col4row[i]]
+        for j in range(n):
+            if sc[j]:
+                v[j] -= min_val - spc[j]
+        j = sink
+        while True:
+            i = path[j]
+            row4col[j] = i
+            j, col4row[i] = col4row[i], j
+            if i == cur:
+                break
+
+
+def _memo_phases(memo: dict[bytes, tuple], matrix: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`_phases_kernel` of ``matrix`` (per sub-phase, row by row, the matched columns and the
+    residuals before it; the portions), kept in ``memo`` by the matrix's bytes (a pure function of
+    them)."""
     key = matrix.tobytes()
     got = memo.get(key)
     if got is None:
-        got = memo[key] = list(_phases(matrix))
+        got = memo[key] = _phases_kernel(matrix)
     return got
 
 
@@ -329,18 +449,18 @@ def port_matching_batch(coflows: Sequence[tuple[Sequence[Hashable], Sequence[Has
     # coflows with a flow per port pair (a GPU per NIC): a portion is a piece; their sub-phases'
     # entries are kept in flat lists (no list per sub-phase left for the garbage collector) and
     # placed with numpy at the end
-    e_rows: list[int] = []
-    e_cols: list[int] = []
-    e_vals: list[int] = []
-    per_phase_l: list[int] = []  # per sub-phase: its entries and portion
-    e_weight: list[int] = []
+    e_rows: list[np.ndarray] = []  # per such coflow, its sub-phases' entries row by row
+    e_cols: list[np.ndarray] = []
+    e_vals: list[np.ndarray] = []
+    per_phase_l: list[np.ndarray] = []  # per sub-phase: its entries and portion
+    e_weight: list[np.ndarray] = []
     e_phases: list[int] = []  # per such coflow: its sub-phases, ports, first port and first pair
     e_ports, e_port_base, e_pair_base = [], [], []
     pair_flow: list[int] = []  # those coflows' port pairs (flat, per coflow) -> flow
     p_flow, p_phase, p_size = [], [], []  # shared ports: pieces, in the order made
     g_send, g_recv, g_start = [], [], []  # and their port pairs' portions (pieces made together)
     flow_base = port_base = 0
-    memo: dict[bytes, list] = {}  # matrix -> its sub-phases: coflows repeat (about 45 % of a
+    memo: dict[bytes, tuple] = {}  # matrix -> its sub-phases: coflows repeat (about 45 % of a
     # batch's at 512 GPUs, Mixtral under hermod); an n x n int64 matrix's bytes give n back
     for src, dst, size in coflows:
         if any(b < 0 or s == d for s, d, b in zip(src, dst, size)):
@@ -359,21 +479,21 @@ def port_matching_batch(coflows: Sequence[tuple[Sequence[Hashable], Sequence[Has
             pair_flow += [-1] * (n_ports * n_ports)
             for n, x in enumerate(pairs):
                 pair_flow[e_pair_base[-1] + x] = flow_base + n
-            before = len(e_weight)
-            for rows, cols, got, w in _memo_phases(memo, matrix):
-                e_rows += rows
-                e_cols += cols
-                e_vals += got
-                per_phase_l.append(len(got))
-                e_weight.append(w)
-            e_phases.append(len(e_weight) - before)
+            cols, got, w = _memo_phases(memo, matrix)
+            e_rows.append(np.tile(np.arange(n_ports, dtype=np.int64), len(w)))
+            e_cols.append(cols.reshape(-1))
+            e_vals.append(got.reshape(-1))
+            per_phase_l.append(np.full(len(w), n_ports, np.int64))
+            e_weight.append(w)
+            e_phases.append(len(w))
         else:
             by_pair: dict[tuple[int, int], list[int]] = {}
             for n, (i, j) in enumerate(zip(si, di)):
                 by_pair.setdefault((i, j), []).append(n)
             left = list(size)
-            for k, (rows, cols, got, portion) in enumerate(_memo_phases(memo, matrix)):
-                for i, j, v in zip(rows, cols, got):
+            cols, got, weight = _memo_phases(memo, matrix)
+            for k, (c, g, portion) in enumerate(zip(cols.tolist(), got.tolist(), weight.tolist())):
+                for i, (j, v) in enumerate(zip(c, g)):
                     if not v:
                         continue
                     g_send.append(port_base + i)
@@ -392,12 +512,16 @@ def port_matching_batch(coflows: Sequence[tuple[Sequence[Hashable], Sequence[Has
                             break
         flow_base += len(src)
         port_base += n_ports
+
+    def cat(parts: list[np.ndarray]) -> np.ndarray:
+        return np.concatenate(parts) if parts else np.zeros(0, np.int64)
+
     # the entries of those sub-phases: their coflow's ports and pairs, phase within the coflow
-    per_phase = np.array(per_phase_l, np.int64)
-    rows, cols, vals = np.array(e_rows, np.int64), np.array(e_cols, np.int64), np.array(e_vals, np.int64)
+    per_phase, e_weight_a = cat(per_phase_l), cat(e_weight)
+    rows, cols, vals = cat(e_rows), cat(e_cols), cat(e_vals)
     e_phases_a = np.array(e_phases, np.int64)
     cof = np.repeat(np.repeat(np.arange(len(e_phases)), e_phases_a), per_phase)  # entry -> its coflow
-    local = np.arange(len(e_weight)) - np.repeat(np.cumsum(e_phases_a) - e_phases_a, e_phases_a)
+    local = np.arange(len(e_weight_a)) - np.repeat(np.cumsum(e_phases_a) - e_phases_a, e_phases_a)
     keep = vals > 0
     n_ports_of = np.array(e_ports, np.int64)[cof]
     e_flow = np.array(pair_flow, np.int64)[(np.array(e_pair_base, np.int64)[cof] + rows * n_ports_of + cols)[keep]]
@@ -405,7 +529,7 @@ def port_matching_batch(coflows: Sequence[tuple[Sequence[Hashable], Sequence[Has
     fast = int(keep.sum())
     flow = np.concatenate([e_flow, np.array(p_flow, np.int64)])
     phase = np.concatenate([np.repeat(local, per_phase)[keep], np.array(p_phase, np.int64)])
-    size = np.concatenate([np.repeat(np.array(e_weight, np.int64), per_phase)[keep], np.array(p_size, np.int64)])
+    size = np.concatenate([np.repeat(e_weight_a, per_phase)[keep], np.array(p_size, np.int64)])
     send = np.concatenate([(base + rows)[keep], np.array(g_send, np.int64)])
     recv = np.concatenate([(base + cols)[keep], np.array(g_recv, np.int64)])
     start = np.concatenate([np.arange(fast), fast + np.array(g_start, np.int64), [len(flow)]])

@@ -10,12 +10,14 @@ import pytest
 from schedulers.hermod_alg import (
     CTYPES,
     Factors,
+    _phases,
     consumer_key,
     decode,
     dscp_of,
     encode,
     factors_of,
     matching_phases,
+    phases_reference,
     phases_time,
     port_matching,
     priority_key,
@@ -182,6 +184,32 @@ def test_subphases_carry_exactly_the_matrix_and_are_matchings():
             assert (got == m).all()
             lower = max(m.sum(0).max(), m.sum(1).max())
             assert phases_time(phases) >= lower
+
+
+def _alg3_matrices(rng: np.random.Generator, count: int):
+    """Random EP matrices with many ties: small counts, on/off large ones, all equal, dense 40-bit."""
+    for k in range(count):
+        n = int(rng.integers(2, 12))
+        if k % 4 == 0:
+            m = rng.integers(0, 4, (n, n))
+        elif k % 4 == 1:
+            m = rng.integers(0, 2, (n, n)) * rng.integers(1, 1 << 30, (n, n))
+        elif k % 4 == 2:
+            m = np.full((n, n), int(rng.integers(1, 1000)))
+        else:
+            m = rng.integers(0, 1 << 40, (n, n)) * (rng.random((n, n)) < 0.7)
+        m = m.astype(np.int64)
+        np.fill_diagonal(m, 0)
+        yield m
+
+
+def test_the_numba_loop_takes_scipys_matching_at_every_subphase():
+    """Alg. 3's loop in numba (``_phases_kernel``, its own shortest augmenting path solver) against
+    its twin over scipy's ``linear_sum_assignment``: the same matching at every sub-phase, ties
+    included (several optimal matchings at most steps of these matrices), so the same sub-phases."""
+    rng = np.random.default_rng(7)
+    for m in _alg3_matrices(rng, 4000):
+        assert list(_phases(m)) == list(phases_reference(m)), m.tolist()
 
 
 def test_subphases_no_worse_than_brute_force_on_small_matrices():
