@@ -152,6 +152,15 @@ MUTANTS = (
         "numba max-min kernel: priority class 7 gets no rate",
         "test_maxmin_kernel_agrees_with_the_reference_on_edge_cases",
     ),
+    Mutant(
+        "alg3-scan-from-first-column",
+        "schedulers/hermod_alg.py",
+        "remaining[k] = n - k - 1",
+        "remaining[k] = k",
+        ("tests/test_hermod_alg.py",),
+        "Hermod's Alg. 3 solver scans columns from the first: another optimal matching on ties than scipy's",
+        "test_the_numba_loop_takes_scipys_matching_at_every_subphase",
+    ),
 )
 
 
