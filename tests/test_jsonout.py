@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import pytest
 
 from railbed.job import Job
-from railbed.jsonout import Pairs, read_keys, write_json
+from railbed.jsonout import Pairs, read_keys, read_object, write_json
 from railbed.results import ItemRecord, RunResult, _json_default
 
 
@@ -113,3 +113,41 @@ def test_read_keys_gives_what_json_loads_gives(tmp_path, case):
     for indent in (None, 2, 4):  # other layouts: read whole
         (tmp_path / "c.json").write_text(json.dumps(value, default=_json_default, indent=indent))
         assert read_keys(tmp_path / "c.json", ["t", "absent"]) == {"t": whole["t"]}
+
+
+@pytest.mark.parametrize("batch", [1, 2, 1000])
+@pytest.mark.parametrize("case", range(len(CASES)))
+def test_read_object_decodes_elements_a_batch_at_a_time_to_what_json_loads_gives(tmp_path, case, batch):
+    """Every list and mapping at the top level read ``batch`` elements at a time (each through a function
+    that marks it), the rest whole: what ``json.loads`` gives, with the marks; strings holding a
+    newline, quotes and text like an element's line (``\\n  "x": ``) stay inside their value."""
+    value = {**CASES[case], "t": 'a\n  "x": 1,\n  [', 'k"\\': {'z\n  "': ['\n  "w": ', {"v": [1, {}]}], "e": {}},
+             "rows": [[1.5, "ready", "a"], [], {}, "s", None]}
+    value = {k: list(v) if isinstance(v, type(iter([]))) else v for k, v in value.items()}
+    write_json(tmp_path / "v.json", value, default=_json_default, batch=2)
+    whole = json.loads((tmp_path / "v.json").read_text())
+    containers = [k for k, v in whole.items() if isinstance(v, (dict, list))]
+
+    def marked(v):
+        return ("seen", v)
+
+    want = {k: ({i: marked(x) for i, x in v.items()} if isinstance(v, dict) else [marked(x) for x in v])
+            if k in containers else v for k, v in whole.items()}  # fmt: skip
+    assert read_object(tmp_path / "v.json", dict.fromkeys(containers, marked), batch) == want
+    assert read_object(tmp_path / "v.json", {}, batch) == whole
+    (tmp_path / "c.json").write_text(json.dumps(value, default=_json_default, indent=2))  # another layout: whole
+    assert read_object(tmp_path / "c.json", dict.fromkeys(containers, marked)) == want
+
+
+def test_a_result_reads_back_equal_record_by_record(tmp_path):
+    res = RunResult("fluid", "j", "fifo", "c", makespan=2.0, notes=["n"], analysis={"max_speedup": 1.5})
+    for k in range(7):
+        res.items[f"f{k}"] = ItemRecord(f"f{k}", "flow", 0.0, 0.1 * k, 0.2 * k, server=k, size=k, children=["x"] * k,
+                                        attrs={"iteration": k % 2, "s": 'q"\n  "z": '})  # fmt: skip
+        res.events.append((0.1 * k, "end", f"f{k}"))
+    res.save(tmp_path / "r.json")
+    back = RunResult.load(tmp_path / "r.json")
+    assert back == RunResult.from_dict(json.loads((tmp_path / "r.json").read_text())) == res
+    assert all(type(e) is tuple for e in back.events)
+    RunResult("fluid", "j", "fifo", "c").save(tmp_path / "e.json")  # no records, no events
+    assert RunResult.load(tmp_path / "e.json") == RunResult("fluid", "j", "fifo", "c")
