@@ -91,9 +91,13 @@ Two changes, each from the thesis's text:
   preemption: a DP flow in flight yields its NIC to a PP flow at once.
 
 **EP matching** (§5.3.2, Alg. 3): repeatedly take a maximum-weight matching
-of the residual transmission matrix (Hungarian, ``linear_sum_assignment``),
-subtract its smallest positive matched entry from every matched entry, and
-make that a sub-phase. Line 10 of Alg. 3 reads ``min({T_ij | T_ij > 0})``
+of the residual transmission matrix (the thesis: Hungarian), subtract its
+smallest positive matched entry from every matched entry, and make that a
+sub-phase. The thesis does not say which matching where several are
+optimal; we take scipy's ``linear_sum_assignment``'s (shortest augmenting
+paths), and the loop runs in numba with a solver that follows scipy's order
+step for step (:func:`_phases_kernel`; :func:`phases_reference` calls scipy,
+and a test holds the two equal on tie-heavy matrices). Line 10 of Alg. 3 reads ``min({T_ij | T_ij > 0})``
 and leaves ``matching_values`` (line 9) unused; we take the minimum over
 the matched positive entries (line 9's values), which is what makes every
 sub-phase carry equal portions; the minimum over the whole matrix would
