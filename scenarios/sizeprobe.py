@@ -34,11 +34,13 @@ Probing stops before a value whose memory, extrapolated from the two before, exc
 probe must not exhaust the machine it measures), and after a build that fails once two succeeded.
 
 A ``full_size`` row's job is built as arrays and compacted before its run (``workloads.generate_arrays``,
-``simulator.rules.compact_arrays``); its probe builds the arrays and compacts them under the row's
-scheduler (:func:`_arrays_built`), since the compaction, not the arrays, is what sets the run's memory
-(Mixtral-8x22B at 8192 GPUs under ``hermod``: 27 M items, about 2 GB of arrays, 6.4 GB at the run's peak).
-Hermod's Fig. 5.12 rows (8192 GPUs, two iterations: about 80 M items, over ``MAX_ARRAY_ITEMS``) probe
-``job.args.dp``.
+then its engine's ``prepare``: ``simulator.rules.backend``); its probe builds the arrays and prepares them
+under the row's scheduler (:func:`_arrays_built`), since the compaction, not the arrays, sets the run's
+memory (Hermod's Fig. 5.12 file at dp 16, 1024 GPUs, two iterations, under ``hermod``: 2.66 M items and
+0.8 GB as arrays, 10.97 M items and a 4.2 GB peak compacted). Those rows (8192 GPUs, two iterations: about
+80 M items, over ``MAX_ARRAY_ITEMS``) probe ``job.args.dp``. The engine is looked up by the claim's name
+(``railbed.backend``), so this module imports no engine: a section's digest holds the engines its claims
+name, not every engine through the probe.
 """
 
 from __future__ import annotations
@@ -198,14 +200,14 @@ def budget_bytes() -> float:
 
 
 def measure_build(data: dict, base: Path, size: float, warm: dict | None = None, arrays: bool | str = False,
-                  scheduler: str | None = None) -> Build:  # fmt: skip
+                  scheduler: str | None = None, engine: str | None = None) -> Build:  # fmt: skip
     """Build the scenario mapping ``data`` (no run) in a fresh process, after ``warm`` (the smallest
     probe's: imports, compiled kernels and caches are then not counted); its jobs' size and peak RSS growth.
-    ``arrays``: how the claim builds its job (``Claim.arrays``); a job built as arrays is also compacted
-    under ``scheduler`` (:func:`_arrays_built`)."""
+    ``arrays``: how the claim builds its job (``Claim.arrays``); a job built as arrays is also prepared
+    by ``engine`` under ``scheduler`` (:func:`_arrays_built`)."""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
-    payload = json.dumps({"data": data, "base": str(base), "warm": warm, "arrays": arrays, "scheduler": scheduler},
-                         default=str)  # fmt: skip
+    payload = json.dumps({"data": data, "base": str(base), "warm": warm, "arrays": arrays, "scheduler": scheduler,
+                          "engine": engine}, default=str)  # fmt: skip
     done = subprocess.run([sys.executable, "-m", "scenarios.sizeprobe"], input=payload, capture_output=True,
                           text=True, env=env, cwd=ROOT)  # fmt: skip
     if done.returncode != 0:
@@ -216,16 +218,16 @@ def measure_build(data: dict, base: Path, size: float, warm: dict | None = None,
 
 
 def probe(key: str, values: tuple[float, ...], mapping, budget: float, echo, arrays: bool | str = False,
-          scheduler: str | None = None) -> list[Build]:  # fmt: skip
+          scheduler: str | None = None, engine: str | None = None) -> list[Build]:  # fmt: skip
     """Builds at ``values`` (increasing) of ``mapping(value) -> (data, base)``, stopping before one
-    whose extrapolated memory exceeds ``budget`` (``arrays``, ``scheduler``: :func:`measure_build`)."""
+    whose extrapolated memory exceeds ``budget`` (``arrays``, ``scheduler``, ``engine``: :func:`measure_build`)."""
     builds: list[Build] = []
     for value in values:
         if not next_fits(builds, value, budget):
             echo(f"    size probe: {key} {value:g} skipped (estimated over the budget)")
             break
         try:
-            builds.append(measure_build(*mapping(value), value, mapping(values[0])[0], arrays, scheduler))
+            builds.append(measure_build(*mapping(value), value, mapping(values[0])[0], arrays, scheduler, engine))
         except SpecError as e:  # killed (out of memory) or failed: the sizes before it are what ran
             if len(builds) < 2:
                 raise
@@ -257,7 +259,7 @@ def sized(claim, quick: bool, mapping, cache: dict, echo) -> tuple[Any, tuple[st
         if key not in cache:
             echo(f"  size probe of {claim.id}{f' {point}' if point else ''}: {p.set} {', '.join(map(_g, p.values))}")
             cache[key] = probe(p.set, p.values, lambda v, pt=point: mapping(claim, pt, False, {p.set: v}), budget, echo,
-                               claim.arrays, claim.scheduler)  # fmt: skip
+                               claim.arrays, claim.scheduler, claim.engine)  # fmt: skip
         points.append(cache[key])
     d = decide(points, max(targets), budget)
     echo(f"  size probe of {claim.id}: " + ("fits" if d.fits else reduced_text(d, p.set)))
@@ -276,13 +278,15 @@ def _status(name: str) -> int:
 
 def _child() -> None:
     """In the fresh process: build the scenario from stdin, print its size as JSON."""
+    from railbed.backend import backend
     from scenarios.runner import Scenario
 
     got = json.loads(sys.stdin.read())
     arrays = got.get("arrays") or False
     if got.get("warm") is not None:
         Scenario.from_dict(got["warm"], Path(got["base"]), arrays=arrays)  # a job built as arrays: not here
-        import simulator.rules  # noqa: F401 (what _arrays_built runs: imported, not counted)
+        if got.get("engine"):  # the engine's modules imported, not counted
+            backend(got["engine"])
 
         gc.collect()
     try:
@@ -292,7 +296,7 @@ def _child() -> None:
     before = _status("VmRSS")
     sc = Scenario.from_dict(got["data"], Path(got["base"]), arrays=arrays)
     if sc.arrays is not None:
-        items, deps = _arrays_built(sc, got.get("scheduler"))
+        items, deps = _arrays_built(sc, got.get("scheduler"), got.get("engine"))
     else:
         jobs = {id(j): j for j in [sc.job, *(sc.variants or {}).values()] if j is not None}.values()
         sizes = [(len(j.items), sum(len(i.deps) for i in j.items.values())) for j in jobs]
@@ -300,21 +304,23 @@ def _child() -> None:
     print(json.dumps({"items": items, "deps": deps, "bytes": max(_status("VmHWM") - before, 0)}))
 
 
-def _arrays_built(sc, scheduler: str | None) -> tuple[int, int]:
+def _arrays_built(sc, scheduler: str | None, engine: str | None) -> tuple[int, int]:
     """A job built as arrays (``sc.arrays``: a ``full_size`` row's) as its run builds it: the arrays,
-    then their compaction under the row's ``scheduler`` (the CompactJob, Hermod's sub-flows included,
-    beside the arrays: the run's largest stage, 2-3x the arrays' memory), so that the memory measured
-    is what the run needs, not the arrays' alone. Returns the arrays' items and dependencies."""
+    then what ``engine`` makes of them before its run under the row's ``scheduler`` (its ``prepare``:
+    the compact engine's CompactJob, Hermod's sub-flows included, beside the arrays, the run's largest
+    stage), so that the memory measured is what the run needs, not the arrays' alone. Returns the
+    arrays' items and dependencies."""
+    from railbed.backend import backend
     from schedulers import make
-    from simulator.rules import compact_arrays
     from workloads import generate_arrays
 
     name, args = sc.arrays
     aj = generate_arrays(name, args, "job")
     items, deps = int(aj.items), int(len(aj.deps))
     spec = next((s for s in sc.schedulers if s.run_label == scheduler), None)
-    if spec is not None:
-        compact_arrays(aj, make(spec), sc.cluster, sc.policy)
+    prepare = getattr(backend(engine), "prepare", None) if engine else None
+    if spec is not None and prepare is not None:
+        prepare(aj, make(spec), sc.cluster, sc.options())
     return items, deps
 
 

@@ -188,6 +188,7 @@ def test_a_full_size_rows_probe_builds_its_arrays_and_compacts_them_under_its_sc
     (Hermod's Fig. 5.12 rows at 8192 GPUs: the arrays are a third of the run's peak)."""
     import scenarios.sizeprobe as sizeprobe
     from scenarios.runner import Scenario
+    from simulator.rules.backend import FluidRules
     from tests.test_reproduce import TINY_MOE
     from workloads import generate_arrays
 
@@ -208,12 +209,24 @@ def test_a_full_size_rows_probe_builds_its_arrays_and_compacts_them_under_its_sc
     assert (row.run_dir / "hermod" / "items.npz").exists()  # it ran as arrays
     aj = generate_arrays("moe_training", {**block.yaml.safe_load(TINY_MOE)["job"]["args"], "microbatches": 2})
     assert f"size probe: job.args.microbatches 2: {aj.items:,} items, {len(aj.deps):,} dependencies" in "\n".join(said)
-    compacted = []  # in this process: the child's function, its compaction seen
-    monkeypatch.setattr("simulator.rules.compact_arrays", lambda aj, s, c, p: compacted.append((s.name, c.name, p)))
+    compacted = []  # in this process: the child's function, its engine's compaction seen
+    monkeypatch.setattr(FluidRules, "prepare", lambda self, aj, s, c, o: compacted.append((s.name, c.name, o.policy)))
     sc = Scenario.from_dict(block.yaml.safe_load(TINY_MOE), tmp_path, arrays="always")
-    assert sc.job is None and sizeprobe._arrays_built(sc, "hermod") == (aj.items, len(aj.deps))
+    assert sc.job is None and sizeprobe._arrays_built(sc, "hermod", "fluid-rules") == (aj.items, len(aj.deps))
     assert compacted == [("hermod", sc.cluster.name, "dscp-priority")]
-    assert sizeprobe._arrays_built(sc, None) == (aj.items, len(aj.deps)) and len(compacted) == 1
+    assert sizeprobe._arrays_built(sc, None, "fluid-rules") == (aj.items, len(aj.deps)) and len(compacted) == 1
+    assert sizeprobe._arrays_built(sc, "hermod", None) == (aj.items, len(aj.deps)) and len(compacted) == 1
+
+
+def test_the_probe_imports_no_engine_so_every_sections_digest_need_not_hold_one():
+    """The probe reaches the compact engine by the claim's engine name (``railbed.backend``), not
+    by an import: through ``scenarios.reproduce`` every section's digest holds the probe's module,
+    and an import there would put ``simulator.rules`` into every section's digest (a change to the
+    compact engine would then stale LEO's and the GNN papers' sections, whose runs never reach it)."""
+    from scenarios.block import code_modules
+
+    modules = code_modules("leo", "", ROOT / "scenarios", ROOT)
+    assert "scenarios.sizeprobe" in modules and not any(m.startswith("simulator.rules") for m in modules)
 
 
 def test_a_size_probe_on_an_emulated_row_names_its_field(tmp_path):

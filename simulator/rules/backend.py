@@ -16,6 +16,7 @@ from railbed.results import RunResult
 from railbed.scheduler import Scheduler
 from railbed.spec import ClusterSpec
 from simulator.rules.build import compact, compact_arrays
+from simulator.rules.model import CompactJob
 from simulator.rules.run import run_compact
 
 
@@ -26,16 +27,24 @@ class FluidRules(ModelBackend):
     summary = "one numba kernel over the schedulers' rules (Scheduler.rule); jobs as arrays, thousands of GPUs"
     capabilities = Capabilities(hooks=False, host_models=False, array_jobs=True, max_gpus=8192)
 
+    def prepare(self, job, scheduler: Scheduler, cluster: ClusterSpec, options: RunOptions) -> CompactJob:
+        """What :meth:`run` makes before its kernel runs: the job (a ``Job`` or arrays) compacted under
+        ``scheduler``, the run's largest stage in memory (a full-size row's size probe measures it,
+        :mod:`scenarios.sizeprobe`)."""
+        if isinstance(job, Job):
+            return compact(job, scheduler, cluster, options.policy)
+        return compact_arrays(job, scheduler, cluster, options.policy)
+
     def run(self, job, scheduler: Scheduler, cluster: ClusterSpec, options: RunOptions) -> RunResult:
         if isinstance(job, Job):
-            run = run_compact(compact(job, scheduler, cluster, options.policy), analysis=options.analysis)
+            run = run_compact(self.prepare(job, scheduler, cluster, options), analysis=options.analysis)
             result = run.to_run_result(job, run_label(scheduler))
             result.cluster = cluster.name
             result.notes += scheduler.notes()  # the Dispatcher adds them on the other backends
             result.backend = self.name
             return result
         t0 = time.perf_counter()
-        cj = compact_arrays(job, scheduler, cluster, options.policy)
+        cj = self.prepare(job, scheduler, cluster, options)
         seconds = time.perf_counter() - t0
         del job  # the arrays and a run do not both fit in 8 GB at 8192 GPUs (the caller drops its own)
         run = run_compact(cj, analysis=options.analysis)
