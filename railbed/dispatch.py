@@ -196,6 +196,7 @@ class Dispatcher:
         self.notes: list[str] = [f"placement: {crowding}"] if crowding else []
         self.progress_source: ProgressSource | None = None
         self._held = HeldItems(self.view.sending)  # ready items the scheduler holds, and the events they wait for
+        self._held_listed = -1  # the held items' version view.held lists
         self._queues: dict[tuple[int, str], deque[str]] = {}
         self._busy: dict[tuple[int, str], int] = {}
         self._phase: dict[str, str] = {}  # flow id -> "src" | "net" | "dst" | "local" | "split"
@@ -443,7 +444,7 @@ class Dispatcher:
             actions.extend(self._offer_held(now, touched))
         for dev in sorted(touched):
             actions.extend(self._run_queue(dev, now))
-        self.view.held = list(self._held)
+        self._list_held()
         if self._local_batch:
             actions.extend(self._time_local())
         if self._flows_changed:
@@ -483,9 +484,16 @@ class Dispatcher:
         actions: list[Action] = []
         if not self._held.due:  # every held item waits for an event still to come
             return actions
-        self.view.held = list(self._held)  # while offering, the scheduler sees every held item, this one included
+        self._list_held()  # while offering, the scheduler sees every held item, this one included
         self._held.offer_round(lambda i: actions.extend(self._offer_one(i, now, touched)))
         return actions
+
+    def _list_held(self) -> None:
+        """``view.held``: the held items in ready order, a new list only when items joined or left since
+        the last one (it was made at every settling and offer round: a scheduler holding thousands of
+        flows paid for the copy at every event; the RuleBook reads a new list as a new round)."""
+        if self._held.version != self._held_listed:
+            self.view.held, self._held_listed = list(self._held), self._held.version
 
     def _offer_one(self, i: str, now: float, touched: set) -> list[Action]:
         """Offer held item ``i``: start it, split it (and the others a split takes), or keep it held."""

@@ -33,6 +33,7 @@ class HeldItems:
         self.fewer: dict[tuple[int, int], dict[OnFewer, list[tuple[int, str]]]] = {}  # NIC -> wait -> (rank, item) heap
         self._fewer_woken: dict[str, tuple[int, int]] = {}  # items an OnFewer woke -> its NIC: the next wakes after
         self._woken: list[str] | None = None  # during an offer round: the items events woke
+        self.version = 0  # bumped when an item joins or leaves: the held list is made again only then
 
     def __len__(self) -> int:
         return len(self.rank)
@@ -46,12 +47,14 @@ class HeldItems:
     def add(self, item_id: str) -> None:
         """A newly ready item joins the held items, last in ready order, to be offered."""
         self.rank[item_id] = self._next_rank
+        self.version += 1
         self._next_rank += 1
         self.due[item_id] = None
 
     def take(self, item_id: str) -> None:
         """The item is no longer held (started, or split away): forget it and its waits."""
         del self.rank[item_id]
+        self.version += 1
         self.due.pop(item_id, None)
         for w in self.waiting.pop(item_id, ()):
             self.waiters[w].discard(item_id)

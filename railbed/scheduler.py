@@ -402,7 +402,8 @@ class RunView:
     """What a scheduler may look at during a run (read-only by convention).
 
     ``now`` is model time. ``active`` are flows in the network, ``running``
-    tasks holding a device slot, ``held`` the ids the scheduler held, ``done``
+    tasks holding a device slot, ``held`` the ids the scheduler held (in ready order; the same
+    list object while the same items are held: do not change it), ``done``
     finished ids and ``records`` their :class:`~railbed.results.ItemRecord`,
     ``ready_at`` the time each item became ready, ``sending`` the number of active flows per
     source NIC (``(server, nic)``; a NIC with none may be absent).

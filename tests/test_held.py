@@ -242,3 +242,30 @@ def test_tasks_are_offered_too():
 
     res = simulate(job, Sched(), SPEC)
     assert res.items["t"].start == res.items["first"].end
+
+
+class WatchesHeld(NicLimit):
+    """NicLimit recording, at every offer, the held list it sees (the object, kept alive, and a copy)
+    and the item offered."""
+
+    def __init__(self) -> None:
+        super().__init__(1, False)
+        self.seen: list[tuple[list[str], list[str], str]] = []
+
+    def on_ready(self, item, view):
+        self.seen.append((view.held, list(view.held), item.id))
+        return super().on_ready(item, view)
+
+
+def test_the_held_list_is_made_again_only_when_items_join_or_leave():
+    """``view.held`` is the same list object while the same items are held and a new one when they
+    change (the RuleBook reads a new list as a new offer round): it was copied at every settling and
+    offer round, which a scheduler holding thousands of flows paid at every event (issue 42). The
+    list is never stale: the item offered is in it, new ones included."""
+    sched = WatchesHeld()
+    res = simulate(all_to_all(n=8, size=1 << 20, iterations=1), sched, SPEC)
+    assert res.makespan > 0 and len(sched.seen) > 50
+    assert all(i in held for held, _, i in sched.seen)
+    pairs = list(zip(sched.seen, sched.seen[1:]))
+    assert all(items_a == items_b for (a, items_a, _), (b, items_b, _) in pairs if a is b)  # never changed
+    assert all(items_a != items_b for (a, items_a, _), (b, items_b, _) in pairs if a is not b)  # a new one: new items
